@@ -1,0 +1,22 @@
+"""ferrotok: byte-level BPE with tiktoken's ids, faster, and able to train.
+
+>>> import ferrotok
+>>> enc = ferrotok.get_encoding("cl100k_base")
+>>> enc.decode(enc.encode("hello world"))
+'hello world'
+"""
+
+from .core import Encoding
+from .load import data_gym_to_mergeable_bpe_ranks, dump_tiktoken_bpe, load_tiktoken_bpe
+from .registry import get_encoding, list_encoding_names
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Encoding",
+    "get_encoding",
+    "list_encoding_names",
+    "load_tiktoken_bpe",
+    "dump_tiktoken_bpe",
+    "data_gym_to_mergeable_bpe_ranks",
+]

@@ -1,0 +1,395 @@
+"""`Encoding`: tiktoken's API over ferrotok's Rust encoder.
+
+Every public name, argument, default, return type and exception matches tiktoken 0.14's
+`tiktoken.Encoding`, so code written for tiktoken keeps working after one import changes.
+The road a string takes: special-token check (here, in Python, so the error names the token)
+→ Rust: special-token split → pattern split → merge-rank BPE per piece → ids.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Literal, NoReturn
+
+from . import _core
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+class Encoding:
+    def __init__(
+        self,
+        name: str,
+        *,
+        pat_str: str,
+        mergeable_ranks: dict[bytes, int],
+        special_tokens: dict[str, int],
+        explicit_n_vocab: int | None = None,
+    ) -> None:
+        """Creates an Encoding from a pattern, merge ranks and special tokens.
+
+        Args:
+            name: the encoding's name; encodings with different special tokens should have
+                different names.
+            pat_str: the regex that cuts text into pieces before BPE.
+            mergeable_ranks: token bytes -> rank; the rank is the merge priority.
+            special_tokens: special token text -> id.
+            explicit_n_vocab: if given, checked to equal the number of tokens.
+
+        >>> enc = Encoding("tiny", pat_str=r"\\S+|\\s+",
+        ...                mergeable_ranks={bytes([i]): i for i in range(256)},
+        ...                special_tokens={})
+        >>> enc.encode("hi")
+        [104, 105]
+        """
+        self.name = name
+        self._pat_str = pat_str
+        self._mergeable_ranks = mergeable_ranks
+        self._special_tokens = special_tokens
+        if not mergeable_ranks:
+            raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
+        self.max_token_value = max(
+            max(mergeable_ranks.values()), max(special_tokens.values(), default=0)
+        )
+        if explicit_n_vocab:
+            assert len(mergeable_ranks) + len(special_tokens) == explicit_n_vocab
+            assert self.max_token_value == explicit_n_vocab - 1
+        # Membership in a set is much faster than in dict values.
+        self._special_token_values = set(special_tokens.values())
+        self._core_bpe = _core.CoreBPE(mergeable_ranks, list(special_tokens.items()), pat_str)
+
+    def __repr__(self) -> str:
+        return f"<Encoding {self.name!r}>"
+
+    # ====================
+    # Encoding
+    # ====================
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encodes a string into tokens, ignoring special tokens.
+
+        Equivalent to `encode(text, disallowed_special=())`, but faster.
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> enc.encode_ordinary("hello world")
+        [15339, 1917]
+        """
+        try:
+            return self._core_bpe.encode_ordinary(text)
+        except UnicodeEncodeError:
+            return self._core_bpe.encode_ordinary(_fix_surrogates(text))
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> list[int]:
+        """Encodes a string into tokens.
+
+        Text that spells a special token raises `ValueError` unless the token is in
+        `allowed_special` (then it becomes the special token) or not in
+        `disallowed_special` (then it is encoded as ordinary text).
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> enc.encode("hello world")
+        [15339, 1917]
+        >>> enc.encode("<|endoftext|>", allowed_special="all")
+        [100257]
+        >>> enc.encode("<|endoftext|>", disallowed_special=())
+        [27, 91, 8862, 728, 428, 91, 29]
+        """
+        allowed = self._check_special(text, allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.encode(text, allowed)
+        except UnicodeEncodeError:
+            # Lone surrogates cannot be UTF-8: tiktoken replaces them (and joins valid
+            # surrogate pairs) before encoding, and so do we, to give the same ids.
+            return self._core_bpe.encode(_fix_surrogates(text), allowed)
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> npt.NDArray[np.uint32]:
+        """Encodes a string into a `numpy.uint32` array (the encoder's buffer, not a copy).
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> enc.encode_to_numpy("hello world").tolist()
+        [15339, 1917]
+        """
+        allowed = self._check_special(text, allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.encode_to_numpy(text, allowed)
+        except UnicodeEncodeError:
+            return self._core_bpe.encode_to_numpy(_fix_surrogates(text), allowed)
+
+    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
+        """Encodes a list of strings into tokens, in parallel on Rust threads, ignoring specials.
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> enc.encode_ordinary_batch(["hello world", "goodbye world"])
+        [[15339, 1917], [19045, 29474, 1917]]
+        """
+        try:
+            return self._core_bpe.encode_ordinary_batch(text, num_threads)
+        except UnicodeEncodeError:
+            return self._core_bpe.encode_ordinary_batch(
+                [_fix_surrogates(t) for t in text], num_threads
+            )
+
+    def encode_batch(
+        self,
+        text: list[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> list[list[int]]:
+        """Encodes a list of strings into tokens, in parallel on Rust threads.
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> enc.encode_batch(["hello world", "goodbye world"])
+        [[15339, 1917], [19045, 29474, 1917]]
+        """
+        if allowed_special == "all":
+            allowed_special = self.special_tokens_set
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed_special
+        if disallowed_special:
+            regex = _special_token_regex(frozenset(disallowed_special))
+            for t in text:
+                if match := regex.search(t):
+                    raise_disallowed_special_token(match.group())
+        allowed = set(allowed_special)
+        try:
+            return self._core_bpe.encode_batch(text, allowed, num_threads)
+        except UnicodeEncodeError:
+            return self._core_bpe.encode_batch(
+                [_fix_surrogates(t) for t in text], allowed, num_threads
+            )
+
+    def encode_with_unstable(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> tuple[list[int], list[list[int]]]:
+        """Encodes a string into stable tokens and possible completion sequences.
+
+        The last piece of text may merge with what comes after it; this returns the tokens
+        that cannot change, and every sequence the rest could become.
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> stable, completions = enc.encode_with_unstable("hello fanta")
+        >>> stable
+        [15339]
+        """
+        allowed = self._check_special(text, allowed_special, disallowed_special)
+        return self._core_bpe.encode_with_unstable(text, allowed)
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """Encodes text corresponding to a single token to its token value.
+
+        Special tokens are encoded too. Raises `KeyError` if it is not one token.
+
+        >>> get_encoding("cl100k_base").encode_single_token("hello")
+        15339
+        """
+        if isinstance(text_or_bytes, str):
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        return self._core_bpe.encode_single_token(text_or_bytes)
+
+    def encode_bytes(self, text: bytes) -> list[int]:
+        """Encodes bytes that need not be valid UTF-8; `decode_bytes` gives them back.
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> enc.decode_bytes(enc.encode_bytes(b"caf\\xc3"))
+        b'caf\\xc3'
+        """
+        return self._core_bpe.encode_bytes(text)
+
+    # ====================
+    # Decoding
+    # ====================
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        """Decodes a list of tokens into bytes.
+
+        >>> get_encoding("cl100k_base").decode_bytes([15339, 1917])
+        b'hello world'
+        """
+        return self._core_bpe.decode_bytes(tokens)
+
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        """Decodes a list of tokens into a string.
+
+        Lossy by default: bytes that are not valid UTF-8 become U+FFFD. Pass
+        `errors="strict"` to raise instead.
+
+        >>> get_encoding("cl100k_base").decode([15339, 1917])
+        'hello world'
+        """
+        return self._core_bpe.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """Decodes one token (special tokens included) into bytes; `KeyError` if unknown.
+
+        >>> get_encoding("cl100k_base").decode_single_token_bytes(15339)
+        b'hello'
+        """
+        return self._core_bpe.decode_single_token_bytes(token)
+
+    def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
+        """Decodes a list of tokens into a list of bytes, one per token.
+
+        >>> get_encoding("cl100k_base").decode_tokens_bytes([15339, 1917])
+        [b'hello', b' world']
+        """
+        return [self.decode_single_token_bytes(token) for token in tokens]
+
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        """Decodes tokens into a string and the character offset where each token starts.
+
+        A token that begins inside a character gets the offset of that character.
+        Raises `UnicodeDecodeError` if the tokens are not valid UTF-8 as a whole.
+
+        >>> get_encoding("cl100k_base").decode_with_offsets([15339, 1917])
+        ('hello world', [0, 5])
+        """
+        token_bytes = self.decode_tokens_bytes(tokens)
+        text_len = 0
+        offsets = []
+        for token in token_bytes:
+            # A token starting with a continuation byte belongs to the previous character.
+            offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
+            text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
+        text = b"".join(token_bytes).decode("utf-8", errors="strict")
+        return text, offsets
+
+    def decode_batch(
+        self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8
+    ) -> list[str]:
+        """Decodes a batch (list of lists of tokens) into a list of strings."""
+        return [
+            b.decode("utf-8", errors=errors)
+            for b in self._core_bpe.decode_bytes_batch(batch, num_threads)
+        ]
+
+    def decode_bytes_batch(
+        self, batch: Sequence[Sequence[int]], *, num_threads: int = 8
+    ) -> list[bytes]:
+        """Decodes a batch (list of lists of tokens) into a list of bytes."""
+        return self._core_bpe.decode_bytes_batch(batch, num_threads)
+
+    # ====================
+    # Miscellaneous
+    # ====================
+
+    def token_byte_values(self) -> list[bytes]:
+        """Returns the bytes of every ordinary token, sorted."""
+        return self._core_bpe.token_byte_values()
+
+    @property
+    def eot_token(self) -> int:
+        """The id of `<|endoftext|>` (`KeyError` if the encoding has none)."""
+        return self._special_tokens["<|endoftext|>"]
+
+    @functools.cached_property
+    def special_tokens_set(self) -> set[str]:
+        """The special tokens' texts."""
+        return set(self._special_tokens.keys())
+
+    def is_special_token(self, token: int) -> bool:
+        """Whether `token` is the id of a special token."""
+        assert isinstance(token, int)
+        return token in self._special_token_values
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest token id (tiktoken's meaning)."""
+        return self.max_token_value + 1
+
+    # ====================
+    # Private (read by real code: HuggingFace's converter, vLLM, nanochat)
+    # ====================
+
+    def _check_special(
+        self,
+        text: str,
+        allowed_special: Literal["all"] | AbstractSet[str],
+        disallowed_special: Literal["all"] | Collection[str],
+    ) -> AbstractSet[str]:
+        """Raises for disallowed special text; returns the allowed set, resolved."""
+        if allowed_special == "all":
+            allowed_special = self.special_tokens_set
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed_special
+        if disallowed_special:
+            if not isinstance(disallowed_special, frozenset):
+                disallowed_special = frozenset(disallowed_special)
+            if match := _special_token_regex(disallowed_special).search(text):
+                raise_disallowed_special_token(match.group())
+        return allowed_special
+
+    def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
+        """BPE on the whole input as one piece, without the pattern split."""
+        if isinstance(text_or_bytes, str):
+            text_or_bytes = text_or_bytes.encode("utf-8")
+        return self._core_bpe.encode_single_piece(text_or_bytes)
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        return self._core_bpe.encode_bytes(text)
+
+    def __getstate__(self) -> object:
+        from . import registry
+
+        # Registered encodings travel by name; custom ones by value.
+        if self is registry.ENCODINGS.get(self.name):
+            return self.name
+        return {
+            "name": self.name,
+            "pat_str": self._pat_str,
+            "mergeable_ranks": self._mergeable_ranks,
+            "special_tokens": self._special_tokens,
+        }
+
+    def __setstate__(self, value: object) -> None:
+        from . import registry
+
+        if isinstance(value, str):
+            self.__dict__ = registry.get_encoding(value).__dict__
+            return
+        assert isinstance(value, dict)
+        self.__init__(**value)  # type: ignore[misc]
+
+
+def _fix_surrogates(text: str) -> str:
+    """Joins surrogate pairs and replaces lone surrogates with U+FFFD, as tiktoken does."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+@functools.lru_cache(maxsize=128)
+def _special_token_regex(tokens: frozenset[str]) -> re.Pattern[str]:
+    inner = "|".join(re.escape(token) for token in tokens)
+    return re.compile(f"({inner})")
+
+
+def raise_disallowed_special_token(token: str) -> NoReturn:
+    raise ValueError(
+        f"Encountered text corresponding to disallowed special token {token!r}.\n"
+        "If you want this text to be encoded as a special token, "
+        f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+        f"If you want this text to be encoded as normal text, disable the check for this token "
+        f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+        "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+    )
+

@@ -1,0 +1,164 @@
+"""The OpenAI encodings: their files, patterns and special tokens, exactly as tiktoken 0.14 has them.
+
+Each constructor returns the keyword arguments of `Encoding`; files are fetched through
+`ferrotok.load`, which looks in `FERROTOK_DATA_DIR`, then tiktoken's cache, then downloads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe
+
+ENDOFTEXT = "<|endoftext|>"
+FIM_PREFIX = "<|fim_prefix|>"
+FIM_MIDDLE = "<|fim_middle|>"
+FIM_SUFFIX = "<|fim_suffix|>"
+ENDOFPROMPT = "<|endofprompt|>"
+
+_BLOB = "https://openaipublic.blob.core.windows.net"
+
+# GPT-2's original pattern, rewritten with possessive quantifiers (same pieces, less backtracking).
+R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+# (file name, sha256) of each official file; the URL is derived from the name.
+FILES = {
+    "r50k_base.tiktoken": "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+    "p50k_base.tiktoken": "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
+    "cl100k_base.tiktoken": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base.tiktoken": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+}
+
+
+def file_url(name: str) -> str:
+    """The official download address of one of the `FILES`."""
+    if name.endswith(".tiktoken"):
+        return f"{_BLOB}/encodings/{name}"
+    return f"{_BLOB}/gpt-2/encodings/main/{name}"
+
+
+def _tiktoken_file(name: str) -> dict[bytes, int]:
+    return load_tiktoken_bpe(file_url(name), expected_hash=FILES[name])
+
+
+def gpt2() -> dict[str, Any]:
+    mergeable_ranks = data_gym_to_mergeable_bpe_ranks(
+        vocab_bpe_file=file_url("vocab.bpe"),
+        encoder_json_file=file_url("encoder.json"),
+        vocab_bpe_hash=FILES["vocab.bpe"],
+        encoder_json_hash=FILES["encoder.json"],
+    )
+    return {
+        "name": "gpt2",
+        "explicit_n_vocab": 50257,
+        "pat_str": R50K_PATTERN,
+        "mergeable_ranks": mergeable_ranks,
+        "special_tokens": {ENDOFTEXT: 50256},
+    }
+
+
+def r50k_base() -> dict[str, Any]:
+    return {
+        "name": "r50k_base",
+        "explicit_n_vocab": 50257,
+        "pat_str": R50K_PATTERN,
+        "mergeable_ranks": _tiktoken_file("r50k_base.tiktoken"),
+        "special_tokens": {ENDOFTEXT: 50256},
+    }
+
+
+def p50k_base() -> dict[str, Any]:
+    return {
+        "name": "p50k_base",
+        "explicit_n_vocab": 50281,
+        "pat_str": R50K_PATTERN,
+        "mergeable_ranks": _tiktoken_file("p50k_base.tiktoken"),
+        "special_tokens": {ENDOFTEXT: 50256},
+    }
+
+
+def p50k_edit() -> dict[str, Any]:
+    return {
+        "name": "p50k_edit",
+        "pat_str": R50K_PATTERN,
+        "mergeable_ranks": _tiktoken_file("p50k_base.tiktoken"),
+        "special_tokens": {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
+    }
+
+
+def cl100k_base() -> dict[str, Any]:
+    return {
+        "name": "cl100k_base",
+        "pat_str": CL100K_PATTERN,
+        "mergeable_ranks": _tiktoken_file("cl100k_base.tiktoken"),
+        "special_tokens": {
+            ENDOFTEXT: 100257,
+            FIM_PREFIX: 100258,
+            FIM_MIDDLE: 100259,
+            FIM_SUFFIX: 100260,
+            ENDOFPROMPT: 100276,
+        },
+    }
+
+
+def o200k_base() -> dict[str, Any]:
+    return {
+        "name": "o200k_base",
+        "pat_str": O200K_PATTERN,
+        "mergeable_ranks": _tiktoken_file("o200k_base.tiktoken"),
+        "special_tokens": {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+    }
+
+
+def o200k_harmony() -> dict[str, Any]:
+    base = o200k_base()
+    special_tokens = {
+        **base["special_tokens"],
+        "<|startoftext|>": 199998,
+        "<|endoftext|>": 199999,
+        "<|reserved_200000|>": 200000,
+        "<|reserved_200001|>": 200001,
+        "<|return|>": 200002,
+        "<|constrain|>": 200003,
+        "<|reserved_200004|>": 200004,
+        "<|channel|>": 200005,
+        "<|start|>": 200006,
+        "<|end|>": 200007,
+        "<|message|>": 200008,
+        "<|reserved_200009|>": 200009,
+        "<|reserved_200010|>": 200010,
+        "<|reserved_200011|>": 200011,
+        "<|call|>": 200012,
+    }
+    special_tokens.update({f"<|reserved_{i}|>": i for i in range(200013, 201088)})
+    return {**base, "name": "o200k_harmony", "special_tokens": special_tokens}
+
+
+ENCODING_CONSTRUCTORS: dict[str, Callable[[], dict[str, Any]]] = {
+    "gpt2": gpt2,
+    "r50k_base": r50k_base,
+    "p50k_base": p50k_base,
+    "p50k_edit": p50k_edit,
+    "cl100k_base": cl100k_base,
+    "o200k_base": o200k_base,
+    "o200k_harmony": o200k_harmony,
+}

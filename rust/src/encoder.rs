@@ -1,0 +1,300 @@
+//! The encoder: special-token split → pre-tokenization → BPE on each piece.
+//!
+//! Invariant: for every `text` and set of allowed special tokens, `encode`
+//! returns the ids tiktoken's `CoreBPE.encode` returns: segments between allowed
+//! special tokens are split by the pattern on their own (pieces never cross a
+//! special token), each piece is a whole token if it is one, else its BPE.
+//! Decoding is the concatenation of token bytes.
+
+use crate::bpe::encode_piece;
+use crate::error::{Error, Result};
+use crate::pretok::Splitter;
+use crate::special::SpecialMatcher;
+use crate::vocab::{Rank, Vocab};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+pub struct Encoder {
+    pub vocab: Vocab,
+    pub splitter: Splitter,
+    pub specials: SpecialMatcher,
+    /// Pattern index of the special matcher -> rank.
+    special_ranks: Vec<Rank>,
+}
+
+/// Which special tokens `encode` may produce.
+#[derive(Clone, Copy)]
+pub enum Allowed<'a> {
+    None,
+    All,
+    /// Indexed by the special matcher's pattern index.
+    Some(&'a [bool]),
+}
+
+impl Allowed<'_> {
+    #[inline]
+    fn admits(&self, idx: usize) -> bool {
+        match self {
+            Allowed::None => false,
+            Allowed::All => true,
+            Allowed::Some(mask) => mask.get(idx).copied().unwrap_or(false),
+        }
+    }
+    #[inline]
+    fn is_none(&self) -> bool {
+        matches!(self, Allowed::None)
+    }
+}
+
+impl Encoder {
+    pub fn new(
+        ranks: FxHashMap<Vec<u8>, Rank>,
+        specials: Vec<(String, Rank)>,
+        pattern: &str,
+    ) -> Result<Self> {
+        let splitter = Splitter::new(pattern)?;
+        let by_text: FxHashMap<&str, Rank> =
+            specials.iter().map(|(t, r)| (t.as_str(), *r)).collect();
+        let mut tokens: Vec<String> = by_text.keys().map(|t| t.to_string()).collect();
+        tokens.sort();
+        let special_ranks = tokens.iter().map(|t| by_text[t.as_str()]).collect();
+        let vocab = Vocab::new(ranks, specials)?;
+        Ok(Encoder {
+            vocab,
+            splitter,
+            specials: SpecialMatcher::new(tokens),
+            special_ranks,
+        })
+    }
+
+    /// A mask over the special matcher's patterns for the given token texts
+    /// (texts that are not special tokens are ignored, as tiktoken ignores them).
+    pub fn allowed_mask<'s>(&self, allowed: impl IntoIterator<Item = &'s str>) -> Vec<bool> {
+        let mut mask = vec![false; self.specials.tokens.len()];
+        for t in allowed {
+            if let Ok(i) = self.specials.tokens.binary_search_by(|x| x.as_str().cmp(t)) {
+                mask[i] = true;
+            }
+        }
+        mask
+    }
+
+    /// Encode text that contains no special tokens (or whose special tokens are
+    /// to be read as ordinary text).
+    pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<Rank>) -> Result<()> {
+        let vocab = &self.vocab;
+        self.splitter
+            .for_each_piece(text, |piece| encode_piece(vocab, piece.as_bytes(), out))
+    }
+
+    pub fn encode_ordinary(&self, text: &str) -> Result<Vec<Rank>> {
+        let mut out = Vec::with_capacity(text.len() / 4 + 1);
+        self.encode_ordinary_into(text, &mut out)?;
+        Ok(out)
+    }
+
+    /// Encode with special tokens; returns how many tokens the last ordinary
+    /// piece produced (0 if the text ends in a special token).
+    pub fn encode_into(
+        &self,
+        text: &str,
+        allowed: Allowed<'_>,
+        out: &mut Vec<Rank>,
+    ) -> Result<usize> {
+        if allowed.is_none() {
+            return self.encode_tracking_last(text, out);
+        }
+        let mut start = 0;
+        let mut last_piece_len = 0;
+        loop {
+            let next = self
+                .specials
+                .find_allowed(text, start, &|i| allowed.admits(i));
+            let end = next.map_or(text.len(), |(s, _, _)| s);
+            let n = self.encode_tracking_last(&text[start..end], out)?;
+            if start < end {
+                last_piece_len = n;
+            }
+            match next {
+                Some((_, e, idx)) => {
+                    out.push(self.special_ranks[idx]);
+                    start = e;
+                    last_piece_len = 0;
+                }
+                None => break,
+            }
+        }
+        Ok(last_piece_len)
+    }
+
+    fn encode_tracking_last(&self, text: &str, out: &mut Vec<Rank>) -> Result<usize> {
+        let vocab = &self.vocab;
+        let mut last = 0;
+        self.splitter.for_each_piece(text, |piece| {
+            let before = out.len();
+            encode_piece(vocab, piece.as_bytes(), out)?;
+            last = out.len() - before;
+            Ok(())
+        })?;
+        Ok(last)
+    }
+
+    pub fn encode(&self, text: &str, allowed: Allowed<'_>) -> Result<Vec<Rank>> {
+        let mut out = Vec::with_capacity(text.len() / 4 + 1);
+        self.encode_into(text, allowed, &mut out)?;
+        Ok(out)
+    }
+
+    /// BPE on the given bytes as one piece, no splitting.
+    pub fn encode_single_piece(&self, bytes: &[u8]) -> Result<Vec<Rank>> {
+        let mut out = Vec::new();
+        if !bytes.is_empty() {
+            encode_piece(&self.vocab, bytes, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// The id of bytes that are one token (ordinary first, then special).
+    pub fn encode_single_token(&self, bytes: &[u8]) -> Result<Rank> {
+        if let Some(r) = self.vocab.rank(bytes) {
+            return Ok(r);
+        }
+        if let Ok(s) = std::str::from_utf8(bytes) {
+            if let Some(&r) = self.vocab.specials.get(s) {
+                return Ok(r);
+            }
+        }
+        Err(Error::UnknownBytes(bytes.to_vec()))
+    }
+
+    pub fn decode_bytes(&self, ids: &[Rank]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        self.vocab.decode_into(ids, &mut out)?;
+        Ok(out)
+    }
+
+    /// tiktoken's `_increase_last_piece_token_len`: pre-tokenization splits
+    /// around whitespace can disappear when text is appended (cl100k's
+    /// `\s*[\r\n]+`), so trailing all-whitespace tokens count as unstable too.
+    fn widen_last_piece(&self, tokens: &[Rank], mut last: usize) -> usize {
+        let all_space = |t: Rank| {
+            self.vocab
+                .ordinary_bytes(t)
+                .is_some_and(|b| b.iter().all(|c| matches!(c, b' ' | b'\n' | b'\t')))
+        };
+        if last > 0 && all_space(tokens[tokens.len() - last]) {
+            while last < tokens.len() && all_space(tokens[tokens.len() - last - 1]) {
+                last += 1;
+            }
+        }
+        last
+    }
+
+    /// tiktoken's `_encode_bytes`: bytes that may not be UTF-8. Valid UTF-8 is
+    /// encoded as text; otherwise the valid prefix is encoded as text and the
+    /// last piece's bytes plus the invalid tail are BPE-encoded together.
+    pub fn encode_bytes(&self, bytes: &[u8]) -> Result<Vec<Rank>> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.encode_ordinary(text),
+            Err(e) => {
+                let valid = e.valid_up_to();
+                // The prefix is valid UTF-8 by construction.
+                let text = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
+                let mut tokens = Vec::new();
+                let last = self.encode_into(text, Allowed::None, &mut tokens)?;
+                let last = self.widen_last_piece(&tokens, last);
+                let mut unstable = Vec::new();
+                if !tokens.is_empty() && last > 0 {
+                    self.vocab
+                        .decode_into(&tokens[tokens.len() - last..], &mut unstable)?;
+                    tokens.truncate(tokens.len() - last);
+                }
+                unstable.extend_from_slice(&bytes[valid..]);
+                if !unstable.is_empty() {
+                    encode_piece(&self.vocab, &unstable, &mut tokens)?;
+                }
+                Ok(tokens)
+            }
+        }
+    }
+
+    /// tiktoken's `encode_with_unstable`: the stable tokens, and every token
+    /// sequence the unstable tail could become once more text is appended.
+    pub fn encode_with_unstable(
+        &self,
+        text: &str,
+        allowed: Allowed<'_>,
+    ) -> Result<(Vec<Rank>, FxHashSet<Vec<Rank>>)> {
+        let mut tokens = Vec::new();
+        let last = self.encode_into(text, allowed, &mut tokens)?;
+        let mut completions = FxHashSet::default();
+        if last == 0 {
+            return Ok((tokens, completions));
+        }
+        let last = self.widen_last_piece(&tokens, last);
+        let mut unstable = Vec::new();
+        self.vocab
+            .decode_into(&tokens[tokens.len() - last..], &mut unstable)?;
+        tokens.truncate(tokens.len() - last);
+        if unstable.is_empty() {
+            return Ok((tokens, completions));
+        }
+
+        let sorted = &self.vocab.sorted_token_bytes;
+        // Every single token that starts with the unstable bytes.
+        let mut point = sorted.partition_point(|x| x.as_slice() < unstable.as_slice());
+        while point < sorted.len() && sorted[point].starts_with(&unstable) {
+            if let Some(r) = self.vocab.rank(&sorted[point]) {
+                completions.insert(vec![r]);
+            }
+            point += 1;
+        }
+        // A token straddling each other split point: prefix + a token starting
+        // with the suffix, re-encoded, cut once it covers the unstable bytes.
+        for i in 1..unstable.len() {
+            let (prefix, suffix) = unstable.split_at(i);
+            let mut point = sorted.partition_point(|x| x.as_slice() < suffix);
+            while point < sorted.len() && sorted[point].starts_with(suffix) {
+                let possibility = [prefix, sorted[point].as_slice()].concat();
+                let encoded = match std::str::from_utf8(&possibility) {
+                    Ok(s) => self.encode_ordinary(s)?,
+                    Err(_) => self.encode_single_piece(&possibility)?,
+                };
+                let mut seq = Vec::new();
+                let mut seq_len = 0;
+                for t in encoded {
+                    seq.push(t);
+                    seq_len += self.vocab.token_bytes(t).map_or(0, |b| b.len());
+                    if seq_len >= unstable.len() {
+                        break;
+                    }
+                }
+                completions.insert(seq);
+                point += 1;
+            }
+        }
+        // A split before trailing whitespace may appear once text follows.
+        if unstable.len() > 1 {
+            if let Some((c, clen)) = last_char(&unstable) {
+                if unstable.len() > clen && c.is_whitespace() {
+                    let cut = unstable.len() - clen;
+                    let mut re = self.encode_single_piece(&unstable[..cut])?;
+                    re.extend(self.encode_single_piece(&unstable[cut..])?);
+                    completions.insert(re);
+                }
+            }
+        }
+        Ok((tokens, completions))
+    }
+}
+
+/// The last UTF-8 character of `bytes` and its length, if the tail is valid UTF-8.
+fn last_char(bytes: &[u8]) -> Option<(char, usize)> {
+    let start = bytes.len().saturating_sub(4);
+    for i in (start..bytes.len()).rev() {
+        if let Ok(s) = std::str::from_utf8(&bytes[i..]) {
+            let c = s.chars().next()?;
+            return (c.len_utf8() == bytes.len() - i).then_some((c, bytes.len() - i));
+        }
+    }
+    None
+}

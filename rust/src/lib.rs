@@ -1,0 +1,20 @@
+//! ferrotok's core: byte-level BPE that gives tiktoken's ids, and trains.
+//!
+//! The road a token takes, one module each:
+//! special-token split ([`special`]) → pre-tokenization ([`pretok`]) →
+//! merge-rank BPE on each piece ([`bpe`]) over a vocabulary ([`vocab`]),
+//! put together by [`encoder`]. [`py`] only converts types and errors for Python.
+
+pub mod bpe;
+pub mod encoder;
+pub mod error;
+pub mod pretok;
+pub mod special;
+pub mod vocab;
+
+#[cfg(feature = "python")]
+mod py;
+
+pub use encoder::{Allowed, Encoder};
+pub use error::{Error, Result};
+pub use vocab::Rank;

@@ -1,0 +1,271 @@
+//! The binding layer: converts Python values to Rust and Rust errors to Python
+//! exceptions, and nothing else. All work happens in the core with the GIL
+//! released (`py.detach`); batches run on rayon's threads.
+
+use crate::encoder::{Allowed, Encoder};
+use crate::error::Error;
+use crate::vocab::Rank;
+use numpy::PyArray1;
+use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        match e {
+            Error::UnknownToken(t) => PyKeyError::new_err(t),
+            Error::UnknownBytes(b) => PyKeyError::new_err(PyBytesKey(b)),
+            other => PyValueError::new_err(other.to_string()),
+        }
+    }
+}
+
+/// A `KeyError` argument that shows as Python `bytes`, like tiktoken's.
+struct PyBytesKey(Vec<u8>);
+
+impl<'py> IntoPyObject<'py> for PyBytesKey {
+    type Target = PyBytes;
+    type Output = Bound<'py, PyBytes>;
+    type Error = std::convert::Infallible;
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        Ok(PyBytes::new(py, &self.0))
+    }
+}
+
+/// Run core work with the GIL released and any panic turned into a Python
+/// `RuntimeError` (a panic is a ferrotok bug, never the user's input).
+fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
+    py.detach(|| catch_unwind(AssertUnwindSafe(f)))
+        .map_err(|p| {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            PyRuntimeError::new_err(format!("internal error in ferrotok (please report): {msg}"))
+        })?
+        .map_err(PyErr::from)
+}
+
+/// Runs `f` over `items` on rayon's threads, or in this thread when `num_threads <= 1`
+/// (tiktoken's `num_threads` argument; more than the pool's size runs on the whole pool).
+fn batch_map<I: Sync, T: Send>(
+    items: &[I],
+    num_threads: usize,
+    f: impl Fn(&I) -> Result<T, Error> + Sync + Send,
+) -> Result<Vec<T>, Error> {
+    if num_threads <= 1 || items.len() <= 1 {
+        items.iter().map(f).collect()
+    } else {
+        items.par_iter().map(f).collect()
+    }
+}
+
+fn batch<T: Send>(
+    texts: &[PyBackedStr],
+    num_threads: usize,
+    f: impl Fn(&str) -> Result<T, Error> + Sync + Send,
+) -> Result<Vec<T>, Error> {
+    batch_map(texts, num_threads, |t| f(t))
+}
+
+/// The compiled encoder behind `ferrotok.Encoding` (tiktoken's `CoreBPE`).
+#[pyclass(frozen, module = "ferrotok._core", name = "CoreBPE")]
+pub struct PyCoreBPE {
+    inner: Arc<Encoder>,
+}
+
+enum AllowedSet {
+    None,
+    All,
+    Mask(Vec<bool>),
+}
+
+impl AllowedSet {
+    fn as_allowed(&self) -> Allowed<'_> {
+        match self {
+            AllowedSet::None => Allowed::None,
+            AllowedSet::All => Allowed::All,
+            AllowedSet::Mask(m) => Allowed::Some(m),
+        }
+    }
+}
+
+impl PyCoreBPE {
+    fn allowed(&self, allowed_special: HashSet<String>) -> AllowedSet {
+        if allowed_special.is_empty() {
+            return AllowedSet::None;
+        }
+        let mask = self
+            .inner
+            .allowed_mask(allowed_special.iter().map(String::as_str));
+        if mask.iter().all(|&b| b) {
+            AllowedSet::All
+        } else if mask.iter().all(|&b| !b) {
+            AllowedSet::None
+        } else {
+            AllowedSet::Mask(mask)
+        }
+    }
+}
+
+#[pymethods]
+impl PyCoreBPE {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        mergeable_ranks: FxHashMap<Vec<u8>, Rank>,
+        special_tokens: Vec<(String, Rank)>,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        let pattern = pattern.to_owned();
+        let inner = detached(py, move || {
+            Encoder::new(mergeable_ranks, special_tokens, &pattern)
+        })?;
+        Ok(PyCoreBPE {
+            inner: Arc::new(inner),
+        })
+    }
+
+    fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<Rank>> {
+        let enc = &self.inner;
+        detached(py, || enc.encode_ordinary(text))
+    }
+
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed_special: HashSet<String>,
+    ) -> PyResult<Vec<Rank>> {
+        let allowed = self.allowed(allowed_special);
+        let enc = &self.inner;
+        detached(py, || enc.encode(text, allowed.as_allowed()))
+    }
+
+    fn encode_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed_special: HashSet<String>,
+    ) -> PyResult<Bound<'py, PyArray1<Rank>>> {
+        let allowed = self.allowed(allowed_special);
+        let enc = &self.inner;
+        let ids = detached(py, || enc.encode(text, allowed.as_allowed()))?;
+        // Takes ownership of the Vec: the array's memory is the encoder's output, no copy.
+        Ok(PyArray1::from_vec(py, ids))
+    }
+
+    fn encode_ordinary_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<PyBackedStr>,
+        num_threads: usize,
+    ) -> PyResult<Vec<Vec<Rank>>> {
+        let enc = &self.inner;
+        detached(py, || {
+            batch(&texts, num_threads, |t| enc.encode_ordinary(t))
+        })
+    }
+
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<PyBackedStr>,
+        allowed_special: HashSet<String>,
+        num_threads: usize,
+    ) -> PyResult<Vec<Vec<Rank>>> {
+        let allowed = self.allowed(allowed_special);
+        let enc = &self.inner;
+        detached(py, || {
+            let a = allowed.as_allowed();
+            batch(&texts, num_threads, |t| enc.encode(t, a))
+        })
+    }
+
+    fn encode_with_unstable<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed_special: HashSet<String>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let allowed = self.allowed(allowed_special);
+        let enc = &self.inner;
+        let (tokens, completions) =
+            detached(py, || enc.encode_with_unstable(text, allowed.as_allowed()))?;
+        let completions: Vec<Vec<Rank>> = completions.into_iter().collect();
+        (tokens, completions).into_pyobject(py)
+    }
+
+    fn encode_single_token(&self, piece: &[u8]) -> PyResult<Rank> {
+        Ok(self.inner.encode_single_token(piece)?)
+    }
+
+    fn encode_single_piece(&self, py: Python<'_>, piece: &[u8]) -> PyResult<Vec<Rank>> {
+        let enc = &self.inner;
+        detached(py, || enc.encode_single_piece(piece))
+    }
+
+    fn encode_bytes(&self, py: Python<'_>, bytes: &[u8]) -> PyResult<Vec<Rank>> {
+        let enc = &self.inner;
+        detached(py, || enc.encode_bytes(bytes))
+    }
+
+    fn decode_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        tokens: Vec<Rank>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let enc = &self.inner;
+        let bytes = detached(py, || enc.decode_bytes(&tokens))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    fn decode_bytes_batch<'py>(
+        &self,
+        py: Python<'py>,
+        batch: Vec<Vec<Rank>>,
+        num_threads: usize,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let enc = &self.inner;
+        let out = detached(py, || {
+            batch_map(&batch, num_threads, |t| enc.decode_bytes(t))
+        })?;
+        Ok(out.iter().map(|b| PyBytes::new(py, b)).collect())
+    }
+
+    fn decode_single_token_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        token: Rank,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        match self.inner.vocab.token_bytes(token) {
+            Some(b) => Ok(PyBytes::new(py, b)),
+            None => Err(Error::UnknownToken(token).into()),
+        }
+    }
+
+    fn token_byte_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(
+            py,
+            self.inner
+                .vocab
+                .sorted_token_bytes
+                .iter()
+                .map(|b| PyBytes::new(py, b)),
+        )
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCoreBPE>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

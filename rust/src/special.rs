@@ -1,0 +1,54 @@
+//! Finding special tokens in text.
+//!
+//! Invariant: `find_allowed(text, from, allowed)` returns the first match, at or
+//! after `from`, of a special token that `allowed` admits, where a match of a
+//! token that is not admitted makes the search resume one byte after that
+//! match's start. This is tiktoken's loop, so ids agree even when special
+//! tokens overlap in the text. Matching is leftmost-longest (Aho-Corasick), so
+//! the result does not depend on hash-map order.
+
+use aho_corasick::{AhoCorasick, Input, MatchKind};
+
+pub struct SpecialMatcher {
+    ac: Option<AhoCorasick>,
+    /// Pattern index -> token text.
+    pub tokens: Vec<String>,
+}
+
+impl SpecialMatcher {
+    pub fn new(tokens: Vec<String>) -> Self {
+        let ac = if tokens.is_empty() {
+            None
+        } else {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&tokens)
+                .ok()
+        };
+        SpecialMatcher { ac, tokens }
+    }
+
+    /// `(start, end, pattern index)` of the next admitted special token.
+    #[inline]
+    pub fn find_allowed(
+        &self,
+        text: &str,
+        mut from: usize,
+        allowed: &dyn Fn(usize) -> bool,
+    ) -> Option<(usize, usize, usize)> {
+        let ac = self.ac.as_ref()?;
+        while from <= text.len() {
+            let m = ac.find(Input::new(text).range(from..))?;
+            let idx = m.pattern().as_usize();
+            if allowed(idx) {
+                return Some((m.start(), m.end(), idx));
+            }
+            from = m.start() + 1;
+        }
+        None
+    }
+
+    pub fn index_of(&self, token: &str) -> Option<usize> {
+        self.tokens.iter().position(|t| t == token)
+    }
+}
