@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, AbstractSet, Literal, NoReturn
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 from . import _core
 
