@@ -4,10 +4,14 @@
 //! rank of a token is its merge priority (lower merges first). Special tokens
 //! live in a separate table because they are never produced by BPE.
 //! Decoding reads one flat byte buffer indexed by rank (`offsets`), which keeps
-//! `decode_bytes` a sequence of `memcpy`s instead of hash look-ups.
+//! `decode_bytes` a sequence of `memcpy`s instead of hash look-ups; encoding looks tokens
+//! up in a [`TokenTable`] over the same buffer, so each token's bytes are stored once.
 
 use crate::error::{Error, Result};
+use crate::pair_table::PairTable;
+use crate::token_table::TokenTable;
 use rustc_hash::FxHashMap;
+use std::sync::OnceLock;
 
 pub type Rank = u32;
 
@@ -16,7 +20,11 @@ pub const NO_RANK: Rank = Rank::MAX;
 
 pub struct Vocab {
     /// Ordinary tokens, bytes -> rank.
-    pub ranks: FxHashMap<Vec<u8>, Rank>,
+    table: TokenTable,
+    /// Ordinary tokens, (left rank, right rank) -> rank of the concatenation.
+    pub pairs: PairTable,
+    /// Number of ordinary tokens.
+    n_ordinary: usize,
     /// Special tokens, text -> rank.
     pub specials: FxHashMap<String, Rank>,
     /// All token bytes (ordinary and special) laid end to end.
@@ -25,8 +33,9 @@ pub struct Vocab {
     offsets: Vec<u32>,
     /// `true` where an id is a special token.
     is_special: Vec<bool>,
-    /// Ordinary token bytes in sorted order (for `encode_with_unstable` and `token_byte_values`).
-    pub sorted_token_bytes: Vec<Vec<u8>>,
+    /// Ordinary tokens' ranks in the order of their bytes (for `encode_with_unstable` and
+    /// `token_byte_values`), built on first use: most programs never need it.
+    sorted: OnceLock<Vec<Rank>>,
     /// The rank of each single byte, or `NO_RANK`: the BPE start state without hashing.
     pub byte_ranks: [Rank; 256],
 }
@@ -90,18 +99,34 @@ impl Vocab {
                 *slot = r;
             }
         }
-        let mut sorted_token_bytes: Vec<Vec<u8>> = ranks.keys().cloned().collect();
-        sorted_token_bytes.sort_unstable();
+        let n_ordinary = ranks.len();
+        drop(entries);
         let specials = specials.into_iter().collect();
-        Ok(Vocab {
-            ranks,
+        let mut vocab = Vocab {
+            table: TokenTable::new(std::iter::empty()),
+            pairs: PairTable::empty(),
+            n_ordinary,
             specials,
             bytes,
             offsets,
             is_special,
-            sorted_token_bytes,
+            sorted: OnceLock::new(),
             byte_ranks,
-        })
+        };
+        let ordinary: Vec<Rank> = ranks.values().copied().collect();
+        drop(ranks);
+        vocab.table = TokenTable::new(
+            ordinary
+                .iter()
+                .map(|&r| (vocab.token_bytes(r).unwrap_or_default(), r)),
+        );
+        vocab.pairs = PairTable::new(
+            vocab.n_ids(),
+            &|r| vocab.ordinary_bytes(r),
+            &|b| vocab.rank(b),
+            &vocab.byte_ranks,
+        );
+        Ok(vocab)
     }
 
     /// The bytes of any token (ordinary or special), or `None`.
@@ -129,9 +154,51 @@ impl Vocab {
         }
     }
 
-    #[inline]
+    /// The rank of an ordinary token's bytes.
+    #[inline(always)]
     pub fn rank(&self, bytes: &[u8]) -> Option<Rank> {
-        self.ranks.get(bytes).copied()
+        self.table.get(bytes, |r| self.token_bytes_unchecked(r))
+    }
+
+    /// `rank` with the hash of `bytes` already computed.
+    #[inline(always)]
+    pub fn rank_hashed(&self, bytes: &[u8], h: u64) -> Option<Rank> {
+        self.table
+            .get_hashed(bytes, h, |r| self.token_bytes_unchecked(r))
+    }
+
+    /// Bytes of an id known to be in range (the table only holds valid ranks).
+    #[inline(always)]
+    fn token_bytes_unchecked(&self, id: Rank) -> &[u8] {
+        let i = id as usize;
+        &self.bytes[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Number of ordinary tokens.
+    pub fn n_ordinary(&self) -> usize {
+        self.n_ordinary
+    }
+
+    /// Ordinary tokens' ranks sorted by their bytes.
+    pub fn sorted_ranks(&self) -> &[Rank] {
+        self.sorted.get_or_init(|| {
+            let mut v: Vec<Rank> = (0..self.n_ids() as Rank)
+                .filter(|&r| self.ordinary_bytes(r).is_some())
+                .collect();
+            v.sort_unstable_by(|&a, &b| {
+                self.token_bytes_unchecked(a)
+                    .cmp(self.token_bytes_unchecked(b))
+            });
+            v
+        })
+    }
+
+    /// Approximate heap memory of the vocabulary, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+            + self.bytes.len()
+            + self.offsets.len() * 4
+            + self.is_special.len()
     }
 
     /// Concatenated bytes of `ids`, failing on the first unknown id.

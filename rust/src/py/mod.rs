@@ -252,13 +252,13 @@ impl PyCoreBPE {
     }
 
     fn token_byte_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let vocab = &self.inner.vocab;
         PyList::new(
             py,
-            self.inner
-                .vocab
-                .sorted_token_bytes
+            vocab
+                .sorted_ranks()
                 .iter()
-                .map(|b| PyBytes::new(py, b)),
+                .map(|&r| PyBytes::new(py, vocab.ordinary_bytes(r).unwrap_or_default())),
         )
     }
 }
