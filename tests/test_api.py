@@ -210,3 +210,28 @@ def test_shared_across_threads() -> None:
     assert ours.encode_ordinary_batch(texts, num_threads=1) == expected
     assert ours.decode_batch(expected) == texts
     assert ours.decode_bytes_batch(expected) == [t.encode() for t in texts]
+
+
+def test_ferrotok_extensions_agree_with_encode() -> None:
+    ours, _ = pair("o200k_base")
+    texts = ["hello world", "", "<|endoftext|> x", "naïve café 🙂" * 50, "a" * 5000]
+    kw = {"allowed_special": "all"}
+    expected = [ours.encode(t, **kw) for t in texts]
+    assert ours.count_batch(texts, **kw) == [len(e) for e in expected]
+    assert [ours.count(t, **kw) for t in texts] == [len(e) for e in expected]
+    ids, offsets = ours.encode_batch_to_numpy(texts, **kw)
+    assert offsets.tolist()[0] == 0 and len(offsets) == len(texts) + 1
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+    ids, offsets = ours.encode_ordinary_batch_to_numpy(texts, num_threads=1)
+    assert ids.tolist() == [i for t in texts for i in ours.encode_ordinary(t)]
+    with pytest.raises(ValueError):
+        ours.count("<|endoftext|>")
+    with pytest.raises(ValueError):
+        ours.encode_batch_to_numpy(["<|endoftext|>"])
+
+
+def test_registered_encodings_build_ranks_lazily_and_equal_the_file() -> None:
+    for name in ["r50k_base", "cl100k_base"]:
+        ours, theirs = pair(name)
+        assert ours._mergeable_ranks == theirs._mergeable_ranks
+        assert list(ours._mergeable_ranks.values())[:5] == [0, 1, 2, 3, 4]

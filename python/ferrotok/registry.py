@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from .core import Encoding
-from .openai_public import ENCODING_CONSTRUCTORS
+from .openai_public import ENCODING_CONSTRUCTORS, SPECS, file_url, tiktoken_file_contents
 
 _lock = threading.RLock()
 ENCODINGS: dict[str, Encoding] = {}
@@ -32,7 +32,19 @@ def get_encoding(encoding_name: str) -> Encoding:
                 f"Unknown encoding {encoding_name}.\n"
                 f"Known encodings: {', '.join(list_encoding_names())}"
             )
-        enc = Encoding(**constructor())
+        spec = SPECS.get(encoding_name)
+        if spec is not None:
+            # Fast path: the file's bytes go to Rust, which parses them; no Python dict.
+            enc = Encoding._from_tiktoken_contents(
+                encoding_name,
+                contents=tiktoken_file_contents(spec["file"]),
+                source=file_url(spec["file"]),
+                pat_str=spec["pat_str"],
+                special_tokens=spec["special_tokens"],
+                explicit_n_vocab=spec.get("explicit_n_vocab"),
+            )
+        else:
+            enc = Encoding(**constructor())
         ENCODINGS[encoding_name] = enc
         return enc
 

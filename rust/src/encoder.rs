@@ -48,6 +48,20 @@ impl Allowed<'_> {
 }
 
 impl Encoder {
+    /// An encoder from the contents of a `.tiktoken` file (see [`crate::tiktoken_file`]).
+    pub fn from_tiktoken(
+        contents: &[u8],
+        source: &str,
+        specials: Vec<(String, Rank)>,
+        pattern: &str,
+    ) -> Result<Self> {
+        Self::new(
+            crate::tiktoken_file::parse(contents, source)?,
+            specials,
+            pattern,
+        )
+    }
+
     pub fn new(
         ranks: FxHashMap<Vec<u8>, Rank>,
         specials: Vec<(String, Rank)>,
@@ -146,6 +160,25 @@ impl Encoder {
         let mut out = Vec::with_capacity(text.len() / 4 + 1);
         self.encode_into(text, allowed, &mut out)?;
         Ok(out)
+    }
+
+    /// Number of tokens `encode_into` would produce, without keeping them.
+    pub fn count(&self, text: &str, allowed: Allowed<'_>) -> Result<usize> {
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<Rank>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUF.with(|buf| {
+            let mut buf = buf
+                .try_borrow_mut()
+                .map_err(|_| Error::Regex("re-entrant count".into()))?;
+            buf.clear();
+            self.encode_into(text, allowed, &mut buf)?;
+            let n = buf.len();
+            if buf.capacity() > 1 << 22 {
+                *buf = Vec::new(); // don't keep a huge buffer alive after one large text
+            }
+            Ok(n)
+        })
     }
 
     /// BPE on the given bytes as one piece, no splitting.
