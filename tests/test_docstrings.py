@@ -5,9 +5,8 @@ from __future__ import annotations
 import doctest
 import importlib
 
-import pytest
-
 import ferrotok
+import pytest
 
 MODULES = ["ferrotok", "ferrotok.core", "ferrotok.registry"]
 

@@ -8,6 +8,7 @@
 
 from .core import Encoding
 from .load import data_gym_to_mergeable_bpe_ranks, dump_tiktoken_bpe, load_tiktoken_bpe
+from .model import encoding_for_model, encoding_name_for_model
 from .registry import get_encoding, list_encoding_names
 
 __version__ = "0.1.0"
@@ -16,6 +17,8 @@ __all__ = [
     "Encoding",
     "get_encoding",
     "list_encoding_names",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "load_tiktoken_bpe",
     "dump_tiktoken_bpe",
     "data_gym_to_mergeable_bpe_ranks",

@@ -1,7 +1,9 @@
 //! Reading `.tiktoken` files: one `base64(token) rank` line per token.
 //!
-//! Invariant: `parse` accepts exactly the lines tiktoken's loader accepts (standard base64
-//! alphabet with padding, one space, a decimal rank) and reports the first bad line by number.
+//! Invariant: every file `parse` accepts, tiktoken's loader reads to the same ranks (padded
+//! standard base64, whitespace, a decimal rank); it reports the first line it cannot read by
+//! number. It is stricter than Python's lenient `b64decode`/`int` on odd inputs: callers fall
+//! back to the Python parser on an error, which then accepts or explains the line.
 //! Parsing in Rust makes a cold `get_encoding` cost a fraction of Python's line-by-line decode.
 
 use crate::error::{Error, Result};
@@ -41,10 +43,7 @@ pub fn decode_base64(s: &[u8]) -> Option<Vec<u8>> {
             acc &= (1 << bits) - 1;
         }
     }
-    // Leftover bits must be zero padding bits.
-    if acc != 0 {
-        return None;
-    }
+    // Leftover padding bits are ignored, as Python's base64.b64decode ignores them.
     Some(out)
 }
 
@@ -63,7 +62,10 @@ pub fn parse(contents: &[u8], source: &str) -> Result<FxHashMap<Vec<u8>, Rank>> 
                 i + 1
             ))
         };
-        let mut parts = line.split(|&b| b == b' ');
+        // Like Python's bytes.split(): any run of ASCII whitespace separates fields.
+        let mut parts = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty());
         let (Some(tok), Some(rank), None) = (parts.next(), parts.next(), parts.next()) else {
             return Err(bad());
         };
@@ -88,7 +90,7 @@ mod tests {
         assert_eq!(decode_base64(b"YWJj"), Some(b"abc".to_vec()));
         assert_eq!(decode_base64(b"YWJ"), None);
         assert_eq!(decode_base64(b"YW=j"), None);
-        assert_eq!(decode_base64(b"IR=="), None); // non-zero padding bits
+        assert_eq!(decode_base64(b"IR=="), Some(b"!".to_vec())); // padding bits ignored
     }
 
     #[test]
