@@ -104,7 +104,7 @@ impl CharClasses {
     }
 
     /// Class bits of a char.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn of(&self, c: char) -> u8 {
         self.of_u32(c as u32)
     }
@@ -144,17 +144,6 @@ pub(crate) fn decode_multibyte(b: &[u8], i: usize, b0: u8) -> (u32, usize) {
             ((b0 as u32 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3),
             4,
         )
-    }
-}
-
-/// Byte length of the char starting at `i` (1 past the end, so loops progress).
-#[inline(always)]
-pub(crate) fn char_len(b: &[u8], i: usize) -> usize {
-    match b.get(i) {
-        Some(&x) if x >= 0xF0 => 4,
-        Some(&x) if x >= 0xE0 => 3,
-        Some(&x) if x >= 0xC0 => 2,
-        _ => 1,
     }
 }
 
@@ -232,7 +221,6 @@ mod tests {
             let s = c.encode_utf8(&mut buf);
             let (cls, len) = t.at(s.as_bytes(), 0);
             assert_eq!((cls, len), (t.of(c), c.len_utf8()), "{c:?}");
-            assert_eq!(char_len(s.as_bytes(), 0), c.len_utf8());
         }
         assert_eq!(t.at(b"", 0), (END, 0));
     }
