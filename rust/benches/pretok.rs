@@ -5,7 +5,10 @@
 //! `cargo bench --bench pretok` (release profile). Environment:
 //! - `FERROTOK_CORPUS_DIR`: the corpus (else `shared/corpus` beside an ancestor);
 //! - `FERROTOK_BENCH_MB`: use only the first N MB of each file;
-//! - `FERROTOK_BENCH_REPS`: runs of each fast splitter, best taken (default 3).
+//! - `FERROTOK_BENCH_REPS`: runs of each fast splitter, best taken (default 3);
+//! - `FERROTOK_BENCH_FAMILY`: only this family (r50k, cl100k or o200k);
+//! - `FERROTOK_BENCH_FILE`: only corpus files whose label contains this;
+//! - `FERROTOK_BENCH_FAST_ONLY=1`: time only the picked splitters (for profiling).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -24,8 +27,17 @@ fn corpus_dir() -> PathBuf {
         .unwrap_or_else(|| panic!("shared corpus not found; set FERROTOK_CORPUS_DIR"))
 }
 
-/// Seconds and piece count of one pass.
+/// CPU time of this thread in seconds (the machine is shared, so wall time
+/// overstates the cost under load); falls back to wall time if unavailable.
+fn cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
+/// Seconds (CPU time of this thread, else wall) and piece count of one pass.
 fn run(s: &Splitter, text: &str) -> (f64, usize) {
+    let c0 = cpu_seconds();
     let t0 = Instant::now();
     let mut n = 0usize;
     s.for_each_piece(text, |p| {
@@ -33,7 +45,11 @@ fn run(s: &Splitter, text: &str) -> (f64, usize) {
         Ok(())
     })
     .unwrap();
-    (t0.elapsed().as_secs_f64(), n)
+    let wall = t0.elapsed().as_secs_f64();
+    match (c0, cpu_seconds()) {
+        (Some(a), Some(b)) if b > a => (b - a, n),
+        _ => (wall, n),
+    }
 }
 
 fn best(s: &Splitter, text: &str, reps: usize) -> (f64, usize) {
@@ -55,6 +71,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
+    let fast_only = std::env::var("FERROTOK_BENCH_FAST_ONLY").as_deref() == Ok("1");
     let mut files: Vec<(String, String)> = Vec::new();
     for name in ["english.txt", "code.txt", "multilingual.txt"] {
         let t = std::fs::read_to_string(dir.join(name)).expect("corpus file");
@@ -81,6 +98,10 @@ fn main() {
     }
 
     println!(
+        "MB/s per second of CPU time of the benchmark thread ({}); best of {reps} runs for the fast paths, 1 for fancy-regex",
+        if cpu_seconds().is_some() { "/proc/thread-self/schedstat" } else { "wall clock: no schedstat" }
+    );
+    println!(
         "{:<8} {:<30} {:>8} {:>12} {:>12} {:>9} {:>12} {:>9}",
         "family", "corpus", "MB", "fancy MB/s", "fast MB/s", "speedup", "general MB/s", "speedup"
     );
@@ -89,13 +110,27 @@ fn main() {
         ("cl100k", CL100K_PATTERN),
         ("o200k", O200K_PATTERN),
     ] {
+        if std::env::var("FERROTOK_BENCH_FAMILY").is_ok_and(|f| f != family) {
+            continue;
+        }
         let fancy = Splitter::reference(pattern).unwrap();
         let fast = Splitter::new(pattern).unwrap();
         let general = Splitter::General(Box::new(General::new(pattern).unwrap()));
         for (label, text) in &files {
+            if std::env::var("FERROTOK_BENCH_FILE").is_ok_and(|f| !label.contains(&f)) {
+                continue;
+            }
             let mb = text.len() as f64 / 1e6;
-            let (tf, nf) = run(&fancy, text);
             let (ts, ns) = best(&fast, text, reps);
+            if fast_only {
+                println!(
+                    "{family:<8} {label:<30} {mb:>8.1} {:>12} {:>12.1}",
+                    "-",
+                    mb / ts
+                );
+                continue;
+            }
+            let (tf, nf) = run(&fancy, text);
             let (tg, ng) = best(&general, text, reps);
             assert_eq!((nf, nf), (ns, ng), "piece counts differ");
             println!(

@@ -28,7 +28,7 @@
 //!    last `\r`/`\n` in the run, if any → the run up to and including it.
 //!    7: run of ≥ 2 chars → all but its last char. 8: the single char.
 
-use super::classes::{piece, CharClasses, END, L, N, S};
+use super::classes::{drive, CharClasses, END, L, N, NL, S};
 use crate::error::Result;
 
 /// The cl100k splitter.
@@ -55,16 +55,9 @@ impl Cl100k {
     pub fn for_each_piece<'t>(
         &self,
         text: &'t str,
-        mut f: impl FnMut(&'t str) -> Result<()>,
+        f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
-        let b = text.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            let end = self.piece_end(b, i);
-            f(piece(text, i, end)?)?;
-            i = end;
-        }
-        Ok(())
+        drive(text, |b, i| self.piece_end(b, i), f)
     }
 
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
@@ -94,7 +87,7 @@ impl Cl100k {
             return k;
         }
         // c ∈ P ∪ S.
-        let is_x = c0 != b'\r' && c0 != b'\n';
+        let is_x = c & NL == 0;
         let (d, dlen) = t.at(b, i + len);
         if is_x && d & L != 0 {
             return self.run_end(b, i + len + dlen, L);
@@ -124,7 +117,7 @@ impl Cl100k {
             if e & S == 0 {
                 break;
             }
-            if matches!(b.get(k), Some(b'\r' | b'\n')) {
+            if e & NL != 0 {
                 last_nl_end = Some(k + 1);
             }
             last = k;

@@ -5,7 +5,8 @@
 //! - [`N`] iff `\p{N}` matches c,
 //! - [`S`] iff `\s` matches c,
 //! - [`U`] iff `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]` matches c,
-//! - [`W`] iff `[\p{Ll}\p{Lm}\p{Lo}\p{M}]` matches c.
+//! - [`W`] iff `[\p{Ll}\p{Lm}\p{Lo}\p{M}]` matches c,
+//! - [`NL`] iff c is `\r` or `\n`.
 //!
 //! Why this holds: the table is built at first use from the class ranges that
 //! `regex-syntax` produces for exactly those class expressions, and fancy-regex
@@ -17,6 +18,8 @@ use std::sync::OnceLock;
 
 use regex_syntax::hir::{Class, HirKind};
 
+use crate::error::{Error, Result};
+
 /// `\p{L}`.
 pub(crate) const L: u8 = 1;
 /// `\p{N}`.
@@ -27,6 +30,8 @@ pub(crate) const S: u8 = 4;
 pub(crate) const U: u8 = 8;
 /// o200k's "lower" class `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
 pub(crate) const W: u8 = 16;
+/// `\r` or `\n` (set by hand: two ASCII chars).
+pub(crate) const NL: u8 = 32;
 /// Not a character: the cursor is at the end of the text.
 pub(crate) const END: u8 = 128;
 
@@ -68,6 +73,8 @@ impl CharClasses {
                 }
             }
         }
+        flat[b'\r' as usize] |= NL;
+        flat[b'\n' as usize] |= NL;
         let mut ascii = [0u8; 128];
         ascii.copy_from_slice(&flat[..128]);
         let mut index = Vec::with_capacity(N_BLOCKS);
@@ -163,15 +170,45 @@ pub(crate) fn class_ranges(src: &str) -> Vec<(u32, u32)> {
     }
 }
 
-/// The pieces of text the splitters hand out: `text[start..end]`, or an error
-/// instead of a panic if a splitter ever computed a bad boundary (a bug).
+/// Runs a scanner over `text`: `end_of(bytes, i)` gives the end of the piece
+/// starting at char boundary `i`, and `f` gets each piece in order.
+///
+/// A scanner bug (an end that is not a char boundary after `i`) becomes an
+/// error instead of a panic or an endless loop.
 #[inline(always)]
-pub(crate) fn piece(text: &str, start: usize, end: usize) -> crate::error::Result<&str> {
-    text.get(start..end).ok_or_else(|| {
-        crate::error::Error::Regex(format!(
-            "internal splitter error: bad piece boundary {start}..{end}"
-        ))
-    })
+pub(crate) fn drive<'t>(
+    text: &'t str,
+    mut end_of: impl FnMut(&[u8], usize) -> usize,
+    mut f: impl FnMut(&'t str) -> Result<()>,
+) -> Result<()> {
+    let b = text.as_bytes();
+    let mut rest = text;
+    let mut i = 0;
+    while i < b.len() {
+        let end = end_of(b, i);
+        let (p, r) = end
+            .checked_sub(i)
+            .filter(|&n| n > 0)
+            .and_then(|n| rest.split_at_checked(n))
+            .ok_or_else(|| bad_boundary(i, end))?;
+        f(p)?;
+        rest = r;
+        i = end;
+    }
+    Ok(())
+}
+
+/// `text[start..end]`, or an error instead of a panic for a bad boundary (a bug).
+#[inline(always)]
+pub(crate) fn piece(text: &str, start: usize, end: usize) -> Result<&str> {
+    text.get(start..end).ok_or_else(|| bad_boundary(start, end))
+}
+
+#[cold]
+fn bad_boundary(start: usize, end: usize) -> Error {
+    Error::Regex(format!(
+        "internal splitter error: bad piece boundary {start}..{end}"
+    ))
 }
 
 #[cfg(test)]
@@ -193,6 +230,9 @@ mod tests {
             if matches!(b, 9..=13 | 32) {
                 want |= S;
             }
+            if matches!(b, b'\r' | b'\n') {
+                want |= NL;
+            }
             assert_eq!(t.of(c), want, "class of {c:?}");
         }
     }
@@ -209,6 +249,7 @@ mod tests {
                 }
                 let inside = k < ranges.len() && ranges[k].0 <= cp;
                 assert_eq!(t.of_u32(cp) & bit != 0, inside, "{src} at U+{cp:04X}");
+                assert_eq!(t.of_u32(cp) & NL != 0, cp == 10 || cp == 13);
             }
         }
     }

@@ -43,7 +43,7 @@
 //! C (`(?i:'s|'t|'re|'ve|'m|'ll|'d)`) uses regex-syntax's simple case folding,
 //! which adds only `ſ` (U+017F) to the ASCII pairs of these letters.
 
-use super::classes::{piece, CharClasses, END, L, N, S, U, W};
+use super::classes::{drive, CharClasses, END, L, N, NL, S, U, W};
 use crate::error::Result;
 
 /// The o200k splitter.
@@ -70,27 +70,28 @@ impl O200k {
     pub fn for_each_piece<'t>(
         &self,
         text: &'t str,
-        mut f: impl FnMut(&'t str) -> Result<()>,
+        f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
-        let b = text.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            let end = self.piece_end(b, i);
-            f(piece(text, i, end)?)?;
-            i = end;
-        }
-        Ok(())
+        drive(text, |b, i| self.piece_end(b, i), f)
     }
 
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     fn piece_end(&self, b: &[u8], i: usize) -> usize {
+        if let Some(e) = ascii_piece(b, i) {
+            return e;
+        }
         let t = self.t;
-        let c0 = b[i];
         let (c, len) = t.at(b, i);
-        let is_x = c & (L | N) == 0 && c0 != b'\r' && c0 != b'\n';
-        if c & (U | W) != 0 || is_x {
-            if let Some(e) = self.word(b, i, len, is_x) {
+        let is_x = c & (L | N | NL) == 0;
+        // A1/A2 can only match if c ∈ U ∪ W, or c ∈ X is followed by a U ∪ W char
+        // (with the prefix taken, both need a U or W char right after it).
+        if c & (U | W) != 0 {
+            if let Some(e) = self.word(b, i, len, c, is_x) {
+                return e;
+            }
+        } else if is_x && t.at(b, i + len).0 & (U | W) != 0 {
+            if let Some(e) = self.word(b, i, len, c, true) {
                 return e;
             }
         }
@@ -107,7 +108,7 @@ impl O200k {
         }
         let p_start = if c & (L | N | S) == 0 {
             Some(i + len)
-        } else if c0 == b' ' {
+        } else if b.get(i) == Some(&b' ') {
             let (d, l) = t.at(b, i + 1);
             if d & (L | N | S | END) == 0 {
                 Some(i + 1 + l)
@@ -141,7 +142,7 @@ impl O200k {
             if e & S == 0 {
                 break;
             }
-            if matches!(b.get(k), Some(b'\r' | b'\n')) {
+            if e & NL != 0 {
                 last_nl_end = Some(k + 1);
             }
             last = k;
@@ -161,26 +162,30 @@ impl O200k {
 
     /// A1 then A2 at `i` (first char `len` bytes long, `is_x` if it is in X).
     #[inline(always)]
-    fn word(&self, b: &[u8], i: usize, len: usize, is_x: bool) -> Option<usize> {
-        if is_x {
-            if let Some(e) = self.a1(b, i + len) {
-                return Some(e);
-            }
+    fn word(&self, b: &[u8], i: usize, len: usize, c: u8, is_x: bool) -> Option<usize> {
+        let (a1_prefixed, a2_prefixed) = if is_x {
+            self.scan(b, i + len)
+        } else {
+            (None, None)
+        };
+        if a1_prefixed.is_some() {
+            return a1_prefixed;
         }
-        if let Some(e) = self.a1(b, i) {
-            return Some(e);
-        }
-        if is_x {
-            if let Some(e) = self.a2(b, i + len) {
-                return Some(e);
-            }
-        }
-        self.a2(b, i)
+        // Without the prefix, A1 and A2 need c ∈ U ∪ W.
+        let (a1, a2) = if c & (U | W) != 0 {
+            self.scan(b, i)
+        } else {
+            (None, None)
+        };
+        a1.or(a2_prefixed).or(a2)
     }
 
-    /// `U*W+C?` from `p`.
+    /// The matches of A1's `U*W+C?` and A2's `U+W*C?` from `p`, from one scan:
+    /// both start with the maximal U run [p, a) and the maximal W run [a, e).
+    /// A1: `Some(C after e)` if e > a, else C after the last W char in [p, a),
+    /// if any. A2: `Some(C after e)` if a > p.
     #[inline(always)]
-    fn a1(&self, b: &[u8], p: usize) -> Option<usize> {
+    fn scan(&self, b: &[u8], p: usize) -> (Option<usize>, Option<usize>) {
         let t = self.t;
         let mut a = p;
         let mut last_w_end = None;
@@ -203,36 +208,143 @@ impl O200k {
             e += l;
         }
         if e > a {
-            Some(contraction_end(b, e))
+            let end = Some(contraction_end(b, e));
+            (end, if a > p { end } else { None })
         } else {
-            last_w_end.map(|k| contraction_end(b, k))
+            (
+                last_w_end.map(|k| contraction_end(b, k)),
+                if a > p {
+                    Some(contraction_end(b, e))
+                } else {
+                    None
+                },
+            )
         }
     }
+}
 
-    /// `U+W*C?` from `p`.
-    #[inline(always)]
-    fn a2(&self, b: &[u8], p: usize) -> Option<usize> {
-        let t = self.t;
-        let mut a = p;
-        loop {
-            let (d, l) = t.at(b, a);
-            if d & U == 0 {
-                break;
-            }
-            a += l;
-        }
-        if a == p {
-            return None;
-        }
-        loop {
-            let (d, l) = t.at(b, a);
-            if d & W == 0 {
-                break;
-            }
-            a += l;
-        }
-        Some(contraction_end(b, a))
+// ASCII kinds for the fast path.
+const UP: u8 = 1; // A-Z: U, not W
+const LO: u8 = 2; // a-z: W, not U
+const DG: u8 = 4; // 0-9: N
+const WS: u8 = 8; // \t \n \v \f \r ' ': S
+const NLK: u8 = 16; // \r \n
+const PU: u8 = 32; // the rest of ASCII: P (and X)
+const MB: u8 = 64; // not ASCII
+
+const fn ascii_kinds() -> [u8; 256] {
+    let mut k = [MB; 256];
+    let mut c = 0;
+    while c < 128 {
+        let b = c as u8;
+        k[c] = if b.is_ascii_uppercase() {
+            UP
+        } else if b.is_ascii_lowercase() {
+            LO
+        } else if b.is_ascii_digit() {
+            DG
+        } else if b == b'\r' || b == b'\n' {
+            WS | NLK
+        } else if matches!(b, b'\t' | 0x0B | 0x0C | b' ') {
+            WS
+        } else {
+            PU
+        };
+        c += 1;
     }
+    k
+}
+
+static KIND: [u8; 256] = ascii_kinds();
+
+/// Kind of the byte at `k`: `Some(0)` at the end, `None` for a non-ASCII byte.
+#[inline(always)]
+fn kind(b: &[u8], k: usize) -> Option<u8> {
+    match b.get(k) {
+        None => Some(0),
+        Some(&x) => match KIND[x as usize] {
+            MB => None,
+            k => Some(k),
+        },
+    }
+}
+
+/// The piece at `i` when the decision needs only ASCII bytes; `None` (use the
+/// general code) as soon as a byte it would look at is not ASCII.
+///
+/// Same rules as the general code, with ASCII classes (a unit test checks
+/// `KIND` against the class table): A-Z are U and not W, a-z W and not U,
+/// 0-9 N, the six ASCII `\s` chars S, every other ASCII char P, and ASCII has
+/// no marks. Letters (the first char, or the char after an X prefix): with
+/// [p, a) the upper-case run and [a, e) the lower-case run after it, both
+/// stopping at an ASCII byte (or the end) makes them the maximal U and W runs;
+/// e > a: A1 matches up to e; e = a (so a > p): A1 fails with and without the
+/// prefix (no W char, and an ASCII prefix is no mark), and A2 matches up to a.
+/// Either way C follows at e. Other kinds follow A3-A7 as in the general code.
+#[inline(always)]
+fn ascii_piece(b: &[u8], i: usize) -> Option<usize> {
+    let c = kind(b, i)?;
+    let d = kind(b, i + 1)?;
+    let p = if c & (UP | LO) != 0 {
+        i
+    } else if c & (DG | NLK) == 0 && d & (UP | LO) != 0 {
+        i + 1
+    } else if c & DG != 0 {
+        // A3: up to three digits.
+        let mut k = i + 1;
+        while k < i + 3 {
+            let e = kind(b, k)?;
+            if e & DG == 0 {
+                break;
+            }
+            k += 1;
+        }
+        return Some(k);
+    } else if c & PU != 0 || (b[i] == b' ' && d & PU != 0) {
+        // A4: P run, then [\r\n/]*.
+        let mut k = if c & PU != 0 { i + 1 } else { i + 2 };
+        loop {
+            let e = kind(b, k)?;
+            if e & PU == 0 {
+                break;
+            }
+            k += 1;
+        }
+        while matches!(b.get(k), Some(b'\r' | b'\n' | b'/')) {
+            k += 1;
+        }
+        return Some(k);
+    } else {
+        // A5-A7: c is S.
+        let mut k = i;
+        let mut last_nl_end = None;
+        loop {
+            let e = kind(b, k)?;
+            if e & WS == 0 {
+                break;
+            }
+            if e & NLK != 0 {
+                last_nl_end = Some(k + 1);
+            }
+            k += 1;
+        }
+        return Some(if let Some(e) = last_nl_end {
+            e
+        } else if k >= b.len() || k - i < 2 {
+            k
+        } else {
+            k - 1
+        });
+    };
+    let mut a = p;
+    while kind(b, a)? & UP != 0 {
+        a += 1;
+    }
+    let mut e = a;
+    while kind(b, e)? & LO != 0 {
+        e += 1;
+    }
+    Some(contraction_end(b, e))
 }
 
 /// End of `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` at `k`.
@@ -248,5 +360,29 @@ fn contraction_end(b: &[u8], k: usize) -> usize {
         // ſ (U+017F) folds to s.
         (Some(0xC5), Some(0xBF)) => k + 3,
         _ => k,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_kinds_agree_with_the_class_table() {
+        let t = CharClasses::get();
+        for x in 128..=255u8 {
+            assert_eq!(KIND[x as usize], MB);
+        }
+        for x in 0u8..128 {
+            let k = KIND[x as usize];
+            let (c, _) = t.at(&[x], 0);
+            assert_eq!(k & UP != 0, c & U != 0, "{x}");
+            assert_eq!(k & LO != 0, c & W != 0, "{x}");
+            assert_eq!(k & DG != 0, c & N != 0, "{x}");
+            assert_eq!(k & WS != 0, c & S != 0, "{x}");
+            assert_eq!(k & NLK != 0, c & NL != 0, "{x}");
+            assert_eq!(k & PU != 0, c & (L | N | S) == 0, "{x}");
+            assert_eq!(c & (U | W) != 0, c & L != 0, "ASCII has no marks: {x}");
+        }
     }
 }

@@ -27,7 +27,7 @@
 //!    (A run's last char, left over, then starts the next piece: glued to the
 //!    following word by 2-4 if it is ` `, else alone by 7.)
 
-use super::classes::{piece, CharClasses, END, L, N, S};
+use super::classes::{drive, CharClasses, END, L, N, S};
 use crate::error::Result;
 
 /// The r50k/p50k/gpt2 splitter.
@@ -54,16 +54,9 @@ impl R50k {
     pub fn for_each_piece<'t>(
         &self,
         text: &'t str,
-        mut f: impl FnMut(&'t str) -> Result<()>,
+        f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
-        let b = text.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            let end = self.piece_end(b, i);
-            f(piece(text, i, end)?)?;
-            i = end;
-        }
-        Ok(())
+        drive(text, |b, i| self.piece_end(b, i), f)
     }
 
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
