@@ -453,7 +453,10 @@ fn random_text(rng: &mut Rng) -> String {
                     s.push_str(f);
                 }
             }
-            _ => s.push_str(*rng.pick(FRAGMENTS)),
+            _ => {
+                let frag = FRAGMENTS[rng.below(FRAGMENTS.len())];
+                s.push_str(frag);
+            }
         }
     }
     s

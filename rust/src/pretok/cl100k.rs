@@ -23,7 +23,7 @@
 //! 3. c ∈ N → up to 3 N chars (greedy, nothing follows).
 //! 4. c = ` ` and d ∈ P, or c ∈ P → c, the maximal P run after, then the
 //!    maximal run of `\r`/`\n`.
-//! 5.-8. c ∈ S (and 2 did not take it): let [c, j) be the maximal S run.
+//! 5. (to 8.) c ∈ S (and 2 did not take it): let [c, j) be the maximal S run.
 //!    5: j = end of text → the whole run. 6: `\s*` backtracks from j to the
 //!    last `\r`/`\n` in the run, if any → the run up to and including it.
 //!    7: run of ≥ 2 chars → all but its last char. 8: the single char.

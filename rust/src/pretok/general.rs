@@ -10,16 +10,18 @@
 //!
 //! 1. Atomic groups / possessive quantifiers `(?>E)` that are elements of an
 //!    alternative's top-level concatenation become plain `E` when
-//!    (a) nothing follows them in the alternative: the first success of `E` then
-//!        ends the whole match, so nothing ever backtracks into `E`;
-//!    (b) everything after them can match the empty string anywhere (each is a
-//!        repetition with minimum 0): again the first success of `E` is final;
-//!    (c) `E` is a greedy repetition of one-char class C and `$` (end of text)
-//!        follows: backtracking into `E` leaves a C char before `$`, so `$` fails;
-//!    (d) `E` is a greedy repetition of one-char class C and the next element
-//!        must start by consuming a char of a class D disjoint from C (D itself,
-//!        or a repetition of D with minimum ≥ 1): backtracking into `E` leaves a
-//!        C char there, so that element fails.
+//!    - (a) nothing follows them in the alternative: the first success of `E`
+//!      then ends the whole match, so nothing ever backtracks into `E`;
+//!    - (b) everything after them can match the empty string anywhere (each is
+//!      a repetition with minimum 0): again the first success of `E` is final;
+//!    - (c) `E` is a greedy repetition of one-char class C and `$` (end of
+//!      text) follows: backtracking into `E` leaves a C char before `$`, so `$`
+//!      fails;
+//!    - (d) `E` is a greedy repetition of one-char class C and the next element
+//!      must start by consuming a char of a class D disjoint from C (D itself,
+//!      or a repetition of D with minimum ≥ 1): backtracking into `E` leaves a
+//!      C char there, so that element fails.
+//!
 //!    In (c) and (d) every retry that greedy `E` would make fails at once, so
 //!    the alternative matches exactly when, and what, the possessive one does.
 //! 2. The idiom `\s+(?!\S)` immediately followed by the alternative `\s` or

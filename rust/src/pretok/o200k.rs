@@ -189,23 +189,19 @@ impl O200k {
         let t = self.t;
         let mut a = p;
         let mut last_w_end = None;
-        loop {
-            let (d, l) = t.at(b, a);
-            if d & U == 0 {
-                break;
-            }
+        let (mut d, mut l) = t.at(b, a);
+        while d & U != 0 {
             a += l;
             if d & W != 0 {
                 last_w_end = Some(a);
             }
+            (d, l) = t.at(b, a);
         }
+        // (d, l) is the char at a: the W run starts there.
         let mut e = a;
-        loop {
-            let (d, l) = t.at(b, e);
-            if d & W == 0 {
-                break;
-            }
+        while d & W != 0 {
             e += l;
+            (d, l) = t.at(b, e);
         }
         if e > a {
             let end = Some(contraction_end(b, e));

@@ -20,7 +20,7 @@
 //! 3. same with N; 4. same with P (`'` not starting a contraction is P).
 //!    With c = ` ` and d ∈ S none of 2-4 match (` ?` only takes a literal space
 //!    and ` ` ∉ L ∪ N ∪ P); with c ∈ S \ {` `} neither.
-//! 5.-7. c ∈ S: let [c, j) be the maximal S run. If j is the end of the text,
+//! 5. (to 7.) c ∈ S: let [c, j) be the maximal S run. If j is the end of the text,
 //!    `\s++$` takes it all. Otherwise text[j] ∉ S: `\s+(?!\S)` backtracks one
 //!    char from j and succeeds iff the run has ≥ 2 chars, giving the run minus
 //!    its last char; else `\s` takes the single char.
