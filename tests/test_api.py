@@ -235,3 +235,20 @@ def test_registered_encodings_build_ranks_lazily_and_equal_the_file() -> None:
         ours, theirs = pair(name)
         assert ours._mergeable_ranks == theirs._mergeable_ranks
         assert list(ours._mergeable_ranks.values())[:5] == [0, 1, 2, 3, 4]
+
+
+def test_special_tokens_with_huge_ids_like_tiktoken() -> None:
+    _, theirs = pair("r50k_base")
+    kwargs = {
+        "name": "far",
+        "pat_str": theirs._pat_str,
+        "mergeable_ranks": theirs._mergeable_ranks,
+        "special_tokens": {"<|far|>": 3_000_000_000, "<|endoftext|>": 50256},
+    }
+    ours_far, theirs_far = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
+    text = "a<|far|>b<|endoftext|>"
+    ids = ours_far.encode(text, allowed_special="all")
+    assert ids == theirs_far.encode(text, allowed_special="all")
+    assert ours_far.decode(ids) == text
+    assert ours_far.n_vocab == theirs_far.n_vocab
+    assert ours_far.decode_single_token_bytes(3_000_000_000) == b"<|far|>"

@@ -83,7 +83,8 @@ def test_every_special_token_at_start_and_end(name: str) -> None:
         for text in (token + "hello", "hello" + token, token, token + " " + token, " " + token):
             got = ours.encode(text, allowed_special="all")
             assert got == theirs.encode(text, allowed_special="all")
-            assert ours.decode(got) == text
+            # o200k_harmony gives one id to two texts; both decode it to the first.
+            assert ours.decode(got) == theirs.decode(got)
 
 
 def test_one_megabyte_pieces_finish() -> None:

@@ -76,6 +76,20 @@ fn main() {
                     .unwrap();
             }
             let bpe_s = t.elapsed().as_secs_f64();
+            if std::env::var("BENCH_STATS").is_ok() {
+                let multi: Vec<&&str> = pieces
+                    .iter()
+                    .filter(|p| p.len() > 1 && enc.vocab.rank(p.as_bytes()).is_none())
+                    .collect();
+                let distinct: std::collections::HashSet<&&&str> = multi.iter().collect();
+                let long = multi.iter().filter(|p| p.len() > 32).count();
+                println!(
+                    "    multi-token pieces {} ({} distinct, {} longer than 32 bytes)",
+                    multi.len(),
+                    distinct.len(),
+                    long
+                );
+            }
             let t = Instant::now();
             let ids = enc.encode_ordinary(text).unwrap();
             let all_s = t.elapsed().as_secs_f64();

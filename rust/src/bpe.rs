@@ -23,7 +23,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Pieces longer than this use the heap; shorter ones the scan.
-pub const HEAP_THRESHOLD: usize = 64;
+pub const HEAP_THRESHOLD: usize = 32;
 
 /// Encode one piece, appending its tokens to `out`. `cache` remembers multi-token pieces.
 #[inline]

@@ -10,10 +10,14 @@ use rayon::prelude::*;
 
 const EMPTY: u64 = u64::MAX;
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Ids are packed 21 bits each: `left | right << 21 | merged << 42` in one `u64` slot, so a
+/// probe touches one cache line and the table is 8 bytes a slot (8 MB for o200k).
+pub const MAX_IDS: usize = 1 << 21;
+const ID_MASK: u64 = (1 << 21) - 1;
+const KEY_MASK: u64 = (1 << 42) - 1;
 
 pub struct PairTable {
-    keys: Vec<u64>,
-    values: Vec<u32>,
+    slots: Vec<u64>,
     shift: u32,
     /// `bytes[(a << 8) | b]`: the rank of the two-byte token `[a, b]`, or `u32::MAX`.
     bytes: Vec<u32>,
@@ -21,12 +25,13 @@ pub struct PairTable {
 
 #[inline(always)]
 fn key(a: u32, b: u32) -> u64 {
-    ((a as u64) << 32) | b as u64
+    (a as u64 & ID_MASK) | ((b as u64 & ID_MASK) << 21)
 }
 
 impl PairTable {
-    /// `n_ids` is one past the largest id; `token_bytes(id)` gives an ordinary token's bytes
-    /// (or `None`); `rank(bytes)` looks bytes up.
+    /// `n_ids` is one past the largest id (at most [`MAX_IDS`], checked by the caller);
+    /// `token_bytes(id)` gives an ordinary token's bytes (or `None`); `rank(bytes)` looks
+    /// bytes up.
     pub fn new<'v>(
         n_ids: usize,
         token_bytes: &(dyn Fn(u32) -> Option<&'v [u8]> + Sync),
@@ -45,19 +50,18 @@ impl PairTable {
             })
             .collect();
         let cap = (entries.len() * 2).next_power_of_two().max(16);
+        debug_assert!(n_ids <= MAX_IDS);
         let mut table = PairTable {
-            keys: vec![EMPTY; cap],
-            values: vec![0; cap],
+            slots: vec![EMPTY; cap],
             shift: 64 - cap.trailing_zeros(),
             bytes: vec![u32::MAX; 1 << 16],
         };
         for (k, r) in entries {
             let mut i = table.index(k);
-            while table.keys[i] != EMPTY && table.keys[i] != k {
+            while table.slots[i] != EMPTY && table.slots[i] & KEY_MASK != k {
                 i = (i + 1) & (cap - 1);
             }
-            table.keys[i] = k;
-            table.values[i] = r;
+            table.slots[i] = k | ((r as u64) << 42);
         }
         for a in 0..256usize {
             for b in 0..256usize {
@@ -75,8 +79,7 @@ impl PairTable {
     /// A table with no pairs (a placeholder while a vocabulary is being built).
     pub fn empty() -> Self {
         PairTable {
-            keys: vec![EMPTY; 16],
-            values: vec![0; 16],
+            slots: vec![EMPTY; 16],
             shift: 60,
             bytes: Vec::new(),
         }
@@ -92,15 +95,15 @@ impl PairTable {
     #[inline(always)]
     pub fn get(&self, a: u32, b: u32) -> Option<u32> {
         let k = key(a, b);
-        let mask = self.keys.len() - 1;
+        let mask = self.slots.len() - 1;
         let mut i = self.index(k);
         loop {
-            let s = self.keys[i];
-            if s == k {
-                return Some(self.values[i]);
-            }
+            let s = self.slots[i];
             if s == EMPTY {
                 return None;
+            }
+            if s & KEY_MASK == k {
+                return Some((s >> 42) as u32);
             }
             i = (i + 1) & mask;
         }
@@ -113,6 +116,6 @@ impl PairTable {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.keys.len() * 12 + self.bytes.len() * 4
+        self.slots.len() * 8 + self.bytes.len() * 4
     }
 }

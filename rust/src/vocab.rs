@@ -36,6 +36,8 @@ pub struct Vocab {
     /// Ordinary tokens' ranks in the order of their bytes (for `encode_with_unstable` and
     /// `token_byte_values`), built on first use: most programs never need it.
     sorted: OnceLock<Vec<Rank>>,
+    /// Special tokens whose ids are past the flat table (rare: ids ≥ 2^21).
+    far_specials: FxHashMap<Rank, Box<[u8]>>,
     /// The rank of each single byte, or `NO_RANK`: the BPE start state without hashing.
     pub byte_ranks: [Rank; 256],
 }
@@ -45,15 +47,33 @@ impl Vocab {
     /// gives 200018 to both `<|endofprompt|>` and `<|reserved_200018|>`), the first one is what
     /// the id decodes to, as in tiktoken. An ordinary token's bytes win over a special token's.
     pub fn new(ranks: FxHashMap<Vec<u8>, Rank>, specials: Vec<(String, Rank)>) -> Result<Self> {
-        let max_rank = ranks
-            .values()
-            .copied()
-            .chain(specials.iter().map(|(_, r)| *r))
+        let limit = crate::pair_table::MAX_IDS as Rank;
+        let max_rank = ranks.values().copied().max().unwrap_or(0);
+        if max_rank >= limit {
+            return Err(Error::Vocab(format!(
+                "mergeable token rank {max_rank} is too large: ranks must be below {limit}"
+            )));
+        }
+        // Special tokens may have any id (tiktoken allows it); those past the flat table's
+        // range live in a small side map so the table stays sized by the vocabulary.
+        let mut far_specials: FxHashMap<Rank, Box<[u8]>> = FxHashMap::default();
+        for (text, rank) in &specials {
+            if *rank == Rank::MAX {
+                return Err(Error::Vocab(format!("special token id {rank} is reserved")));
+            }
+            if *rank >= limit {
+                far_specials
+                    .entry(*rank)
+                    .or_insert_with(|| text.as_bytes().into());
+            }
+        }
+        let max_rank = specials
+            .iter()
+            .map(|(_, r)| *r)
+            .filter(|&r| r < limit)
+            .chain([max_rank])
             .max()
             .unwrap_or(0);
-        if max_rank == Rank::MAX {
-            return Err(Error::Vocab(format!("rank {max_rank} is reserved")));
-        }
         let n = max_rank as usize + 1;
         let mut entries: Vec<Option<&[u8]>> = vec![None; n];
         let mut is_special = vec![false; n];
@@ -73,7 +93,7 @@ impl Vocab {
             if text.is_empty() {
                 return Err(Error::Vocab("a special token is empty".into()));
             }
-            if entries[rank as usize].is_some() {
+            if rank >= limit || entries[rank as usize].is_some() {
                 continue;
             }
             entries[rank as usize] = Some(text.as_bytes());
@@ -111,6 +131,7 @@ impl Vocab {
             offsets,
             is_special,
             sorted: OnceLock::new(),
+            far_specials,
             byte_ranks,
         };
         let ordinary: Vec<Rank> = ranks.values().copied().collect();
@@ -134,7 +155,7 @@ impl Vocab {
     pub fn token_bytes(&self, id: Rank) -> Option<&[u8]> {
         let i = id as usize;
         if i + 1 >= self.offsets.len() {
-            return None;
+            return self.far_specials.get(&id).map(|b| &b[..]);
         }
         let (a, b) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
         if a == b {
@@ -147,7 +168,9 @@ impl Vocab {
     /// The bytes of an ordinary token only (special tokens give `None`).
     #[inline]
     pub fn ordinary_bytes(&self, id: Rank) -> Option<&[u8]> {
-        if self.is_special.get(id as usize).copied().unwrap_or(false) {
+        if self.is_special.get(id as usize).copied().unwrap_or(false)
+            || self.far_specials.contains_key(&id)
+        {
             None
         } else {
             self.token_bytes(id)
