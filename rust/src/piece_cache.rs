@@ -12,7 +12,7 @@ use thread_local::ThreadLocal;
 
 pub const MAX_PIECE: usize = 32;
 pub const MAX_IDS: usize = 12;
-const SLOTS: usize = 1 << 16;
+const SLOTS: usize = 1 << 14;
 
 #[derive(Clone, Copy)]
 struct Entry {
