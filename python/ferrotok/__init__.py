@@ -8,7 +8,13 @@
 
 from .core import Encoding
 from .load import data_gym_to_mergeable_bpe_ranks, dump_tiktoken_bpe, load_tiktoken_bpe
+
+# `ferrotok.load(path)` reads an encoding saved with `Encoding.save`. It shadows the
+# `ferrotok.load` submodule as an attribute (like `json.load`); import from the submodule
+# with `from ferrotok.load import load_tiktoken_bpe`, which keeps working.
+from .persist import load  # noqa: E402  (must come after `.load` is imported)
 from .registry import get_encoding, list_encoding_names
+from .train import PieceCounts, count_pieces, train, train_from_counts
 
 __version__ = "0.1.0"
 
@@ -19,4 +25,9 @@ __all__ = [
     "load_tiktoken_bpe",
     "dump_tiktoken_bpe",
     "data_gym_to_mergeable_bpe_ranks",
+    "train",
+    "train_from_counts",
+    "count_pieces",
+    "PieceCounts",
+    "load",
 ]

@@ -10,6 +10,7 @@ pub mod encoder;
 pub mod error;
 pub mod pretok;
 pub mod special;
+pub mod train;
 pub mod vocab;
 
 #[cfg(feature = "python")]
