@@ -242,6 +242,8 @@ pub struct Counter {
     pattern: String,
     special_list: Vec<String>,
     margin: usize,
+    /// Target chunk size (a field so tests can exercise chunking on small texts).
+    chunk: usize,
     counts: CountMap,
     bytes: u64,
     pool: Option<rayon::ThreadPool>,
@@ -279,6 +281,7 @@ impl Counter {
             pattern: pattern.to_owned(),
             special_list: specials,
             margin: BASE_MARGIN + 2 * max_special,
+            chunk: CHUNK,
             counts: CountMap::default(),
             bytes: 0,
             pool,
@@ -448,7 +451,7 @@ impl Counter {
     fn count_docs<'t>(&self, docs: &[&'t str]) -> Result<LocalMap<'t>> {
         let mut map = docs
             .par_iter()
-            .filter(|d| d.len() <= 2 * CHUNK)
+            .filter(|d| d.len() <= 2 * self.chunk)
             .try_fold(LocalMap::default, |mut m, d| {
                 self.scan(d, 0, d.len(), &mut |_, _, p| {
                     if let Some(p) = p {
@@ -459,7 +462,7 @@ impl Counter {
                 Ok(m)
             })
             .try_reduce(LocalMap::default, |a, b| Ok(merge_local(a, b)))?;
-        for d in docs.iter().filter(|d| d.len() > 2 * CHUNK) {
+        for d in docs.iter().filter(|d| d.len() > 2 * self.chunk) {
             self.count_prefix(d, true, &mut map)?;
         }
         Ok(map)
@@ -546,14 +549,15 @@ impl Counter {
     }
 
     /// Chunk starts for `text`: ~CHUNK apart, each just after a newline when one is near.
-    fn cuts(text: &str) -> Vec<usize> {
+    fn cuts(&self, text: &str) -> Vec<usize> {
         let n = text.len();
-        let k = (n / CHUNK).max(1);
+        let chunk = self.chunk;
+        let k = (n / chunk).max(1);
         let bytes = text.as_bytes();
         let mut cuts = vec![0];
         for j in 1..k {
             let nominal = j * n / k;
-            let lo = nominal.saturating_sub(CHUNK / 4);
+            let lo = nominal.saturating_sub(chunk / 4);
             let cut = match memrchr_newline(&bytes[lo..nominal]) {
                 Some(i) => lo + i + 1,
                 None => {
@@ -564,7 +568,7 @@ impl Counter {
                     c
                 }
             };
-            if cut >= cuts[cuts.len() - 1] + CHUNK / 2 && cut + CHUNK / 2 <= n {
+            if cut >= cuts[cuts.len() - 1] + chunk / 2 && cut + chunk / 2 <= n {
                 cuts.push(cut);
             }
         }
@@ -587,7 +591,7 @@ impl Counter {
                 n.saturating_sub(m)
             }
         };
-        let cuts = Self::cuts(text);
+        let cuts = self.cuts(text);
         let k = cuts.len();
         let span = |j: usize, start: usize, speculative: bool| {
             let cut = cuts.get(j + 1).copied();
@@ -707,6 +711,13 @@ mod tests {
 
     const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 
+    /// A counter with small chunks, so tests cut texts of a few hundred KB.
+    fn counter(specials: Vec<String>) -> Counter {
+        let mut c = Counter::new(CL100K, specials, 0).unwrap();
+        c.chunk = 16 * ZONE;
+        c
+    }
+
     fn whole(c: &Counter, text: &str) -> FxHashMap<String, u64> {
         let mut m = FxHashMap::default();
         c.scan(text, 0, text.len(), &mut |_, _, p| {
@@ -760,8 +771,9 @@ mod tests {
     #[test]
     fn chunked_counting_equals_whole_text_counting() {
         for specials in [vec![], vec!["<|x|>".to_string()]] {
-            let c = Counter::new(CL100K, specials, 0).unwrap();
-            let text = sample(5 * CHUNK + 12345, 7);
+            let c = counter(specials);
+            let text = sample(7 * c.chunk + 12345, 7);
+            assert!(c.cuts(&text).len() >= 6);
             let mut out = LocalMap::default();
             assert_eq!(c.count_prefix(&text, true, &mut out).unwrap(), text.len());
             assert_eq!(owned(out), whole(&c, &text));
@@ -771,10 +783,10 @@ mod tests {
     #[test]
     fn a_piece_longer_than_the_zone_falls_back_exactly() {
         // Whitespace runs far longer than ZONE straddle the cuts.
-        let c = Counter::new(CL100K, vec![], 0).unwrap();
+        let c = counter(vec![]);
         let mut text = String::new();
         let mut i = 0;
-        while text.len() < 3 * CHUNK {
+        while text.len() < 10 * c.chunk {
             text.push_str(" word");
             text.push_str(&" ".repeat(3 * ZONE + i));
             i += 1;
@@ -788,11 +800,11 @@ mod tests {
 
     #[test]
     fn prefix_counting_resumes_exactly() {
-        let c = Counter::new(CL100K, vec!["<|x|>".into()], 0).unwrap();
-        let text = sample(3 * CHUNK, 11);
+        let c = counter(vec!["<|x|>".into()]);
+        let text = sample(8 * c.chunk, 11);
         let mut total: FxHashMap<String, u64> = FxHashMap::default();
         let mut pos = 0;
-        let mut step = 700_001;
+        let mut step = 3 * c.chunk + 1;
         while pos < text.len() {
             let mut end = (pos + step).min(text.len());
             while !text.is_char_boundary(end) {

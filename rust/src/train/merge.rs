@@ -57,11 +57,57 @@ struct Slot {
     banned: bool,
 }
 
-/// A pair's count change during one step, and the pieces where it was created.
+/// The count changes of one step, indexed by the neighbouring token, so the hot loop
+/// does no hashing. Merging `(a, b)` into `z` only ever changes pairs `(x, a)` and `(b, y)`
+/// (down) and `(x, z)` and `(z, y)` (made in this step), for neighbours `x` and `y`.
 #[derive(Default)]
-struct Delta {
-    delta: i64,
-    new_pos: Vec<u32>,
+struct StepDeltas {
+    /// `(x, a)`: lost occurrences.
+    left_old: Vec<i64>,
+    /// `(b, y)`: lost occurrences.
+    right_old: Vec<i64>,
+    /// `(x, z)`: count and the pieces holding it.
+    left_new: Vec<(i64, Vec<u32>)>,
+    /// `(z, y)`: count and the pieces holding it.
+    right_new: Vec<(i64, Vec<u32>)>,
+    touched_left_old: Vec<Rank>,
+    touched_right_old: Vec<Rank>,
+    touched_left_new: Vec<Rank>,
+    touched_right_new: Vec<Rank>,
+}
+
+impl StepDeltas {
+    fn grow(&mut self, n: usize) {
+        if self.left_old.len() < n {
+            self.left_old.resize(n, 0);
+            self.right_old.resize(n, 0);
+            self.left_new.resize_with(n, Default::default);
+            self.right_new.resize_with(n, Default::default);
+        }
+    }
+
+    #[inline]
+    fn old(v: &mut [i64], touched: &mut Vec<Rank>, x: Rank, d: i64) {
+        let e = &mut v[x as usize];
+        if *e == 0 {
+            touched.push(x);
+        }
+        *e += d;
+    }
+
+    #[inline]
+    fn new(v: &mut [(i64, Vec<u32>)], touched: &mut Vec<Rank>, x: Rank, d: i64, w: Option<u32>) {
+        let e = &mut v[x as usize];
+        if e.0 == 0 && e.1.is_empty() {
+            touched.push(x);
+        }
+        e.0 += d;
+        if let Some(w) = w {
+            if e.1.last() != Some(&w) {
+                e.1.push(w);
+            }
+        }
+    }
 }
 
 struct Trainer {
@@ -73,7 +119,7 @@ struct Trainer {
     slot_of: FxHashMap<u64, u32>,
     slots: Vec<Slot>,
     heap: BinaryHeap<(u64, Reverse<u64>, u32)>,
-    deltas: FxHashMap<u64, Delta>,
+    step: StepDeltas,
 }
 
 impl Trainer {
@@ -86,7 +132,7 @@ impl Trainer {
             slot_of: FxHashMap::default(),
             slots: Vec::new(),
             heap: BinaryHeap::new(),
-            deltas: FxHashMap::default(),
+            step: StepDeltas::default(),
         };
         for (bytes, count) in pieces {
             // A piece of one byte holds no pair and never changes.
@@ -156,34 +202,19 @@ impl Trainer {
         None
     }
 
-    #[inline]
-    fn note(deltas: &mut FxHashMap<u64, Delta>, k: u64, d: i64) {
-        deltas.entry(k).or_default().delta += d;
-    }
-
-    #[inline]
-    fn note_new(deltas: &mut FxHashMap<u64, Delta>, k: u64, d: i64, w: u32) {
-        let e = deltas.entry(k).or_default();
-        e.delta += d;
-        if e.new_pos.last() != Some(&w) {
-            e.new_pos.push(w);
-        }
-    }
-
     /// Replaces `(a, b)` by `z` in every piece that holds it, left to right without
     /// overlap, and updates the pair counts.
     fn merge(&mut self, k: u64, sid: u32, z: Rank) {
         let (a, b) = unkey(k);
         let pos = std::mem::take(&mut self.slots[sid as usize].pos);
-        let mut deltas = std::mem::take(&mut self.deltas);
+        let mut st = std::mem::take(&mut self.step);
+        st.grow(z as usize + 1);
+        let mut merged_count: u64 = 0;
         for &w in &pos {
             let wi = w as usize;
             let s = self.start[wi];
             let n = self.len[wi] as usize;
             let t = &mut self.ids[s..s + n];
-            if !t.windows(2).any(|p| p[0] == a && p[1] == b) {
-                continue; // stale: merged away by an earlier step
-            }
             // Counts are checked to fit in i64 when the pieces are loaded.
             let c = self.weight[wi] as i64;
             let (mut i, mut j) = (0, 0);
@@ -191,14 +222,31 @@ impl Trainer {
                 if i + 1 < n && t[i] == a && t[i + 1] == b {
                     if j > 0 {
                         let x = t[j - 1];
-                        Self::note(&mut deltas, key(x, a), -c);
-                        Self::note_new(&mut deltas, key(x, z), c, w);
+                        if x == z {
+                            // (z, a), made earlier in this piece, is gone again.
+                            StepDeltas::new(
+                                &mut st.right_new,
+                                &mut st.touched_right_new,
+                                a,
+                                -c,
+                                None,
+                            );
+                        } else {
+                            StepDeltas::old(&mut st.left_old, &mut st.touched_left_old, x, -c);
+                        }
+                        StepDeltas::new(&mut st.left_new, &mut st.touched_left_new, x, c, Some(w));
                     }
-                    Self::note(&mut deltas, k, -c);
+                    merged_count += c as u64;
                     if i + 2 < n {
                         let y = t[i + 2];
-                        Self::note(&mut deltas, key(b, y), -c);
-                        Self::note_new(&mut deltas, key(z, y), c, w);
+                        StepDeltas::old(&mut st.right_old, &mut st.touched_right_old, y, -c);
+                        StepDeltas::new(
+                            &mut st.right_new,
+                            &mut st.touched_right_new,
+                            y,
+                            c,
+                            Some(w),
+                        );
                     }
                     t[j] = z;
                     j += 1;
@@ -211,29 +259,52 @@ impl Trainer {
             }
             self.len[wi] = j as u32;
         }
-        for (pk, d) in deltas.drain() {
-            let (l, r) = unkey(pk);
-            if l == z || r == z {
-                // A pair made in this step: never seen before, its count is its delta.
-                if d.delta > 0 {
-                    let sid = self.slots.len() as u32;
-                    self.slots.push(Slot {
-                        count: d.delta as u64,
-                        pos: d.new_pos,
-                        banned: false,
-                    });
-                    self.slot_of.insert(pk, sid);
-                    self.heap.push((d.delta as u64, Reverse(pk), sid));
-                }
-            } else if d.delta != 0 {
-                if let Some(&sid) = self.slot_of.get(&pk) {
-                    let slot = &mut self.slots[sid as usize];
-                    slot.count = slot.count.saturating_add_signed(d.delta);
-                }
-            }
+        let slot = &mut self.slots[sid as usize];
+        slot.count = slot.count.saturating_sub(merged_count);
+        for x in st.touched_left_old.drain(..) {
+            let d = std::mem::take(&mut st.left_old[x as usize]);
+            self.add_old(key(x, a), d);
         }
-        self.deltas = deltas;
+        for y in st.touched_right_old.drain(..) {
+            let d = std::mem::take(&mut st.right_old[y as usize]);
+            self.add_old(key(b, y), d);
+        }
+        for x in st.touched_left_new.drain(..) {
+            let (d, ws) = std::mem::take(&mut st.left_new[x as usize]);
+            self.add_new(key(x, z), d, ws);
+        }
+        for y in st.touched_right_new.drain(..) {
+            let (d, ws) = std::mem::take(&mut st.right_new[y as usize]);
+            self.add_new(key(z, y), d, ws);
+        }
+        self.step = st;
         debug_assert_eq!(self.slots[sid as usize].count, 0);
+    }
+
+    /// A change to a pair that existed before this step (it can only shrink).
+    fn add_old(&mut self, pk: u64, d: i64) {
+        if d == 0 {
+            return;
+        }
+        if let Some(&sid) = self.slot_of.get(&pk) {
+            let slot = &mut self.slots[sid as usize];
+            slot.count = slot.count.saturating_add_signed(d);
+        }
+    }
+
+    /// A pair made in this step: never seen before, so its count is its delta.
+    fn add_new(&mut self, pk: u64, d: i64, pos: Vec<u32>) {
+        if d <= 0 {
+            return;
+        }
+        let sid = self.slots.len() as u32;
+        self.slots.push(Slot {
+            count: d as u64,
+            pos,
+            banned: false,
+        });
+        self.slot_of.insert(pk, sid);
+        self.heap.push((d as u64, Reverse(pk), sid));
     }
 }
 
