@@ -96,7 +96,7 @@ impl StepDeltas {
     }
 
     #[inline]
-    fn new(v: &mut [(i64, Vec<u32>)], touched: &mut Vec<Rank>, x: Rank, d: i64, w: Option<u32>) {
+    fn made(v: &mut [(i64, Vec<u32>)], touched: &mut Vec<Rank>, x: Rank, d: i64, w: Option<u32>) {
         let e = &mut v[x as usize];
         if e.0 == 0 && e.1.is_empty() {
             touched.push(x);
@@ -224,7 +224,7 @@ impl Trainer {
                         let x = t[j - 1];
                         if x == z {
                             // (z, a), made earlier in this piece, is gone again.
-                            StepDeltas::new(
+                            StepDeltas::made(
                                 &mut st.right_new,
                                 &mut st.touched_right_new,
                                 a,
@@ -234,13 +234,13 @@ impl Trainer {
                         } else {
                             StepDeltas::old(&mut st.left_old, &mut st.touched_left_old, x, -c);
                         }
-                        StepDeltas::new(&mut st.left_new, &mut st.touched_left_new, x, c, Some(w));
+                        StepDeltas::made(&mut st.left_new, &mut st.touched_left_new, x, c, Some(w));
                     }
                     merged_count += c as u64;
                     if i + 2 < n {
                         let y = t[i + 2];
                         StepDeltas::old(&mut st.right_old, &mut st.touched_right_old, y, -c);
-                        StepDeltas::new(
+                        StepDeltas::made(
                             &mut st.right_new,
                             &mut st.touched_right_new,
                             y,
