@@ -5,7 +5,7 @@
 
 use super::detached;
 use crate::error::Error;
-use crate::train::{learn, Counter, MergeConfig, PieceCounts, Progress};
+use crate::train::{learn, Counter, MergeConfig, Piece, PieceCounts, Progress};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
@@ -114,10 +114,12 @@ impl PyPieceCounts {
     fn most_common(&self, py: Python<'_>, n: Option<usize>) -> PyResult<Vec<(String, u64)>> {
         let inner = &self.inner;
         detached(py, || {
-            let mut v: Vec<(&str, u64)> = inner.counts.iter().map(|(k, &c)| (&**k, c)).collect();
-            v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let mut v: Vec<(Piece<'_>, u64)> = inner.counts.iter().collect();
+            v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.as_bytes().cmp(b.0.as_bytes())));
             v.truncate(n.unwrap_or(usize::MAX));
-            Ok(v.into_iter().map(|(k, c)| (k.to_owned(), c)).collect())
+            Ok(v.into_iter()
+                .map(|(k, c)| (k.as_str().to_owned(), c))
+                .collect())
         })
     }
 
@@ -224,13 +226,7 @@ fn learn_merges<'py>(
     let stash = Stash::default();
     let r = {
         let mut hook = stash.hook(progress.as_ref());
-        detached(py, || {
-            learn(
-                inner.counts.iter().map(|(k, &v)| (k.as_bytes(), v)),
-                cfg,
-                &mut hook,
-            )
-        })
+        detached(py, || learn(inner.counts.iter(), cfg, &mut hook))
     };
     let learned = stash.finish(r)?;
     Ok(learned.tokens[256..]

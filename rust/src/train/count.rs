@@ -27,13 +27,11 @@ use crate::error::{Error, Result};
 use crate::pretok::Splitter;
 use crate::special::SpecialMatcher;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Distinct piece → number of occurrences.
-pub type CountMap = FxHashMap<Box<str>, u64>;
-type LocalMap<'t> = FxHashMap<&'t str, u64>;
+pub use super::table::{CountMap, LocalMap, Piece};
 
 /// Texts longer than this are cut into chunks counted in parallel.
 const CHUNK: usize = 1 << 20;
@@ -77,23 +75,21 @@ impl PieceCounts {
                 "cannot add piece counts made with different special tokens".into(),
             ));
         }
-        for (k, &v) in &other.counts {
-            add_owned(&mut self.counts, k, v);
-        }
+        self.counts.absorb(&other.counts);
         Ok(())
     }
 
     /// Total number of pieces (with multiplicity).
     pub fn total(&self) -> u64 {
-        self.counts.values().sum()
+        self.counts.total()
     }
 
     /// A canonical binary form: magic, pattern, special tokens, then the pieces sorted by
     /// bytes, each as `len, bytes, count` (LEB128 varints). Equal counts give equal bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut items: Vec<(&str, u64)> = self.counts.iter().map(|(k, &v)| (&**k, v)).collect();
-        items.sort_unstable();
-        let body: usize = items.iter().map(|(k, _)| k.len() + 12).sum();
+        let mut items: Vec<(Piece<'_>, u64)> = self.counts.iter().collect();
+        items.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let body: usize = items.iter().map(|(k, _)| k.as_bytes().len() + 12).sum();
         let mut out = Vec::with_capacity(64 + self.pattern.len() + body);
         out.extend_from_slice(MAGIC);
         put_str(&mut out, &self.pattern);
@@ -103,7 +99,7 @@ impl PieceCounts {
         }
         put_varint(&mut out, items.len() as u64);
         for (k, v) in items {
-            put_str(&mut out, k);
+            put_str(&mut out, k.as_str());
             put_varint(&mut out, v);
         }
         out
@@ -126,11 +122,10 @@ impl PieceCounts {
         }
         let n = r.varint().ok_or_else(|| bad("truncated header"))?;
         let mut counts = CountMap::default();
-        counts.reserve(n.min(data.len() as u64) as usize);
         for _ in 0..n {
             let k = r.string().ok_or_else(|| bad("truncated piece"))?;
             let v = r.varint().ok_or_else(|| bad("truncated count"))?;
-            add_owned(&mut counts, &k, v);
+            counts.add(&k, v);
         }
         if r.pos != data.len() {
             return Err(bad("trailing bytes"));
@@ -181,30 +176,6 @@ impl Reader<'_> {
         self.pos = end;
         Some(s.to_owned())
     }
-}
-
-#[inline]
-fn add_owned(map: &mut CountMap, k: &str, v: u64) {
-    if let Some(c) = map.get_mut(k) {
-        *c += v;
-    } else {
-        map.insert(k.into(), v);
-    }
-}
-
-#[inline]
-fn add_local<'t>(map: &mut LocalMap<'t>, k: &'t str, v: u64) {
-    *map.entry(k).or_insert(0) += v;
-}
-
-fn merge_local<'t>(mut a: LocalMap<'t>, mut b: LocalMap<'t>) -> LocalMap<'t> {
-    if a.len() < b.len() {
-        std::mem::swap(&mut a, &mut b);
-    }
-    for (k, v) in b {
-        add_local(&mut a, k, v);
-    }
-    a
 }
 
 /// What one chunk's run saw near its edges (offsets are into the whole text).
@@ -441,10 +412,7 @@ impl Counter {
     }
 
     fn absorb(&mut self, local: LocalMap<'_>) {
-        self.counts.reserve(local.len() / 4);
-        for (k, v) in local {
-            add_owned(&mut self.counts, k, v);
-        }
+        self.counts.absorb(&local);
     }
 
     /// Counts whole documents: small ones in parallel with each other, big ones chunked.
@@ -455,13 +423,13 @@ impl Counter {
             .try_fold(LocalMap::default, |mut m, d| {
                 self.scan(d, 0, d.len(), &mut |_, _, p| {
                     if let Some(p) = p {
-                        add_local(&mut m, p, 1);
+                        m.add(p, 1);
                     }
                     Ok(())
                 })?;
                 Ok(m)
             })
-            .try_reduce(LocalMap::default, |a, b| Ok(merge_local(a, b)))?;
+            .try_reduce(LocalMap::default, |a, b| Ok(a.merged(b)))?;
         for d in docs.iter().filter(|d| d.len() > 2 * self.chunk) {
             self.count_prefix(d, true, &mut map)?;
         }
@@ -540,7 +508,7 @@ impl Counter {
                 } else if sp.cut.is_some_and(|c| end > c) {
                     e.tail.push((end, p));
                 } else {
-                    add_local(map, p, 1);
+                    map.add(p, 1);
                 }
             }
             Ok(())
@@ -622,10 +590,10 @@ impl Counter {
                 || (LocalMap::default(), Vec::new()),
                 |(a, mut ea), (b, eb)| {
                     ea.extend(eb);
-                    Ok((merge_local(a, b), ea))
+                    Ok((a.merged(b), ea))
                 },
             )?;
-        let mut map = merge_local(std::mem::take(out), map);
+        let mut map = std::mem::take(out).merged(map);
         edges.sort_unstable_by_key(|(j, _)| *j);
         let mut edges: Vec<Option<Edges<'t>>> = edges.into_iter().map(|(_, e)| Some(e)).collect();
         let mut cur = edges[0].take().ok_or_else(internal)?;
@@ -634,12 +602,12 @@ impl Counter {
             if let Some(t) = first_common(&cur.tail_ends, &next.head_ends) {
                 for &(end, p) in &cur.tail {
                     if end <= t {
-                        add_local(&mut map, p, 1);
+                        map.add(p, 1);
                     }
                 }
                 for &(end, p) in &next.head {
                     if end > t {
-                        add_local(&mut map, p, 1);
+                        map.add(p, 1);
                     }
                 }
                 cur = next;
@@ -649,17 +617,12 @@ impl Counter {
                 #[cfg(test)]
                 FALLBACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 for &(_, p) in &cur.tail {
-                    add_local(&mut map, p, 1);
+                    map.add(p, 1);
                 }
                 let mut wrong = LocalMap::default();
                 self.run_chunk(text, span(j + 1, cuts[j + 1], true), &mut wrong)?;
-                for (p, c) in wrong {
-                    if let Some(v) = map.get_mut(p) {
-                        *v -= c;
-                        if *v == 0 {
-                            map.remove(p);
-                        }
-                    }
+                for (p, c) in wrong.iter() {
+                    map.sub(p.as_str(), c);
                 }
                 cur = self.run_chunk(text, span(j + 1, cur.last_end, false), &mut map)?;
             }
@@ -708,6 +671,7 @@ fn utf8_error(path: &Path, base: u64, e: &std::str::Utf8Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustc_hash::FxHashMap;
 
     const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 
@@ -731,7 +695,7 @@ mod tests {
     }
 
     fn owned(m: LocalMap<'_>) -> FxHashMap<String, u64> {
-        m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+        m.iter().map(|(k, v)| (k.as_str().to_string(), v)).collect()
     }
 
     fn sample(len: usize, seed: u64) -> String {
@@ -827,13 +791,13 @@ mod tests {
     #[test]
     fn piece_counts_round_trip_and_add() {
         let mut a = PieceCounts::new("p".into(), vec!["<s>".into()]);
-        a.counts.insert("hello".into(), 3);
-        a.counts.insert(" wörld".into(), 1 << 40);
+        a.counts.add("hello", 3);
+        a.counts.add(" wörld and a long piece", 1 << 40);
         let b = PieceCounts::from_bytes(&a.to_bytes()).unwrap();
         assert_eq!(a, b);
         let mut c = a.clone();
         c.add(&b).unwrap();
-        assert_eq!(c.counts["hello"], 6);
+        assert_eq!(c.counts.get("hello"), Some(6));
         assert!(PieceCounts::from_bytes(b"nonsense").is_err());
         let bytes = a.to_bytes();
         assert!(PieceCounts::from_bytes(&bytes[..bytes.len() - 1]).is_err());

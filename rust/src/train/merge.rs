@@ -139,7 +139,7 @@ struct Trainer {
 }
 
 impl Trainer {
-    fn new<'a>(pieces: impl Iterator<Item = (&'a [u8], u64)>) -> Result<Self> {
+    fn new<B: AsRef<[u8]>>(pieces: impl IntoIterator<Item = (B, u64)>) -> Result<Self> {
         let mut t = Trainer {
             ids: Vec::new(),
             words: Vec::new(),
@@ -150,6 +150,7 @@ impl Trainer {
             floor: 1,
         };
         for (bytes, count) in pieces {
+            let bytes = bytes.as_ref();
             // A piece of one byte holds no pair and never changes.
             if bytes.len() < 2 || count == 0 {
                 continue;
@@ -372,8 +373,8 @@ impl Trainer {
 /// Learns up to `cfg.n_merges` merges from distinct pieces and their counts.
 /// `hook` is called about every 100 ms with the merges done; an error from it stops
 /// training and is returned.
-pub fn learn<'a>(
-    pieces: impl Iterator<Item = (&'a [u8], u64)>,
+pub fn learn<B: AsRef<[u8]>>(
+    pieces: impl IntoIterator<Item = (B, u64)>,
     cfg: MergeConfig,
     hook: Hook<'_>,
 ) -> Result<Learned> {

@@ -30,9 +30,11 @@ pub mod count;
 pub mod merge;
 #[cfg(test)]
 mod reference;
+pub mod table;
 
-pub use count::{CountMap, Counter, PieceCounts};
+pub use count::{Counter, PieceCounts};
 pub use merge::{learn, Learned, MergeConfig};
+pub use table::{CountMap, Piece};
 
 /// What a long-running step reports to its caller, who may stop it by returning an error
 /// (the binding layer returns [`crate::Error::Interrupted`] on Ctrl-C).
