@@ -121,9 +121,16 @@ impl StepDeltas {
 /// Kept together so visiting a piece costs one cache miss, not three.
 #[derive(Clone, Copy)]
 struct Word {
-    start: usize,
+    start: u32,
     len: u32,
     weight: u64,
+}
+
+impl Word {
+    #[inline]
+    fn range(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
 }
 
 struct Trainer {
@@ -155,14 +162,16 @@ impl Trainer {
             if bytes.len() < 2 || count == 0 {
                 continue;
             }
-            if t.words.len() >= u32::MAX as usize || bytes.len() > u32::MAX as usize {
-                return Err(Error::Input("too many distinct pieces to train on".into()));
+            if t.words.len() >= u32::MAX as usize || t.ids.len() + bytes.len() > u32::MAX as usize {
+                return Err(Error::Input(
+                    "too many distinct pieces to train on (over 2^32 bytes)".into(),
+                ));
             }
             if count > i64::MAX as u64 {
                 return Err(Error::Input("a piece count exceeds 2^63".into()));
             }
             t.words.push(Word {
-                start: t.ids.len(),
+                start: t.ids.len() as u32,
                 len: bytes.len() as u32,
                 weight: count,
             });
@@ -181,8 +190,7 @@ impl Trainer {
         self.heap = BinaryHeap::new();
         let mut counts: FxHashMap<u64, u64> = FxHashMap::default();
         for w in &self.words {
-            let ids = &self.ids[w.start..w.start + w.len as usize];
-            for p in ids.windows(2) {
+            for p in self.ids[w.range()].windows(2) {
                 let c = counts.entry(key(p[0], p[1])).or_insert(0);
                 *c = c
                     .checked_add(w.weight)
@@ -201,8 +209,7 @@ impl Trainer {
         }
         drop(counts);
         for (wi, w) in self.words.iter().enumerate() {
-            let ids = &self.ids[w.start..w.start + w.len as usize];
-            for p in ids.windows(2) {
+            for p in self.ids[w.range()].windows(2) {
                 if let Some(&sid) = self.slot_of.get(&key(p[0], p[1])) {
                     let pos = &mut self.slots[sid as usize].pos;
                     if pos.last() != Some(&(wi as u32)) {
@@ -210,6 +217,9 @@ impl Trainer {
                     }
                 }
             }
+        }
+        for slot in &mut self.slots {
+            slot.pos.shrink_to_fit();
         }
         let entries: Vec<_> = self
             .slot_of
@@ -267,16 +277,12 @@ impl Trainer {
             // (the loaded value is unused; `black_box` keeps the load).
             if let Some(&ahead) = pos.get(k + AHEAD) {
                 let fw = self.words[ahead as usize];
-                std::hint::black_box(self.ids.get(fw.start));
+                std::hint::black_box(self.ids.get(fw.start as usize));
             }
             let wi = w as usize;
-            let Word {
-                start: s,
-                len,
-                weight,
-            } = self.words[wi];
-            let n = len as usize;
-            let t = &mut self.ids[s..s + n];
+            let word = self.words[wi];
+            let (n, weight) = (word.len as usize, word.weight);
+            let t = &mut self.ids[word.range()];
             // Counts are checked to fit in i64 when the pieces are loaded.
             let c = weight as i64;
             let (mut i, mut j) = (0, 0);
