@@ -135,18 +135,39 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _tokens_per_byte(enc: object, paths: Sequence[pathlib.Path]) -> tuple[int, int, bool]:
-    """Tokens and bytes of the input (up to `_MEASURE_BYTES`), encoded with `enc`."""
+    """Tokens and bytes of the input (up to `_MEASURE_BYTES`), encoded with `enc`.
+
+    Text is encoded in blocks cut just after a newline that is followed by a non-space
+    character (a piece boundary for the OpenAI patterns), so only token counts, never a
+    list of all ids, are held.
+    """
     tokens = nbytes = 0
     for p in paths:
         with open(p, "rb") as f:
             data = f.read(_MEASURE_BYTES - nbytes)
         text = data.decode("utf-8", errors="ignore")
-        # Special tokens in the text count as one token each, as in training.
-        tokens += len(enc.encode(text, allowed_special="all"))  # type: ignore[attr-defined]
+        for block in _blocks(text, 1 << 20):
+            # Special tokens in the text count as one token each, as in training.
+            tokens += len(enc.encode(block, allowed_special="all"))  # type: ignore[attr-defined]
         nbytes += len(data)
         if nbytes >= _MEASURE_BYTES:
             return tokens, nbytes, True
     return tokens, nbytes, False
+
+
+def _blocks(text: str, size: int) -> list[str]:
+    out = []
+    start = 0
+    while len(text) - start > size:
+        nl = text.find("\n", start + size)
+        while nl != -1 and nl + 1 < len(text) and text[nl + 1].isspace():
+            nl = text.find("\n", nl + 1)
+        if nl == -1 or nl + 1 >= len(text):
+            break
+        out.append(text[start : nl + 1])
+        start = nl + 1
+    out.append(text[start:])
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
