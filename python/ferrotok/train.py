@@ -16,6 +16,7 @@ from the same documents, pattern and number of merges.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -230,7 +231,7 @@ def _is_path(x: object) -> bool:
 
 
 def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[object]]:
-    """(file paths, None) or (None, iterable of texts)."""
+    """(file paths, ()) or (None, iterable of texts), decided by the first item."""
     if isinstance(texts_or_files, (str, bytes)):
         raise TypeError(
             "expected an iterable of texts or of paths, got a single "
@@ -239,23 +240,26 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
         )
     if _is_path(texts_or_files):
         return [os.fspath(texts_or_files)], ()  # type: ignore[arg-type]
-    if isinstance(texts_or_files, Sequence) and texts_or_files and _is_path(texts_or_files[0]):
-        paths = []
-        for i, p in enumerate(texts_or_files):
-            if not _is_path(p):
-                raise TypeError(
-                    f"item {i} of the input is {type(p).__name__}: pass either texts (str) "
-                    "or paths (os.PathLike), not both"
-                )
-            paths.append(os.fspath(p))
-        return paths, ()
     try:
         it = iter(texts_or_files)
     except TypeError:
         raise TypeError(
             f"expected an iterable of texts or of paths, got {type(texts_or_files).__name__}"
         ) from None
-    return None, it
+    first = next(it, None)
+    if first is None:
+        return None, ()
+    if not _is_path(first):
+        return None, itertools.chain([first], it)
+    paths = [os.fspath(first)]  # type: ignore[arg-type]
+    for i, p in enumerate(it, start=1):
+        if not _is_path(p):
+            raise TypeError(
+                f"item {i} of the input is {type(p).__name__}: pass either texts (str) "
+                "or paths (os.PathLike), not both"
+            )
+        paths.append(os.fspath(p))
+    return paths, ()
 
 
 def _check_files(paths: list[str]) -> None:
