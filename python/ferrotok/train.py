@@ -283,7 +283,7 @@ def _count_into(counter: _core.Counter, texts_or_files: TextsOrFiles, bar: _Prog
 
     def flush() -> None:
         try:
-            counter.add_texts(batch)
+            counter.add_texts(batch, bar)
         except UnicodeEncodeError:
             for j, s in enumerate(batch):
                 try:

@@ -169,9 +169,20 @@ impl PyCounter {
         Ok(PyCounter { inner: Some(c) })
     }
 
-    fn add_texts(&mut self, py: Python<'_>, texts: Vec<PyBackedStr>) -> PyResult<()> {
+    #[pyo3(signature = (texts, progress=None))]
+    fn add_texts(
+        &mut self,
+        py: Python<'_>,
+        texts: Vec<PyBackedStr>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
         let c = self.counter()?;
-        detached(py, || c.add_texts(&texts))
+        let stash = Stash::default();
+        let r = {
+            let mut hook = stash.hook(progress.as_ref());
+            detached(py, || c.add_texts(&texts, &mut hook))
+        };
+        stash.finish(r)
     }
 
     #[pyo3(signature = (paths, progress=None))]

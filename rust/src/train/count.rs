@@ -215,6 +215,8 @@ pub struct Counter {
     margin: usize,
     /// Target chunk size (a field so tests can exercise chunking on small texts).
     chunk: usize,
+    /// How much of a long text or file is counted at a time (a field for the same reason).
+    window: usize,
     counts: CountMap,
     bytes: u64,
     pool: Option<rayon::ThreadPool>,
@@ -253,6 +255,7 @@ impl Counter {
             special_list: specials,
             margin: BASE_MARGIN + 2 * max_special,
             chunk: CHUNK,
+            window: WINDOW,
             counts: CountMap::default(),
             bytes: 0,
             pool,
@@ -289,11 +292,50 @@ impl Counter {
     }
 
     /// Counts each text as one document.
-    pub fn add_texts<S: AsRef<str> + Sync>(&mut self, texts: &[S]) -> Result<()> {
-        let docs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+    /// Texts longer than a window are counted window by window, with `hook` called after
+    /// each (so a single huge string shows progress and can be interrupted).
+    pub fn add_texts<S: AsRef<str> + Sync>(&mut self, texts: &[S], hook: Hook<'_>) -> Result<()> {
+        let (big, docs): (Vec<&str>, Vec<&str>) = texts
+            .iter()
+            .map(AsRef::as_ref)
+            .partition(|d| d.len() > self.window);
         let local = self.install(|| self.count_docs(&docs))?;
         self.absorb(local);
         self.bytes += docs.iter().map(|d| d.len() as u64).sum::<u64>();
+        for doc in big {
+            self.count_big_text(doc, hook)?;
+        }
+        Ok(())
+    }
+
+    fn count_big_text(&mut self, doc: &str, hook: Hook<'_>) -> Result<()> {
+        let mut pos = 0; // always a restart point
+        let mut want = self.window;
+        while pos < doc.len() {
+            let mut end = (pos + want).min(doc.len());
+            while !doc.is_char_boundary(end) {
+                end += 1;
+            }
+            let last = end == doc.len();
+            let text = &doc[pos..end];
+            let (consumed, local) = self.install(|| {
+                let mut local = LocalMap::default();
+                self.count_prefix(text, last, &mut local)
+                    .map(|c| (c, local))
+            })?;
+            self.absorb(local);
+            if consumed == 0 && !last {
+                want = want.saturating_mul(2); // one piece longer than the window
+                continue;
+            }
+            pos += consumed;
+            self.bytes += consumed as u64;
+            want = self.window;
+            hook(Progress::Counting {
+                done: self.bytes,
+                total: None,
+            })?;
+        }
         Ok(())
     }
 
@@ -322,7 +364,7 @@ impl Counter {
                 let data = std::fs::read(p).map_err(|e| io_error(p, &e))?;
                 batch_bytes += data.len();
                 batch.push((i, data));
-                if batch_bytes >= WINDOW {
+                if batch_bytes >= self.window {
                     self.count_file_batch(paths, &batch)?;
                     batch.clear();
                     batch_bytes = 0;
@@ -366,7 +408,7 @@ impl Counter {
         let mut f = std::fs::File::open(path).map_err(|e| io_error(path, &e))?;
         let mut buf: Vec<u8> = Vec::new();
         let mut file_off = 0u64; // file offset of buf[0], always a restart point
-        let mut want = WINDOW;
+        let mut want = self.window;
         let mut eof = false;
         let start_bytes = self.bytes;
         loop {
@@ -406,7 +448,7 @@ impl Counter {
             buf.drain(..consumed);
             file_off += consumed as u64;
             self.bytes += consumed as u64;
-            want = WINDOW.max(buf.len() + WINDOW / 2);
+            want = self.window.max(buf.len() + self.window / 2);
             progress(self.bytes - start_bytes)?;
         }
     }
@@ -679,6 +721,7 @@ mod tests {
     fn counter(specials: Vec<String>) -> Counter {
         let mut c = Counter::new(CL100K, specials, 0).unwrap();
         c.chunk = 16 * ZONE;
+        c.window = 5 * c.chunk;
         c
     }
 
@@ -786,6 +829,40 @@ mod tests {
             pos += used;
         }
         assert_eq!(total, whole(&c, &text));
+    }
+
+    #[test]
+    fn long_texts_and_files_are_counted_in_windows_exactly() {
+        let c = counter(vec!["<|x|>".into()]);
+        let text = sample(17 * c.chunk + 999, 3);
+        let expected = whole(&c, &text);
+        let owned_counts = |c: Counter| -> FxHashMap<String, u64> {
+            let counts = c.finish().counts;
+            counts
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), v))
+                .collect()
+        };
+        let mut by_text = counter(vec!["<|x|>".into()]);
+        let mut windows = 0;
+        by_text
+            .add_texts(&[text.as_str()], &mut |_| {
+                windows += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert!(windows >= 3, "{windows} windows for {} bytes", text.len());
+        assert_eq!(by_text.bytes_counted(), text.len() as u64);
+        assert_eq!(owned_counts(by_text), expected);
+
+        let dir = std::env::temp_dir().join(format!("ferrotok-count-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big.txt");
+        std::fs::write(&path, &text).unwrap();
+        let mut by_file = counter(vec!["<|x|>".into()]);
+        by_file.add_files(std::slice::from_ref(&path), &mut |_| Ok(())).unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(owned_counts(by_file), expected);
     }
 
     #[test]
