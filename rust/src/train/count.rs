@@ -30,7 +30,6 @@ use rayon::prelude::*;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 pub use super::table::{CountMap, LocalMap, Piece};
 
@@ -218,13 +217,7 @@ pub struct Counter {
     chunk: usize,
     /// How much of a long text or file is counted at a time (a field for the same reason).
     window: usize,
-    /// Pieces counted at chunk edges (few), and every table taken out of the shards.
     counts: CountMap,
-    /// One table per worker thread (index 0: threads outside the pool), kept across
-    /// batches so the hot loop never allocates a fresh table (nor page-faults one in).
-    shards: Vec<Mutex<CountMap>>,
-    /// Counts added by speculative chunk runs that turned out wrong, subtracted at the end.
-    debts: Mutex<CountMap>,
     bytes: u64,
     pool: Option<rayon::ThreadPool>,
 }
@@ -255,9 +248,6 @@ impl Counter {
                     })?,
             )
         };
-        let threads = pool
-            .as_ref()
-            .map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
         Ok(Counter {
             splitter,
             specials: SpecialMatcher::new(specials.clone()),
@@ -267,8 +257,6 @@ impl Counter {
             chunk: CHUNK,
             window: WINDOW,
             counts: CountMap::default(),
-            shards: (0..=threads).map(|_| Mutex::default()).collect(),
-            debts: Mutex::default(),
             bytes: 0,
             pool,
         })
@@ -279,37 +267,21 @@ impl Counter {
         self.bytes
     }
 
-    pub fn finish(mut self) -> PieceCounts {
-        for shard in std::mem::take(&mut self.shards) {
-            let shard = shard.into_inner().unwrap_or_else(PoisonError::into_inner);
-            if self.counts.len() < shard.len() {
-                let small = std::mem::replace(&mut self.counts, shard);
-                self.counts.absorb(&small);
-            } else {
-                self.counts.absorb(&shard);
-            }
+    /// The counts so far (the counter can go on counting).
+    pub fn snapshot(&self) -> PieceCounts {
+        PieceCounts {
+            pattern: self.pattern.clone(),
+            specials: self.special_list.clone(),
+            counts: self.counts.clone(),
         }
-        let debts = std::mem::take(&mut self.debts);
-        for (p, c) in debts
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
-            self.counts.sub(p.as_str(), c);
-        }
+    }
+
+    pub fn finish(self) -> PieceCounts {
         PieceCounts {
             pattern: self.pattern,
             specials: self.special_list,
             counts: self.counts,
         }
-    }
-
-    /// The calling worker's table. Workers never nest parallel work while holding it.
-    fn shard(&self) -> MutexGuard<'_, CountMap> {
-        let i = rayon::current_thread_index().map_or(0, |i| i + 1);
-        self.shards[i.min(self.shards.len() - 1)]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
@@ -486,24 +458,24 @@ impl Counter {
     }
 
     /// Counts whole documents: small ones in parallel with each other, big ones chunked.
-    /// Returns the pieces counted at chunk edges (the rest is in the shards).
     fn count_docs<'t>(&self, docs: &[&'t str]) -> Result<LocalMap<'t>> {
-        docs.par_iter()
+        let mut map = docs
+            .par_iter()
             .filter(|d| d.len() <= 2 * self.chunk)
-            .try_for_each(|d| {
-                let mut m = self.shard();
+            .try_fold(LocalMap::default, |mut m, d| {
                 self.scan(d, 0, d.len(), &mut |_, _, p| {
                     if let Some(p) = p {
                         m.add(p, 1);
                     }
                     Ok(())
-                })
-            })?;
-        let mut edges = LocalMap::default();
+                })?;
+                Ok(m)
+            })
+            .try_reduce(LocalMap::default, |a, b| Ok(a.merged(b)))?;
         for d in docs.iter().filter(|d| d.len() > 2 * self.chunk) {
-            self.count_prefix(d, true, &mut edges)?;
+            self.count_prefix(d, true, &mut map)?;
         }
-        Ok(edges)
+        Ok(map)
     }
 
     /// Calls `f(start, end, Some(piece))` for each piece of `text[from..to]` and
@@ -540,7 +512,7 @@ impl Counter {
 
     /// Runs the splitter over one chunk, putting the pieces whose place in the whole-text
     /// run is already certain into `map` and keeping those near the edges apart.
-    fn run_chunk<'t>(&self, text: &'t str, sp: Span, map: &mut CountMap) -> Result<Edges<'t>> {
+    fn run_chunk<'t>(&self, text: &'t str, sp: Span, map: &mut LocalMap<'t>) -> Result<Edges<'t>> {
         let head_lim = if sp.speculative {
             sp.start + ZONE
         } else {
@@ -645,14 +617,27 @@ impl Counter {
                 limit: limit_of(buf_end),
             }
         };
-        // Every chunk but the first starts speculatively at its cut. The pieces a run is
-        // sure of go to the worker's shard; those near the edges are settled below.
-        let edges: Vec<Edges<'t>> = (0..k)
+        // Every chunk but the first starts speculatively at its cut.
+        let (map, mut edges) = (0..k)
             .into_par_iter()
-            .map(|j| self.run_chunk(text, span(j, cuts[j], j > 0), &mut self.shard()))
-            .collect::<Result<_>>()?;
-        let map = out;
-        let mut edges: Vec<Option<Edges<'t>>> = edges.into_iter().map(Some).collect();
+            .try_fold(
+                || (LocalMap::default(), Vec::new()),
+                |(mut map, mut edges), j| {
+                    let e = self.run_chunk(text, span(j, cuts[j], j > 0), &mut map)?;
+                    edges.push((j, e));
+                    Ok((map, edges))
+                },
+            )
+            .try_reduce(
+                || (LocalMap::default(), Vec::new()),
+                |(a, mut ea), (b, eb)| {
+                    ea.extend(eb);
+                    Ok((a.merged(b), ea))
+                },
+            )?;
+        let mut map = std::mem::take(out).merged(map);
+        edges.sort_unstable_by_key(|(j, _)| *j);
+        let mut edges: Vec<Option<Edges<'t>>> = edges.into_iter().map(|(_, e)| Some(e)).collect();
         let mut cur = edges[0].take().ok_or_else(internal)?;
         for j in 0..k - 1 {
             let next = edges[j + 1].take().ok_or_else(internal)?;
@@ -676,14 +661,15 @@ impl Counter {
                 for &(_, p) in &cur.tail {
                     map.add(p, 1);
                 }
-                self.run_chunk(
-                    text,
-                    span(j + 1, cuts[j + 1], true),
-                    &mut self.debts.lock().unwrap_or_else(PoisonError::into_inner),
-                )?;
-                cur = self.run_chunk(text, span(j + 1, cur.last_end, false), &mut self.shard())?;
+                let mut wrong = LocalMap::default();
+                self.run_chunk(text, span(j + 1, cuts[j + 1], true), &mut wrong)?;
+                for (p, c) in wrong.iter() {
+                    map.sub(p.as_str(), c);
+                }
+                cur = self.run_chunk(text, span(j + 1, cur.last_end, false), &mut map)?;
             }
         }
+        *out = map;
         Ok(if last { n } else { cur.last_end })
     }
 }
@@ -751,23 +737,8 @@ mod tests {
         m
     }
 
-    /// Everything a counter has counted: edge pieces in `out`, plus its shards, less its
-    /// debts (what `finish` computes).
-    fn owned<L: std::borrow::Borrow<str> + std::hash::Hash + Eq>(
-        c: &Counter,
-        out: &super::super::table::Table<L>,
-    ) -> FxHashMap<String, u64> {
-        let mut all = CountMap::default();
-        all.absorb(out);
-        for shard in &c.shards {
-            all.absorb(&*shard.lock().unwrap());
-        }
-        for (p, n) in c.debts.lock().unwrap().iter() {
-            all.sub(p.as_str(), n);
-        }
-        all.iter()
-            .map(|(k, v)| (k.as_str().to_string(), v))
-            .collect()
+    fn owned(m: LocalMap<'_>) -> FxHashMap<String, u64> {
+        m.iter().map(|(k, v)| (k.as_str().to_string(), v)).collect()
     }
 
     fn sample(len: usize, seed: u64) -> String {
@@ -812,7 +783,7 @@ mod tests {
             assert!(c.cuts(&text).len() >= 6);
             let mut out = LocalMap::default();
             assert_eq!(c.count_prefix(&text, true, &mut out).unwrap(), text.len());
-            assert_eq!(owned(&c, &out), whole(&c, &text));
+            assert_eq!(owned(out), whole(&c, &text));
         }
     }
 
@@ -830,7 +801,7 @@ mod tests {
         let before = FALLBACKS.load(std::sync::atomic::Ordering::Relaxed);
         let mut out = LocalMap::default();
         c.count_prefix(&text, true, &mut out).unwrap();
-        assert_eq!(owned(&c, &out), whole(&c, &text));
+        assert_eq!(owned(out), whole(&c, &text));
         assert!(FALLBACKS.load(std::sync::atomic::Ordering::Relaxed) > before);
     }
 
@@ -838,7 +809,7 @@ mod tests {
     fn prefix_counting_resumes_exactly() {
         let c = counter(vec!["<|x|>".into()]);
         let text = sample(8 * c.chunk, 11);
-        let mut edges = CountMap::default();
+        let mut total: FxHashMap<String, u64> = FxHashMap::default();
         let mut pos = 0;
         let mut step = 3 * c.chunk + 1;
         while pos < text.len() {
@@ -849,13 +820,15 @@ mod tests {
             let last = end == text.len();
             let mut out = LocalMap::default();
             let used = c.count_prefix(&text[pos..end], last, &mut out).unwrap();
-            edges.absorb(&out);
+            for (k, v) in owned(out) {
+                *total.entry(k).or_insert(0) += v;
+            }
             if used == 0 {
                 step *= 2;
             }
             pos += used;
         }
-        assert_eq!(owned(&c, &edges), whole(&c, &text));
+        assert_eq!(total, whole(&c, &text));
     }
 
     #[test]
@@ -887,9 +860,7 @@ mod tests {
         let path = dir.join("big.txt");
         std::fs::write(&path, &text).unwrap();
         let mut by_file = counter(vec!["<|x|>".into()]);
-        by_file
-            .add_files(std::slice::from_ref(&path), &mut |_| Ok(()))
-            .unwrap();
+        by_file.add_files(std::slice::from_ref(&path), &mut |_| Ok(())).unwrap();
         std::fs::remove_dir_all(&dir).ok();
         assert_eq!(owned_counts(by_file), expected);
     }
