@@ -860,7 +860,9 @@ mod tests {
         let path = dir.join("big.txt");
         std::fs::write(&path, &text).unwrap();
         let mut by_file = counter(vec!["<|x|>".into()]);
-        by_file.add_files(std::slice::from_ref(&path), &mut |_| Ok(())).unwrap();
+        by_file
+            .add_files(std::slice::from_ref(&path), &mut |_| Ok(()))
+            .unwrap();
         std::fs::remove_dir_all(&dir).ok();
         assert_eq!(owned_counts(by_file), expected);
     }
