@@ -250,6 +250,8 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
     if first is None:
         return None, ()
     if not _is_path(first):
+        if isinstance(texts_or_files, (list, tuple)):
+            return None, texts_or_files
         return None, itertools.chain([first], it)
     paths = [os.fspath(first)]  # type: ignore[arg-type]
     for i, p in enumerate(it, start=1):
@@ -277,42 +279,28 @@ def _count_into(counter: _core.Counter, texts_or_files: TextsOrFiles, bar: _Prog
         _check_files(paths)
         counter.add_files(paths, bar)
         return
-    batch: list[str] = []
+    if isinstance(texts, (list, tuple)):
+        # Already in memory: hand Rust slices, which checks the items' types itself.
+        for start in range(0, len(texts), _BATCH_ITEMS):
+            counter.add_texts(texts[start : start + _BATCH_ITEMS], start, bar)
+            bar("counting", counter.bytes_counted, None)
+        return
+    # Any other iterable is streamed: at most _BATCH_CHARS characters are held at a time.
+    batch: list[object] = []
     chars = 0
     first = 0
-
-    def flush() -> None:
-        try:
-            counter.add_texts(batch, bar)
-        except UnicodeEncodeError:
-            for j, s in enumerate(batch):
-                try:
-                    s.encode("utf-8")
-                except UnicodeEncodeError as e:
-                    raise ValueError(
-                        f"item {first + j} of the input is not valid Unicode "
-                        f"(at character {e.start}): {e.reason}"
-                    ) from None
-            raise
-        bar("counting", counter.bytes_counted, None)
-
     for i, item in enumerate(texts):
-        if not isinstance(item, str):
-            if _is_path(item):
-                raise TypeError(
-                    f"item {i} of the input is a path ({type(item).__name__}): pass either "
-                    "texts (str) or paths (os.PathLike), not both"
-                )
-            raise TypeError(f"item {i} of the input is {type(item).__name__}, not str")
         if not batch:
             first = i
         batch.append(item)
-        chars += len(item)
+        chars += len(item) if isinstance(item, str) else 0
         if chars >= _BATCH_CHARS or len(batch) >= _BATCH_ITEMS:
-            flush()
+            counter.add_texts(batch, first, bar)
+            bar("counting", counter.bytes_counted, None)
             batch, chars = [], 0
     if batch:
-        flush()
+        counter.add_texts(batch, first, bar)
+        bar("counting", counter.bytes_counted, None)
 
 
 def count_pieces(

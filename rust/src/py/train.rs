@@ -6,10 +6,10 @@
 use super::detached;
 use crate::error::Error;
 use crate::train::{learn, Counter, MergeConfig, Piece, PieceCounts, Progress};
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -169,13 +169,32 @@ impl PyCounter {
         Ok(PyCounter { inner: Some(c) })
     }
 
-    #[pyo3(signature = (texts, progress=None))]
+    /// Counts a batch of texts; `first` is the index of `texts[0]` in the caller's input,
+    /// so a non-`str` item is reported by its place there.
+    #[pyo3(signature = (texts, first=0, progress=None))]
     fn add_texts(
         &mut self,
         py: Python<'_>,
-        texts: Vec<PyBackedStr>,
+        texts: Vec<Bound<'_, PyAny>>,
+        first: usize,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
+        let mut strs: Vec<PyBackedStr> = Vec::with_capacity(texts.len());
+        for (i, t) in texts.iter().enumerate() {
+            let i = first + i;
+            if !t.is_instance_of::<PyString>() {
+                let ty = t.get_type().name()?;
+                return Err(PyTypeError::new_err(format!(
+                    "item {i} of the input is {ty}, not str (pass either texts (str) or \
+                     paths (os.PathLike), not both)"
+                )));
+            }
+            strs.push(t.extract().map_err(|e: PyErr| {
+                PyValueError::new_err(format!("item {i} of the input is not valid Unicode: {e}"))
+            })?);
+        }
+        drop(texts);
+        let texts = strs;
         let c = self.counter()?;
         let stash = Stash::default();
         let r = {
