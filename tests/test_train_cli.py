@@ -51,6 +51,11 @@ def test_train_prints_a_summary_and_saves(tmp_path):
     enc = ferrotok.load(out)
     assert enc.name == "tok" and enc._special_tokens == {"<|endoftext|>": 399}
     assert tiktoken.load.load_tiktoken_bpe(str(out)) == enc._mergeable_ranks
+    # Tokens per byte: the same as encoding each file whole.
+    whole = [f.read_text(encoding="utf-8") for f in (a, b)]
+    n_tokens = sum(len(enc.encode(t, allowed_special="all")) for t in whole)
+    n_bytes = sum(len(t.encode()) for t in whole)
+    assert f"tokens per byte on the input: {n_tokens / n_bytes:.4f} ({n_tokens:,} tokens)" in lines
     # Files train as documents, so the CLI learns what the API learns from the same paths.
     api = ferrotok.train([a, b], 400, special_tokens=["<|endoftext|>"], progress=False)
     assert api._mergeable_ranks == enc._mergeable_ranks

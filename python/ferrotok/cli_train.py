@@ -137,37 +137,45 @@ def _check_args(args: argparse.Namespace) -> None:
 def _tokens_per_byte(enc: object, paths: Sequence[pathlib.Path]) -> tuple[int, int, bool]:
     """Tokens and bytes of the input (up to `_MEASURE_BYTES`), encoded with `enc`.
 
-    Text is encoded in blocks cut just after a newline that is followed by a non-space
-    character (a piece boundary for the OpenAI patterns), so only token counts, never a
-    list of all ids, are held.
+    Files are read and encoded 1 MB at a time, cut just after a newline that is followed
+    by a non-space character (a piece boundary for the OpenAI patterns), so memory stays
+    small and only token counts are kept.
     """
     tokens = nbytes = 0
+
+    def add(block: str) -> None:
+        nonlocal tokens, nbytes
+        # Special tokens in the text count as one token each, as in training.
+        tokens += len(enc.encode(block, allowed_special="all"))  # type: ignore[attr-defined]
+        nbytes += len(block.encode("utf-8"))
+
     for p in paths:
-        with open(p, "rb") as f:
-            data = f.read(_MEASURE_BYTES - nbytes)
-        text = data.decode("utf-8", errors="ignore")
-        for block in _blocks(text, 1 << 20):
-            # Special tokens in the text count as one token each, as in training.
-            tokens += len(enc.encode(block, allowed_special="all"))  # type: ignore[attr-defined]
-        nbytes += len(data)
+        with open(p, encoding="utf-8", errors="replace", newline="") as f:
+            carry = ""
+            while nbytes < _MEASURE_BYTES:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                text = carry + chunk
+                cut = _last_cut(text)
+                if cut <= 0:
+                    carry = text
+                    continue
+                add(text[:cut])
+                carry = text[cut:]
+            if carry and nbytes < _MEASURE_BYTES:
+                add(carry)
         if nbytes >= _MEASURE_BYTES:
             return tokens, nbytes, True
     return tokens, nbytes, False
 
 
-def _blocks(text: str, size: int) -> list[str]:
-    out = []
-    start = 0
-    while len(text) - start > size:
-        nl = text.find("\n", start + size)
-        while nl != -1 and nl + 1 < len(text) and text[nl + 1].isspace():
-            nl = text.find("\n", nl + 1)
-        if nl == -1 or nl + 1 >= len(text):
-            break
-        out.append(text[start : nl + 1])
-        start = nl + 1
-    out.append(text[start:])
-    return out
+def _last_cut(text: str) -> int:
+    """The position just after the last newline followed by a non-space character, or -1."""
+    i = text.rfind("\n")
+    while i >= 0 and (i + 1 >= len(text) or text[i + 1].isspace()):
+        i = text.rfind("\n", 0, i)
+    return i + 1 if i >= 0 else -1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
