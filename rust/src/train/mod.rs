@@ -22,9 +22,13 @@
 //! The result depends only on the multiset of pieces, so it is the same whatever the
 //! number of threads, the order of the pieces, or how the input was chunked or sharded.
 //!
-//! [`count`] turns text into piece counts (parallel, streaming, exact at chunk edges);
-//! [`merge`] learns the merges from the counts with a priority queue and incremental
-//! pair-count updates.
+//! [`count`] turns text into piece counts (parallel, streaming, exact at chunk edges) kept
+//! in [`table`]s; [`merge`] learns the merges from the counts with a priority queue and
+//! incremental pair-count updates.
+//!
+//! If two merges make the same bytes (e.g. `a`+`bc` and `ab`+`c`), both are kept in the
+//! merge list; a bytes→rank map (tiktoken's `mergeable_ranks`) keeps the later rank, as
+//! `dict(rustbpe.Tokenizer().get_mergeable_ranks())` does, and the earlier rank is unused.
 
 pub mod count;
 pub mod merge;
