@@ -402,8 +402,8 @@ def test_ctrl_c_stops_training_with_keyboard_interrupt(tmp_path):
         f"""
         import pathlib, sys, ferrotok
         files = [pathlib.Path({str(src)!r})] * 200
-        print("started", flush=True)
         try:
+            print("started", flush=True)
             ferrotok.train(files, 50000, progress=False)
         except KeyboardInterrupt:
             print("KeyboardInterrupt", flush=True)
