@@ -426,3 +426,52 @@ def test_ctrl_c_stops_training_with_keyboard_interrupt(tmp_path):
         proc.kill()
     assert "KeyboardInterrupt" in out, err
     assert proc.returncode == 42
+
+
+# ---------------------------------------------------------------- progress bar
+
+
+_PROGRESS_CHILD = textwrap.dedent(
+    """
+    import pathlib, sys, ferrotok
+    src = pathlib.Path(sys.argv[1])
+    ferrotok.train([src], 2000, progress=sys.argv[2] == "on")
+    """
+)
+
+
+def _run_with_tty_stderr(*args: str) -> str:
+    """Runs the child with stderr on a pseudo-terminal; returns what it wrote there."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PROGRESS_CHILD, *args], stdout=subprocess.DEVNULL, stderr=slave
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_bar_only_on_a_terminal_and_only_when_asked(tmp_path):
+    src = tmp_path / "text.txt"
+    src.write_text(corpus("english", 0, 2_000_000), encoding="utf-8")
+    shown = _run_with_tty_stderr(str(src), "on")
+    assert "counting [" in shown and "MB" in shown
+    assert "merging [" in shown and "1,744/1,744 merges" in shown
+    assert _run_with_tty_stderr(str(src), "off") == ""
+    # Not a terminal: nothing on stderr even with progress=True.
+    r = subprocess.run(
+        [sys.executable, "-c", _PROGRESS_CHILD, str(src), "on"], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and r.stderr == ""
