@@ -117,26 +117,36 @@ impl StepDeltas {
     }
 }
 
-/// One distinct piece: where its tokens are, how many are left, how often it occurs.
-/// Kept together so visiting a piece costs one cache miss, not three.
-#[derive(Clone, Copy)]
-struct Word {
-    start: u32,
-    len: u32,
-    weight: u64,
+/// Each piece is stored as `[capacity, len, weight low, weight high, tokens...]` in one
+/// arena and named by the offset of that header, so visiting a piece is one cache miss
+/// (header and first tokens share a line) with no dependent second lookup.
+const HEADER: usize = 4;
+
+/// `(current length, weight)` of the piece at offset `o`.
+#[inline]
+fn header(ids: &[Rank], o: usize) -> (usize, u64) {
+    (
+        ids[o + 1] as usize,
+        u64::from(ids[o + 2]) | (u64::from(ids[o + 3]) << 32),
+    )
 }
 
-impl Word {
-    #[inline]
-    fn range(&self) -> std::ops::Range<usize> {
-        self.start as usize..self.start as usize + self.len as usize
-    }
+/// Offsets of all pieces in the arena.
+fn offsets(ids: &[Rank]) -> impl Iterator<Item = usize> + '_ {
+    let mut o = 0;
+    std::iter::from_fn(move || {
+        if o >= ids.len() {
+            return None;
+        }
+        let here = o;
+        o += HEADER + ids[o] as usize;
+        Some(here)
+    })
 }
 
 struct Trainer {
-    /// All pieces' tokens end to end; piece `w` is `ids[start..start + len]` of `words[w]`.
+    /// The pieces, each a header and its tokens (see [`HEADER`]).
     ids: Vec<Rank>,
-    words: Vec<Word>,
     slot_of: FxHashMap<u64, u32>,
     slots: Vec<Slot>,
     heap: BinaryHeap<(u64, Reverse<u64>, u32)>,
@@ -149,7 +159,6 @@ impl Trainer {
     fn new<B: AsRef<[u8]>>(pieces: impl IntoIterator<Item = (B, u64)>) -> Result<Self> {
         let mut t = Trainer {
             ids: Vec::new(),
-            words: Vec::new(),
             slot_of: FxHashMap::default(),
             slots: Vec::new(),
             heap: BinaryHeap::new(),
@@ -162,19 +171,17 @@ impl Trainer {
             if bytes.len() < 2 || count == 0 {
                 continue;
             }
-            if t.words.len() >= u32::MAX as usize || t.ids.len() + bytes.len() > u32::MAX as usize {
+            if t.ids.len() + HEADER + bytes.len() > u32::MAX as usize {
                 return Err(Error::Input(
-                    "too many distinct pieces to train on (over 2^32 bytes)".into(),
+                    "too many distinct pieces to train on (over 2^32 tokens)".into(),
                 ));
             }
             if count > i64::MAX as u64 {
                 return Err(Error::Input("a piece count exceeds 2^63".into()));
             }
-            t.words.push(Word {
-                start: t.ids.len() as u32,
-                len: bytes.len() as u32,
-                weight: count,
-            });
+            let n = bytes.len() as Rank;
+            t.ids
+                .extend_from_slice(&[n, n, count as Rank, (count >> 32) as Rank]);
             t.ids.extend(bytes.iter().map(|&b| Rank::from(b)));
         }
         t.build(FIRST_FLOOR)?;
@@ -189,11 +196,12 @@ impl Trainer {
         self.slots = Vec::new();
         self.heap = BinaryHeap::new();
         let mut counts: FxHashMap<u64, u64> = FxHashMap::default();
-        for w in &self.words {
-            for p in self.ids[w.range()].windows(2) {
+        for o in offsets(&self.ids) {
+            let (n, weight) = header(&self.ids, o);
+            for p in self.ids[o + HEADER..o + HEADER + n].windows(2) {
                 let c = counts.entry(key(p[0], p[1])).or_insert(0);
                 *c = c
-                    .checked_add(w.weight)
+                    .checked_add(weight)
                     .ok_or_else(|| Error::Input("a pair count exceeds 2^64".into()))?;
             }
         }
@@ -208,12 +216,13 @@ impl Trainer {
             }
         }
         drop(counts);
-        for (wi, w) in self.words.iter().enumerate() {
-            for p in self.ids[w.range()].windows(2) {
+        for o in offsets(&self.ids) {
+            let (n, _) = header(&self.ids, o);
+            for p in self.ids[o + HEADER..o + HEADER + n].windows(2) {
                 if let Some(&sid) = self.slot_of.get(&key(p[0], p[1])) {
                     let pos = &mut self.slots[sid as usize].pos;
-                    if pos.last() != Some(&(wi as u32)) {
-                        pos.push(wi as u32);
+                    if pos.last() != Some(&(o as u32)) {
+                        pos.push(o as u32);
                     }
                 }
             }
@@ -276,13 +285,11 @@ impl Trainer {
             // Touch a piece a few steps ahead so its cache misses overlap with this work
             // (the loaded value is unused; `black_box` keeps the load).
             if let Some(&ahead) = pos.get(k + AHEAD) {
-                let fw = self.words[ahead as usize];
-                std::hint::black_box(self.ids.get(fw.start as usize));
+                std::hint::black_box(self.ids.get(ahead as usize + 1));
             }
-            let wi = w as usize;
-            let word = self.words[wi];
-            let (n, weight) = (word.len as usize, word.weight);
-            let t = &mut self.ids[word.range()];
+            let o = w as usize;
+            let (n, weight) = header(&self.ids, o);
+            let t = &mut self.ids[o + HEADER..o + HEADER + n];
             // Counts are checked to fit in i64 when the pieces are loaded.
             let c = weight as i64;
             let (mut i, mut j) = (0, 0);
@@ -325,7 +332,7 @@ impl Trainer {
                     i += 1;
                 }
             }
-            self.words[wi].len = j as u32;
+            self.ids[o + 1] = j as u32;
         }
         let slot = &mut self.slots[sid as usize];
         slot.count = slot.count.saturating_sub(merged_count);
