@@ -6,15 +6,16 @@
 'hello world'
 """
 
+from . import load
 from .core import Encoding
 from .load import data_gym_to_mergeable_bpe_ranks, dump_tiktoken_bpe, load_tiktoken_bpe
-
-# `ferrotok.load(path)` reads an encoding saved with `Encoding.save`. It shadows the
-# `ferrotok.load` submodule as an attribute (like `json.load`); import from the submodule
-# with `from ferrotok.load import load_tiktoken_bpe`, which keeps working.
-from .persist import load  # noqa: E402  (must come after `.load` is imported)
+from .persist import make_callable as _make_callable
 from .registry import get_encoding, list_encoding_names
 from .train import PieceCounts, count_pieces, train, train_from_counts
+
+# `ferrotok.load` stays the module of file loading, and `ferrotok.load(path)` also reads an
+# encoding saved with `Encoding.save`.
+_make_callable(load)
 
 __version__ = "0.1.0"
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import types
 from typing import TYPE_CHECKING, Union
 
 from .load import _atomic_write, dump_tiktoken_bpe, parse_tiktoken_bpe
@@ -59,6 +60,28 @@ def save(enc: Encoding, path: StrPath) -> None:
     }
     data = json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
     _atomic_write(sidecar_path(path), data)
+
+
+class _CallableModule(types.ModuleType):
+    """The class of the `ferrotok.load` module: still the module of file loading
+    (`ferrotok.load.load_tiktoken_bpe`, `from ferrotok import load`), and also callable, so
+    `ferrotok.load(path)` reads an encoding saved with `Encoding.save`."""
+
+    def __call__(
+        self,
+        path: StrPath,
+        *,
+        name: str | None = None,
+        pat_str: str | None = None,
+        special_tokens: dict[str, int] | None = None,
+    ) -> Encoding:
+        return load(path, name=name, pat_str=pat_str, special_tokens=special_tokens)
+
+
+def make_callable(module: types.ModuleType) -> None:
+    """Makes `module` (ferrotok's `load` module) callable as `load(path)` (Python allows
+    a module's class to be switched to a `ModuleType` subclass)."""
+    module.__class__ = _CallableModule
 
 
 def load(
