@@ -9,6 +9,7 @@
 from . import load
 from .core import Encoding
 from .load import data_gym_to_mergeable_bpe_ranks, dump_tiktoken_bpe, load_tiktoken_bpe
+from .model import encoding_for_model, encoding_name_for_model
 from .persist import make_callable as _make_callable
 from .registry import get_encoding, list_encoding_names
 from .train import PieceCounts, count_pieces, train, train_from_counts
@@ -23,6 +24,8 @@ __all__ = [
     "Encoding",
     "get_encoding",
     "list_encoding_names",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "load_tiktoken_bpe",
     "dump_tiktoken_bpe",
     "data_gym_to_mergeable_bpe_ranks",

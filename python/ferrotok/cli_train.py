@@ -67,6 +67,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+# The name `cli.py`'s comment suggests for subcommand registration.
+register_train = register
+
+
 def _fail(msg: str) -> int:
     print(f"ferrotok train: error: {msg}", file=sys.stderr)
     return 2

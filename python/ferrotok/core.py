@@ -12,7 +12,8 @@ import functools
 import os
 import re
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, AbstractSet, Literal, NoReturn
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 from . import _core
 
@@ -47,21 +48,62 @@ class Encoding:
         >>> enc.encode("hi")
         [104, 105]
         """
-        self.name = name
-        self._pat_str = pat_str
-        self._mergeable_ranks = mergeable_ranks
-        self._special_tokens = special_tokens
         if not mergeable_ranks:
             raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
-        self.max_token_value = max(
-            max(mergeable_ranks.values()), max(special_tokens.values(), default=0)
-        )
+        core = _core.CoreBPE(mergeable_ranks, list(special_tokens.items()), pat_str)
+        self._setup(name, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab, core)
+
+    @classmethod
+    def _from_tiktoken_contents(
+        cls,
+        name: str,
+        *,
+        contents: bytes,
+        source: str,
+        pat_str: str,
+        special_tokens: dict[str, int],
+        explicit_n_vocab: int | None = None,
+    ) -> Encoding:
+        """An Encoding from a `.tiktoken` file's bytes, parsed in Rust.
+
+        `_mergeable_ranks` is then built only if something reads it: a cold `get_encoding`
+        does not pay for a Python dict of every token.
+        """
+        core = _core.CoreBPE.from_tiktoken(contents, source, list(special_tokens.items()), pat_str)
+        self = cls.__new__(cls)
+        self._setup(name, pat_str, None, special_tokens, explicit_n_vocab, core)
+        return self
+
+    def _setup(
+        self,
+        name: str,
+        pat_str: str,
+        mergeable_ranks: dict[bytes, int] | None,
+        special_tokens: dict[str, int],
+        explicit_n_vocab: int | None,
+        core: _core.CoreBPE,
+    ) -> None:
+        self.name = name
+        self._pat_str = pat_str
+        self._ranks = mergeable_ranks
+        self._special_tokens = special_tokens
+        self._core_bpe = core
+        max_rank = core.max_ordinary_rank()
+        if max_rank is None:
+            raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
+        self.max_token_value = max(max_rank, max(special_tokens.values(), default=0))
         if explicit_n_vocab:
-            assert len(mergeable_ranks) + len(special_tokens) == explicit_n_vocab
+            assert core.n_ordinary() + len(special_tokens) == explicit_n_vocab
             assert self.max_token_value == explicit_n_vocab - 1
         # Membership in a set is much faster than in dict values.
         self._special_token_values = set(special_tokens.values())
-        self._core_bpe = _core.CoreBPE(mergeable_ranks, list(special_tokens.items()), pat_str)
+
+    @property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """Token bytes -> rank (tiktoken's attribute; built from Rust on first use)."""
+        if self._ranks is None:
+            self._ranks = self._core_bpe.mergeable_ranks()
+        return self._ranks
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -160,20 +202,81 @@ class Encoding:
         >>> enc.encode_batch(["hello world", "goodbye world"])
         [[15339, 1917], [19045, 29474, 1917]]
         """
-        if allowed_special == "all":
-            allowed_special = self.special_tokens_set
-        if disallowed_special == "all":
-            disallowed_special = self.special_tokens_set - allowed_special
-        if disallowed_special:
-            regex = _special_token_regex(frozenset(disallowed_special))
-            for t in text:
-                if match := regex.search(t):
-                    raise_disallowed_special_token(match.group())
-        allowed = set(allowed_special)
+        allowed = self._check_special_batch(text, allowed_special, disallowed_special)
         try:
             return self._core_bpe.encode_batch(text, allowed, num_threads)
         except UnicodeEncodeError:
             return self._core_bpe.encode_batch(
+                [_fix_surrogates(t) for t in text], allowed, num_threads
+            )
+
+    def encode_batch_to_numpy(
+        self,
+        text: list[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """Encodes a batch into one flat `uint32` id array and `int64` offsets (ferrotok only).
+
+        `ids[offsets[i]:offsets[i + 1]]` are the ids of `text[i]`; no Python list per text.
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> ids, offsets = enc.encode_batch_to_numpy(["hello world", "goodbye world"])
+        >>> ids.tolist(), offsets.tolist()
+        ([15339, 1917, 19045, 29474, 1917], [0, 2, 5])
+        """
+        allowed = self._check_special_batch(text, allowed_special, disallowed_special)
+        return self._core_bpe.encode_batch_to_numpy(text, allowed, num_threads)
+
+    def encode_ordinary_batch_to_numpy(
+        self, text: list[str], *, num_threads: int = 8
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """`encode_batch_to_numpy` ignoring special tokens (ferrotok only).
+
+        >>> enc = get_encoding("cl100k_base")
+        >>> enc.encode_ordinary_batch_to_numpy(["hi", "<|endoftext|>"])[1].tolist()
+        [0, 1, 8]
+        """
+        return self._core_bpe.encode_batch_to_numpy(text, set(), num_threads)
+
+    def count(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> int:
+        """`len(encode(text, ...))` without building the list (ferrotok only).
+
+        >>> get_encoding("cl100k_base").count("hello world")
+        2
+        """
+        allowed = self._check_special(text, allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.count(text, allowed)
+        except UnicodeEncodeError:
+            return self._core_bpe.count(_fix_surrogates(text), allowed)
+
+    def count_batch(
+        self,
+        text: list[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+    ) -> list[int]:
+        """Token counts of a batch, on Rust threads (ferrotok only).
+
+        >>> get_encoding("cl100k_base").count_batch(["hello world", "goodbye world"])
+        [2, 3]
+        """
+        allowed = self._check_special_batch(text, allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.count_batch(text, allowed, num_threads)
+        except UnicodeEncodeError:
+            return self._core_bpe.count_batch(
                 [_fix_surrogates(t) for t in text], allowed, num_threads
             )
 
@@ -339,6 +442,24 @@ class Encoding:
                 disallowed_special = frozenset(disallowed_special)
             if match := _special_token_regex(disallowed_special).search(text):
                 raise_disallowed_special_token(match.group())
+        return allowed_special
+
+    def _check_special_batch(
+        self,
+        texts: list[str],
+        allowed_special: Literal["all"] | AbstractSet[str],
+        disallowed_special: Literal["all"] | Collection[str],
+    ) -> AbstractSet[str]:
+        """`_check_special` for every text of a batch."""
+        if allowed_special == "all":
+            allowed_special = self.special_tokens_set
+        if disallowed_special == "all":
+            disallowed_special = self.special_tokens_set - allowed_special
+        if disallowed_special:
+            regex = _special_token_regex(frozenset(disallowed_special))
+            for t in texts:
+                if match := regex.search(t):
+                    raise_disallowed_special_token(match.group())
         return allowed_special
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:

@@ -9,7 +9,6 @@ cl100k_base. Needs no network: cl100k_base is used only if its file is already i
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import pathlib
 import sys
@@ -54,16 +53,11 @@ def stdlib_files(limit_bytes: int) -> list[pathlib.Path]:
 
 def _cl100k_if_local() -> object | None:
     """cl100k_base if its file is available without a download, else None."""
-    from .load import _cache_dir
+    from .load import _cache_path, _data_dir_path
     from .openai_public import file_url
 
-    name = "cl100k_base.tiktoken"
-    candidates = []
-    if os.environ.get("FERROTOK_DATA_DIR"):
-        candidates.append(os.path.join(os.environ["FERROTOK_DATA_DIR"], name))
-    cache = _cache_dir()
-    if cache:
-        candidates.append(os.path.join(cache, hashlib.sha1(file_url(name).encode()).hexdigest()))
+    url = file_url("cl100k_base.tiktoken")
+    candidates = [p for p in (_data_dir_path(url), _cache_path(url)) if p]
     if not any(os.path.exists(c) for c in candidates):
         return None
     from .registry import get_encoding

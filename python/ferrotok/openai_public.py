@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe
+from .load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe, read_file_cached
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
@@ -56,10 +56,6 @@ def file_url(name: str) -> str:
     return f"{_BLOB}/gpt-2/encodings/main/{name}"
 
 
-def _tiktoken_file(name: str) -> dict[bytes, int]:
-    return load_tiktoken_bpe(file_url(name), expected_hash=FILES[name])
-
-
 def gpt2() -> dict[str, Any]:
     mergeable_ranks = data_gym_to_mergeable_bpe_ranks(
         vocab_bpe_file=file_url("vocab.bpe"),
@@ -76,65 +72,11 @@ def gpt2() -> dict[str, Any]:
     }
 
 
-def r50k_base() -> dict[str, Any]:
-    return {
-        "name": "r50k_base",
-        "explicit_n_vocab": 50257,
-        "pat_str": R50K_PATTERN,
-        "mergeable_ranks": _tiktoken_file("r50k_base.tiktoken"),
-        "special_tokens": {ENDOFTEXT: 50256},
-    }
-
-
-def p50k_base() -> dict[str, Any]:
-    return {
-        "name": "p50k_base",
-        "explicit_n_vocab": 50281,
-        "pat_str": R50K_PATTERN,
-        "mergeable_ranks": _tiktoken_file("p50k_base.tiktoken"),
-        "special_tokens": {ENDOFTEXT: 50256},
-    }
-
-
-def p50k_edit() -> dict[str, Any]:
-    return {
-        "name": "p50k_edit",
-        "pat_str": R50K_PATTERN,
-        "mergeable_ranks": _tiktoken_file("p50k_base.tiktoken"),
-        "special_tokens": {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
-    }
-
-
-def cl100k_base() -> dict[str, Any]:
-    return {
-        "name": "cl100k_base",
-        "pat_str": CL100K_PATTERN,
-        "mergeable_ranks": _tiktoken_file("cl100k_base.tiktoken"),
-        "special_tokens": {
-            ENDOFTEXT: 100257,
-            FIM_PREFIX: 100258,
-            FIM_MIDDLE: 100259,
-            FIM_SUFFIX: 100260,
-            ENDOFPROMPT: 100276,
-        },
-    }
-
-
-def o200k_base() -> dict[str, Any]:
-    return {
-        "name": "o200k_base",
-        "pat_str": O200K_PATTERN,
-        "mergeable_ranks": _tiktoken_file("o200k_base.tiktoken"),
-        "special_tokens": {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
-    }
-
-
-def o200k_harmony() -> dict[str, Any]:
-    base = o200k_base()
+def _harmony_special_tokens() -> dict[str, int]:
     special_tokens = {
-        **base["special_tokens"],
+        ENDOFTEXT: 199999,
+        ENDOFPROMPT: 200018,
         "<|startoftext|>": 199998,
-        "<|endoftext|>": 199999,
         "<|reserved_200000|>": 200000,
         "<|reserved_200001|>": 200001,
         "<|return|>": 200002,
@@ -149,16 +91,73 @@ def o200k_harmony() -> dict[str, Any]:
         "<|reserved_200011|>": 200011,
         "<|call|>": 200012,
     }
+    # 200018 is also <|endofprompt|>: two texts, one id, as in tiktoken (it decodes to the first).
     special_tokens.update({f"<|reserved_{i}|>": i for i in range(200013, 201088)})
-    return {**base, "name": "o200k_harmony", "special_tokens": special_tokens}
+    return special_tokens
+
+
+# The encodings whose ranks are one `.tiktoken` file: everything but the file's ranks.
+# The registry builds these straight from the file's bytes in Rust (no Python dict).
+SPECS: dict[str, dict[str, Any]] = {
+    "r50k_base": {
+        "file": "r50k_base.tiktoken",
+        "explicit_n_vocab": 50257,
+        "pat_str": R50K_PATTERN,
+        "special_tokens": {ENDOFTEXT: 50256},
+    },
+    "p50k_base": {
+        "file": "p50k_base.tiktoken",
+        "explicit_n_vocab": 50281,
+        "pat_str": R50K_PATTERN,
+        "special_tokens": {ENDOFTEXT: 50256},
+    },
+    "p50k_edit": {
+        "file": "p50k_base.tiktoken",
+        "pat_str": R50K_PATTERN,
+        "special_tokens": {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
+    },
+    "cl100k_base": {
+        "file": "cl100k_base.tiktoken",
+        "pat_str": CL100K_PATTERN,
+        "special_tokens": {
+            ENDOFTEXT: 100257,
+            FIM_PREFIX: 100258,
+            FIM_MIDDLE: 100259,
+            FIM_SUFFIX: 100260,
+            ENDOFPROMPT: 100276,
+        },
+    },
+    "o200k_base": {
+        "file": "o200k_base.tiktoken",
+        "pat_str": O200K_PATTERN,
+        "special_tokens": {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+    },
+    "o200k_harmony": {
+        "file": "o200k_base.tiktoken",
+        "pat_str": O200K_PATTERN,
+        "special_tokens": _harmony_special_tokens(),
+    },
+}
+
+
+def tiktoken_file_contents(file: str) -> bytes:
+    """The verified bytes of one of the official `.tiktoken` files."""
+    return read_file_cached(file_url(file), expected_hash=FILES[file])
+
+
+def _from_spec(name: str) -> Callable[[], dict[str, Any]]:
+    def constructor() -> dict[str, Any]:
+        spec = dict(SPECS[name])
+        file = spec.pop("file")
+        ranks = load_tiktoken_bpe(file_url(file), expected_hash=FILES[file])
+        return {"name": name, **spec, "mergeable_ranks": ranks}
+
+    constructor.__name__ = name
+    constructor.__doc__ = f"`Encoding` keyword arguments for {name} (tiktoken's plugin format)."
+    return constructor
 
 
 ENCODING_CONSTRUCTORS: dict[str, Callable[[], dict[str, Any]]] = {
     "gpt2": gpt2,
-    "r50k_base": r50k_base,
-    "p50k_base": p50k_base,
-    "p50k_edit": p50k_edit,
-    "cl100k_base": cl100k_base,
-    "o200k_base": o200k_base,
-    "o200k_harmony": o200k_harmony,
+    **{name: _from_spec(name) for name in SPECS},
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from .core import Encoding
-from .openai_public import ENCODING_CONSTRUCTORS
+from .openai_public import ENCODING_CONSTRUCTORS, SPECS, file_url, tiktoken_file_contents
 
 _lock = threading.RLock()
 ENCODINGS: dict[str, Encoding] = {}
@@ -32,9 +32,29 @@ def get_encoding(encoding_name: str) -> Encoding:
                 f"Unknown encoding {encoding_name}.\n"
                 f"Known encodings: {', '.join(list_encoding_names())}"
             )
-        enc = Encoding(**constructor())
+        enc = _fast_load(encoding_name) or Encoding(**constructor())
         ENCODINGS[encoding_name] = enc
         return enc
+
+
+def _fast_load(name: str) -> Encoding | None:
+    """The registered encoding built straight from its verified file's bytes, parsed in Rust
+    (no Python dict of ranks); `None` where that path does not apply or the Rust parser
+    declines the file (the Python parser then accepts it or names the bad line)."""
+    spec = SPECS.get(name)
+    if spec is None:
+        return None
+    try:
+        return Encoding._from_tiktoken_contents(
+            name,
+            contents=tiktoken_file_contents(spec["file"]),
+            source=file_url(spec["file"]),
+            pat_str=spec["pat_str"],
+            special_tokens=spec["special_tokens"],
+            explicit_n_vocab=spec.get("explicit_n_vocab"),
+        )
+    except ValueError:
+        return None
 
 
 def list_encoding_names() -> list[str]:

@@ -16,16 +16,23 @@
 //!   and in HuggingFace tokenizers' word merging.)
 
 use crate::error::{Error, Result};
+use crate::piece_cache::PieceCache;
+use crate::token_table::hash_bytes;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Pieces longer than this use the heap; shorter ones the scan.
-pub const HEAP_THRESHOLD: usize = 128;
+pub const HEAP_THRESHOLD: usize = 32;
 
-/// Encode one piece, appending its tokens to `out`.
+/// Encode one piece, appending its tokens to `out`. `cache` remembers multi-token pieces.
 #[inline]
-pub fn encode_piece(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
+pub fn encode_piece(
+    vocab: &Vocab,
+    piece: &[u8],
+    cache: Option<&PieceCache>,
+    out: &mut Vec<Rank>,
+) -> Result<()> {
     if piece.len() == 1 {
         let r = vocab.byte_ranks[piece[0] as usize];
         if r == NO_RANK {
@@ -34,10 +41,27 @@ pub fn encode_piece(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<
         out.push(r);
         return Ok(());
     }
-    if let Some(r) = vocab.rank(piece) {
+    // Most pieces of real text are whole tokens: one probe.
+    let h = hash_bytes(piece);
+    if let Some(r) = vocab.rank_hashed(piece, h) {
         out.push(r);
         return Ok(());
     }
+    if let Some(cache) = cache {
+        if cache.get(piece, h, out) {
+            return Ok(());
+        }
+        let start = out.len();
+        merge(vocab, piece, out)?;
+        cache.put(piece, h, &out[start..]);
+        Ok(())
+    } else {
+        merge(vocab, piece, out)
+    }
+}
+
+#[inline]
+fn merge(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
     if piece.len() <= HEAP_THRESHOLD {
         merge_scan(vocab, piece, out)
     } else {
@@ -45,110 +69,117 @@ pub fn encode_piece(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<
     }
 }
 
-#[inline]
-fn final_rank(vocab: &Vocab, bytes: &[u8]) -> Result<Rank> {
-    match vocab.rank(bytes) {
-        Some(r) => Ok(r),
-        // A part that never merged is a single byte: only a vocabulary without
-        // that byte gets here.
-        None => Err(Error::MissingByte(bytes[0])),
+/// The ranks of the piece's single bytes (every BPE starts from these).
+#[inline(always)]
+fn byte_rank(vocab: &Vocab, b: u8) -> Result<Rank> {
+    match vocab.byte_ranks[b as usize] {
+        NO_RANK => Err(Error::MissingByte(b)),
+        r => Ok(r),
     }
 }
 
-/// Quadratic scan, fast for short pieces. `parts[i] = (start, rank of the pair
-/// starting at part i)`; the two trailing entries are sentinels.
+/// Quadratic scan, fast for short pieces: no allocation (the parts live on the stack) and no
+/// byte slicing (parts are tracked by token id, pairs looked up by id).
+/// `tok[i]` is part i's token, `pair[i]` the rank of parts i and i+1 merged (or `NO_RANK`).
 pub fn merge_scan(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
-    let pair_rank = |parts: &[(usize, Rank)], i: usize| -> Rank {
-        if i + 3 < parts.len() {
-            vocab
-                .rank(&piece[parts[i].0..parts[i + 3].0])
-                .unwrap_or(NO_RANK)
-        } else {
-            NO_RANK
-        }
-    };
-    let mut parts: Vec<(usize, Rank)> = Vec::with_capacity(piece.len() + 1);
-    for i in 0..piece.len() - 1 {
-        parts.push((i, vocab.rank(&piece[i..i + 2]).unwrap_or(NO_RANK)));
+    let m = piece.len();
+    debug_assert!((2..=HEAP_THRESHOLD).contains(&m));
+    let pairs = &vocab.pairs;
+    let mut tok = [0 as Rank; HEAP_THRESHOLD];
+    let mut pair = [NO_RANK; HEAP_THRESHOLD];
+    for (t, &b) in tok.iter_mut().zip(piece) {
+        *t = byte_rank(vocab, b)?;
     }
-    parts.push((piece.len() - 1, NO_RANK));
-    parts.push((piece.len(), NO_RANK));
-
+    for (p, w) in pair.iter_mut().zip(piece.windows(2)) {
+        *p = pairs.byte_pair(w[0], w[1]);
+    }
+    let mut n = m; // number of parts
     loop {
-        // Leftmost minimum over the real pairs.
-        let mut best = (NO_RANK, 0usize);
-        for (i, &(_, r)) in parts[..parts.len() - 1].iter().enumerate() {
-            if r < best.0 {
-                best = (r, i);
+        // Leftmost minimum over the pairs.
+        let mut best = NO_RANK;
+        let mut at = 0;
+        for (i, &r) in pair[..n - 1].iter().enumerate() {
+            if r < best {
+                best = r;
+                at = i;
             }
         }
-        if best.0 == NO_RANK {
+        if best == NO_RANK {
             break;
         }
-        let i = best.1;
-        parts[i].1 = pair_rank(&parts, i);
-        if i > 0 {
-            parts[i - 1].1 = pair_rank(&parts, i - 1);
+        // Parts `at` and `at + 1` become the token `best`.
+        tok[at] = best;
+        tok.copy_within(at + 2..n, at + 1);
+        pair.copy_within(at + 1..n - 1, at);
+        n -= 1;
+        pair[at] = if at + 1 < n {
+            pairs.get(tok[at], tok[at + 1]).unwrap_or(NO_RANK)
+        } else {
+            NO_RANK
+        };
+        if at > 0 {
+            pair[at - 1] = pairs.get(tok[at - 1], tok[at]).unwrap_or(NO_RANK);
         }
-        parts.remove(i + 1);
     }
-    out.reserve(parts.len() - 1);
-    for w in parts.windows(2) {
-        out.push(final_rank(vocab, &piece[w[0].0..w[1].0])?);
-    }
+    out.extend_from_slice(&tok[..n]);
     Ok(())
 }
 
 /// Heap-driven merging, O(m log m). Parts are identified by their start byte;
 /// `next[s]` is the start of the part after the one at `s` (or `m`),
-/// `prev[s]` the one before. A heap entry `(rank, start, mid, end)` is still
-/// valid iff the part at `start` ends at `mid` and the part at `mid` ends at
-/// `end`: boundaries are only ever removed, so then the pair's bytes, and
-/// hence its rank, are unchanged.
+/// `prev[s]` the one before, `tok[s]` its token. A heap entry `(rank, start, mid, end)` is
+/// still valid iff the part at `start` ends at `mid` and the part at `mid` ends at `end`:
+/// boundaries are only ever removed, so then the pair's bytes, and hence its rank, are
+/// unchanged. Ordering by `(rank, start)` makes ties go to the leftmost pair.
 pub fn merge_heap(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
     let m = piece.len();
+    let pairs = &vocab.pairs;
     const DEAD: u32 = u32::MAX;
+    let mut tok: Vec<Rank> = piece
+        .iter()
+        .map(|&b| byte_rank(vocab, b))
+        .collect::<Result<_>>()?;
     let mut next: Vec<u32> = (1..=m as u32).collect();
     let mut prev: Vec<u32> = Vec::with_capacity(m);
     prev.push(DEAD);
     prev.extend(0..m as u32 - 1);
 
     type Entry = Reverse<(Rank, u32, u32, u32)>;
-    let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(m);
+    let mut heap: Vec<Entry> = Vec::with_capacity(m);
     for s in 0..m - 1 {
-        if let Some(r) = vocab.rank(&piece[s..s + 2]) {
+        let r = pairs.byte_pair(piece[s], piece[s + 1]);
+        if r != NO_RANK {
             heap.push(Reverse((r, s as u32, s as u32 + 1, s as u32 + 2)));
         }
     }
-    let push = |heap: &mut BinaryHeap<Entry>, s: u32, mid: u32, e: u32| {
-        if let Some(r) = vocab.rank(&piece[s as usize..e as usize]) {
-            heap.push(Reverse((r, s, mid, e)));
-        }
-    };
+    let mut heap = BinaryHeap::from(heap);
 
-    while let Some(Reverse((_, s, mid, e))) = heap.pop() {
+    while let Some(Reverse((rank, s, mid, e))) = heap.pop() {
         if next[s as usize] != mid || next[mid as usize] != e {
             continue; // stale
         }
         // Merge: the part at `mid` disappears into the one at `s`.
+        tok[s as usize] = rank;
         next[s as usize] = e;
         next[mid as usize] = DEAD;
         if (e as usize) < m {
             prev[e as usize] = s;
-            let ee = next[e as usize];
-            push(&mut heap, s, e, ee);
+            if let Some(r) = pairs.get(rank, tok[e as usize]) {
+                heap.push(Reverse((r, s, e, next[e as usize])));
+            }
         }
         let p = prev[s as usize];
         if p != DEAD {
-            push(&mut heap, p, s, e);
+            if let Some(r) = pairs.get(tok[p as usize], rank) {
+                heap.push(Reverse((r, p, s, e)));
+            }
         }
     }
 
-    let mut s = 0u32;
-    while (s as usize) < m {
-        let e = next[s as usize];
-        out.push(final_rank(vocab, &piece[s as usize..e as usize])?);
-        s = e;
+    let mut s = 0usize;
+    while s < m {
+        out.push(tok[s]);
+        s = next[s] as usize;
     }
     Ok(())
 }
@@ -170,12 +201,41 @@ mod tests {
         Vocab::new(ranks, Vec::new()).unwrap()
     }
 
+    /// The definition, written as plainly as possible: merge the leftmost lowest-rank pair
+    /// until none merges.
+    fn reference(v: &Vocab, piece: &[u8]) -> Vec<Rank> {
+        let mut parts: Vec<Vec<u8>> = piece.iter().map(|&b| vec![b]).collect();
+        loop {
+            let best = (0..parts.len().saturating_sub(1))
+                .filter_map(|i| {
+                    v.rank(&[parts[i].clone(), parts[i + 1].clone()].concat())
+                        .map(|r| (r, i))
+                })
+                .min();
+            let Some((_, i)) = best else { break };
+            let right = parts.remove(i + 1);
+            parts[i].extend(right);
+        }
+        parts.iter().map(|p| v.rank(p).unwrap()).collect()
+    }
+
     fn both(v: &Vocab, piece: &[u8]) -> Vec<Rank> {
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        merge_scan(v, piece, &mut a).unwrap();
+        let expected = reference(v, piece);
+        if (2..=HEAP_THRESHOLD).contains(&piece.len()) {
+            let mut a = Vec::new();
+            merge_scan(v, piece, &mut a).unwrap();
+            assert_eq!(a, expected, "scan differs from the definition on {piece:?}");
+        }
+        let mut b = Vec::new();
         merge_heap(v, piece, &mut b).unwrap();
-        assert_eq!(a, b, "scan and heap disagree on {piece:?}");
-        a
+        assert_eq!(b, expected, "heap differs from the definition on {piece:?}");
+        let cache = PieceCache::new();
+        for _ in 0..2 {
+            let mut c = Vec::new();
+            encode_piece(v, piece, Some(&cache), &mut c).unwrap();
+            assert_eq!(c, expected, "cached path differs on {piece:?}");
+        }
+        expected
     }
 
     #[test]
@@ -225,7 +285,7 @@ mod tests {
         let v = Vocab::new(ranks, Vec::new()).unwrap();
         let mut out = Vec::new();
         assert_eq!(
-            encode_piece(&v, b"ab", &mut out),
+            encode_piece(&v, b"ab", None, &mut out),
             Err(Error::MissingByte(b'b'))
         );
     }

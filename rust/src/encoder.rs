@@ -8,6 +8,7 @@
 
 use crate::bpe::encode_piece;
 use crate::error::{Error, Result};
+use crate::piece_cache::PieceCache;
 use crate::pretok::Splitter;
 use crate::special::SpecialMatcher;
 use crate::vocab::{Rank, Vocab};
@@ -19,6 +20,7 @@ pub struct Encoder {
     pub specials: SpecialMatcher,
     /// Pattern index of the special matcher -> rank.
     special_ranks: Vec<Rank>,
+    cache: PieceCache,
 }
 
 /// Which special tokens `encode` may produce.
@@ -46,6 +48,20 @@ impl Allowed<'_> {
 }
 
 impl Encoder {
+    /// An encoder from the contents of a `.tiktoken` file (see [`crate::tiktoken_file`]).
+    pub fn from_tiktoken(
+        contents: &[u8],
+        source: &str,
+        specials: Vec<(String, Rank)>,
+        pattern: &str,
+    ) -> Result<Self> {
+        Self::new(
+            crate::tiktoken_file::parse(contents, source)?,
+            specials,
+            pattern,
+        )
+    }
+
     pub fn new(
         ranks: FxHashMap<Vec<u8>, Rank>,
         specials: Vec<(String, Rank)>,
@@ -63,6 +79,7 @@ impl Encoder {
             splitter,
             specials: SpecialMatcher::new(tokens),
             special_ranks,
+            cache: PieceCache::new(),
         })
     }
 
@@ -81,9 +98,10 @@ impl Encoder {
     /// Encode text that contains no special tokens (or whose special tokens are
     /// to be read as ordinary text).
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<Rank>) -> Result<()> {
-        let vocab = &self.vocab;
-        self.splitter
-            .for_each_piece(text, |piece| encode_piece(vocab, piece.as_bytes(), out))
+        let (vocab, cache) = (&self.vocab, Some(&self.cache));
+        self.splitter.for_each_piece(text, |piece| {
+            encode_piece(vocab, piece.as_bytes(), cache, out)
+        })
     }
 
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<Rank>> {
@@ -127,11 +145,11 @@ impl Encoder {
     }
 
     fn encode_tracking_last(&self, text: &str, out: &mut Vec<Rank>) -> Result<usize> {
-        let vocab = &self.vocab;
+        let (vocab, cache) = (&self.vocab, Some(&self.cache));
         let mut last = 0;
         self.splitter.for_each_piece(text, |piece| {
             let before = out.len();
-            encode_piece(vocab, piece.as_bytes(), out)?;
+            encode_piece(vocab, piece.as_bytes(), cache, out)?;
             last = out.len() - before;
             Ok(())
         })?;
@@ -144,11 +162,30 @@ impl Encoder {
         Ok(out)
     }
 
+    /// Number of tokens `encode_into` would produce, without keeping them.
+    pub fn count(&self, text: &str, allowed: Allowed<'_>) -> Result<usize> {
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<Rank>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUF.with(|buf| {
+            let mut buf = buf
+                .try_borrow_mut()
+                .map_err(|_| Error::Regex("re-entrant count".into()))?;
+            buf.clear();
+            self.encode_into(text, allowed, &mut buf)?;
+            let n = buf.len();
+            if buf.capacity() > 1 << 22 {
+                *buf = Vec::new(); // don't keep a huge buffer alive after one large text
+            }
+            Ok(n)
+        })
+    }
+
     /// BPE on the given bytes as one piece, no splitting.
     pub fn encode_single_piece(&self, bytes: &[u8]) -> Result<Vec<Rank>> {
         let mut out = Vec::new();
         if !bytes.is_empty() {
-            encode_piece(&self.vocab, bytes, &mut out)?;
+            encode_piece(&self.vocab, bytes, None, &mut out)?;
         }
         Ok(out)
     }
@@ -210,7 +247,7 @@ impl Encoder {
                 }
                 unstable.extend_from_slice(&bytes[valid..]);
                 if !unstable.is_empty() {
-                    encode_piece(&self.vocab, &unstable, &mut tokens)?;
+                    encode_piece(&self.vocab, &unstable, None, &mut tokens)?;
                 }
                 Ok(tokens)
             }
@@ -239,22 +276,25 @@ impl Encoder {
             return Ok((tokens, completions));
         }
 
-        let sorted = &self.vocab.sorted_token_bytes;
+        let vocab = &self.vocab;
+        let sorted = vocab.sorted_ranks();
+        let bytes_of = |i: usize| vocab.ordinary_bytes(sorted[i]).unwrap_or_default();
         // Every single token that starts with the unstable bytes.
-        let mut point = sorted.partition_point(|x| x.as_slice() < unstable.as_slice());
-        while point < sorted.len() && sorted[point].starts_with(&unstable) {
-            if let Some(r) = self.vocab.rank(&sorted[point]) {
-                completions.insert(vec![r]);
-            }
+        let mut point = sorted.partition_point(|&r| {
+            vocab.ordinary_bytes(r).unwrap_or_default() < unstable.as_slice()
+        });
+        while point < sorted.len() && bytes_of(point).starts_with(&unstable) {
+            completions.insert(vec![sorted[point]]);
             point += 1;
         }
         // A token straddling each other split point: prefix + a token starting
         // with the suffix, re-encoded, cut once it covers the unstable bytes.
         for i in 1..unstable.len() {
             let (prefix, suffix) = unstable.split_at(i);
-            let mut point = sorted.partition_point(|x| x.as_slice() < suffix);
-            while point < sorted.len() && sorted[point].starts_with(suffix) {
-                let possibility = [prefix, sorted[point].as_slice()].concat();
+            let mut point =
+                sorted.partition_point(|&r| vocab.ordinary_bytes(r).unwrap_or_default() < suffix);
+            while point < sorted.len() && bytes_of(point).starts_with(suffix) {
+                let possibility = [prefix, bytes_of(point)].concat();
                 let encoded = match std::str::from_utf8(&possibility) {
                     Ok(s) => self.encode_ordinary(s)?,
                     Err(_) => self.encode_single_piece(&possibility)?,
@@ -263,7 +303,7 @@ impl Encoder {
                 let mut seq_len = 0;
                 for t in encoded {
                     seq.push(t);
-                    seq_len += self.vocab.token_bytes(t).map_or(0, |b| b.len());
+                    seq_len += vocab.token_bytes(t).map_or(0, |b| b.len());
                     if seq_len >= unstable.len() {
                         break;
                     }

@@ -8,8 +8,12 @@
 pub mod bpe;
 pub mod encoder;
 pub mod error;
+pub mod pair_table;
+pub mod piece_cache;
 pub mod pretok;
 pub mod special;
+pub mod tiktoken_file;
+pub mod token_table;
 pub mod train;
 pub mod vocab;
 

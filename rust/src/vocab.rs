@@ -4,10 +4,14 @@
 //! rank of a token is its merge priority (lower merges first). Special tokens
 //! live in a separate table because they are never produced by BPE.
 //! Decoding reads one flat byte buffer indexed by rank (`offsets`), which keeps
-//! `decode_bytes` a sequence of `memcpy`s instead of hash look-ups.
+//! `decode_bytes` a sequence of `memcpy`s instead of hash look-ups; encoding looks tokens
+//! up in a [`TokenTable`] over the same buffer, so each token's bytes are stored once.
 
 use crate::error::{Error, Result};
+use crate::pair_table::PairTable;
+use crate::token_table::TokenTable;
 use rustc_hash::FxHashMap;
+use std::sync::OnceLock;
 
 pub type Rank = u32;
 
@@ -16,7 +20,11 @@ pub const NO_RANK: Rank = Rank::MAX;
 
 pub struct Vocab {
     /// Ordinary tokens, bytes -> rank.
-    pub ranks: FxHashMap<Vec<u8>, Rank>,
+    table: TokenTable,
+    /// Ordinary tokens, (left rank, right rank) -> rank of the concatenation.
+    pub pairs: PairTable,
+    /// Number of ordinary tokens.
+    n_ordinary: usize,
     /// Special tokens, text -> rank.
     pub specials: FxHashMap<String, Rank>,
     /// All token bytes (ordinary and special) laid end to end.
@@ -25,8 +33,11 @@ pub struct Vocab {
     offsets: Vec<u32>,
     /// `true` where an id is a special token.
     is_special: Vec<bool>,
-    /// Ordinary token bytes in sorted order (for `encode_with_unstable` and `token_byte_values`).
-    pub sorted_token_bytes: Vec<Vec<u8>>,
+    /// Ordinary tokens' ranks in the order of their bytes (for `encode_with_unstable` and
+    /// `token_byte_values`), built on first use: most programs never need it.
+    sorted: OnceLock<Vec<Rank>>,
+    /// Special tokens whose ids are past the flat table (rare: ids ≥ 2^21).
+    far_specials: FxHashMap<Rank, Box<[u8]>>,
     /// The rank of each single byte, or `NO_RANK`: the BPE start state without hashing.
     pub byte_ranks: [Rank; 256],
 }
@@ -36,15 +47,33 @@ impl Vocab {
     /// gives 200018 to both `<|endofprompt|>` and `<|reserved_200018|>`), the first one is what
     /// the id decodes to, as in tiktoken. An ordinary token's bytes win over a special token's.
     pub fn new(ranks: FxHashMap<Vec<u8>, Rank>, specials: Vec<(String, Rank)>) -> Result<Self> {
-        let max_rank = ranks
-            .values()
-            .copied()
-            .chain(specials.iter().map(|(_, r)| *r))
+        let limit = crate::pair_table::MAX_IDS as Rank;
+        let max_rank = ranks.values().copied().max().unwrap_or(0);
+        if max_rank >= limit {
+            return Err(Error::Vocab(format!(
+                "mergeable token rank {max_rank} is too large: ranks must be below {limit}"
+            )));
+        }
+        // Special tokens may have any id (tiktoken allows it); those past the flat table's
+        // range live in a small side map so the table stays sized by the vocabulary.
+        let mut far_specials: FxHashMap<Rank, Box<[u8]>> = FxHashMap::default();
+        for (text, rank) in &specials {
+            if *rank == Rank::MAX {
+                return Err(Error::Vocab(format!("special token id {rank} is reserved")));
+            }
+            if *rank >= limit {
+                far_specials
+                    .entry(*rank)
+                    .or_insert_with(|| text.as_bytes().into());
+            }
+        }
+        let max_rank = specials
+            .iter()
+            .map(|(_, r)| *r)
+            .filter(|&r| r < limit)
+            .chain([max_rank])
             .max()
             .unwrap_or(0);
-        if max_rank == Rank::MAX {
-            return Err(Error::Vocab(format!("rank {max_rank} is reserved")));
-        }
         let n = max_rank as usize + 1;
         let mut entries: Vec<Option<&[u8]>> = vec![None; n];
         let mut is_special = vec![false; n];
@@ -64,7 +93,7 @@ impl Vocab {
             if text.is_empty() {
                 return Err(Error::Vocab("a special token is empty".into()));
             }
-            if entries[rank as usize].is_some() {
+            if rank >= limit || entries[rank as usize].is_some() {
                 continue;
             }
             entries[rank as usize] = Some(text.as_bytes());
@@ -90,18 +119,35 @@ impl Vocab {
                 *slot = r;
             }
         }
-        let mut sorted_token_bytes: Vec<Vec<u8>> = ranks.keys().cloned().collect();
-        sorted_token_bytes.sort_unstable();
+        let n_ordinary = ranks.len();
+        drop(entries);
         let specials = specials.into_iter().collect();
-        Ok(Vocab {
-            ranks,
+        let mut vocab = Vocab {
+            table: TokenTable::new(std::iter::empty()),
+            pairs: PairTable::empty(),
+            n_ordinary,
             specials,
             bytes,
             offsets,
             is_special,
-            sorted_token_bytes,
+            sorted: OnceLock::new(),
+            far_specials,
             byte_ranks,
-        })
+        };
+        let ordinary: Vec<Rank> = ranks.values().copied().collect();
+        drop(ranks);
+        vocab.table = TokenTable::new(
+            ordinary
+                .iter()
+                .map(|&r| (vocab.token_bytes(r).unwrap_or_default(), r)),
+        );
+        vocab.pairs = PairTable::new(
+            vocab.n_ids(),
+            &|r| vocab.ordinary_bytes(r),
+            &|b| vocab.rank(b),
+            &vocab.byte_ranks,
+        );
+        Ok(vocab)
     }
 
     /// The bytes of any token (ordinary or special), or `None`.
@@ -109,7 +155,7 @@ impl Vocab {
     pub fn token_bytes(&self, id: Rank) -> Option<&[u8]> {
         let i = id as usize;
         if i + 1 >= self.offsets.len() {
-            return None;
+            return self.far_specials.get(&id).map(|b| &b[..]);
         }
         let (a, b) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
         if a == b {
@@ -122,16 +168,60 @@ impl Vocab {
     /// The bytes of an ordinary token only (special tokens give `None`).
     #[inline]
     pub fn ordinary_bytes(&self, id: Rank) -> Option<&[u8]> {
-        if self.is_special.get(id as usize).copied().unwrap_or(false) {
+        if self.is_special.get(id as usize).copied().unwrap_or(false)
+            || self.far_specials.contains_key(&id)
+        {
             None
         } else {
             self.token_bytes(id)
         }
     }
 
-    #[inline]
+    /// The rank of an ordinary token's bytes.
+    #[inline(always)]
     pub fn rank(&self, bytes: &[u8]) -> Option<Rank> {
-        self.ranks.get(bytes).copied()
+        self.table.get(bytes, |r| self.token_bytes_unchecked(r))
+    }
+
+    /// `rank` with the hash of `bytes` already computed.
+    #[inline(always)]
+    pub fn rank_hashed(&self, bytes: &[u8], h: u64) -> Option<Rank> {
+        self.table
+            .get_hashed(bytes, h, |r| self.token_bytes_unchecked(r))
+    }
+
+    /// Bytes of an id known to be in range (the table only holds valid ranks).
+    #[inline(always)]
+    fn token_bytes_unchecked(&self, id: Rank) -> &[u8] {
+        let i = id as usize;
+        &self.bytes[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Number of ordinary tokens.
+    pub fn n_ordinary(&self) -> usize {
+        self.n_ordinary
+    }
+
+    /// Ordinary tokens' ranks sorted by their bytes.
+    pub fn sorted_ranks(&self) -> &[Rank] {
+        self.sorted.get_or_init(|| {
+            let mut v: Vec<Rank> = (0..self.n_ids() as Rank)
+                .filter(|&r| self.ordinary_bytes(r).is_some())
+                .collect();
+            v.sort_unstable_by(|&a, &b| {
+                self.token_bytes_unchecked(a)
+                    .cmp(self.token_bytes_unchecked(b))
+            });
+            v
+        })
+    }
+
+    /// Approximate heap memory of the vocabulary, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+            + self.bytes.len()
+            + self.offsets.len() * 4
+            + self.is_special.len()
     }
 
     /// Concatenated bytes of `ids`, failing on the first unknown id.

@@ -4,21 +4,99 @@
 //! matches that the pattern's leftmost-first regex search (`find_iter`, as
 //! tiktoken runs it with fancy-regex) yields, in order. Text between matches is
 //! dropped, as in tiktoken (the OpenAI patterns match every character).
+//!
+//! `Splitter::new` picks the fastest path that keeps this invariant:
+//! - the three OpenAI patterns, recognised by exact string, get hand-written
+//!   scanners ([`r50k`], [`cl100k`], [`o200k`]; each file argues its equivalence);
+//! - any other pattern that [`general`] can prove equivalent to a plain
+//!   (non-backtracking) regex, possibly after rewriting the `\s+(?!\S)` idiom
+//!   and harmless possessives, runs on regex-automata;
+//! - everything else runs on fancy-regex, the reference.
+
+pub mod cl100k;
+mod classes;
+pub mod general;
+pub mod o200k;
+pub mod r50k;
 
 use crate::error::{Error, Result};
+
+/// The r50k_base / p50k_base / p50k_edit / gpt2 pattern (tiktoken 0.14).
+pub const R50K_PATTERN: &str =
+    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+
+/// The cl100k_base pattern (tiktoken 0.14).
+pub const CL100K_PATTERN: &str = concat!(
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+",
+    r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+);
+
+/// The o200k_base pattern (tiktoken 0.14).
+pub const O200K_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"\p{N}{1,3}",
+    "|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    "|",
+    r"\s*[\r\n]+",
+    "|",
+    r"\s+(?!\S)",
+    "|",
+    r"\s+"
+);
 
 pub enum Splitter {
     /// The general path: any pattern, run by fancy-regex (backtracking, supports look-around).
     Regex(Box<fancy_regex::Regex>),
+    /// [`R50K_PATTERN`], by a hand-written scanner.
+    R50k(r50k::R50k),
+    /// [`CL100K_PATTERN`], by a hand-written scanner.
+    Cl100k(cl100k::Cl100k),
+    /// [`O200K_PATTERN`], by a hand-written scanner.
+    O200k(o200k::O200k),
+    /// A pattern proven equivalent to a plain regex (see [`general`]).
+    General(Box<general::General>),
 }
 
 impl Splitter {
+    /// The fastest splitter for `pattern` (see the module docs). Errors exactly
+    /// when fancy-regex rejects the pattern.
     pub fn new(pattern: &str) -> Result<Self> {
+        match pattern {
+            R50K_PATTERN => return Ok(Splitter::R50k(r50k::R50k::new())),
+            CL100K_PATTERN => return Ok(Splitter::Cl100k(cl100k::Cl100k::new())),
+            O200K_PATTERN => return Ok(Splitter::O200k(o200k::O200k::new())),
+            _ => {}
+        }
+        let reference = Self::reference(pattern)?;
+        match general::General::new(pattern) {
+            Some(g) => Ok(Splitter::General(Box::new(g))),
+            None => Ok(reference),
+        }
+    }
+
+    /// The reference: `pattern` run by fancy-regex, as tiktoken runs it.
+    pub fn reference(pattern: &str) -> Result<Self> {
         let re = fancy_regex::RegexBuilder::new(pattern)
             .backtrack_limit(10_000_000)
             .build()
             .map_err(|e| Error::Pattern(e.to_string()))?;
         Ok(Splitter::Regex(Box::new(re)))
+    }
+
+    /// Which path this splitter takes: `"fancy-regex"`, `"r50k"`, `"cl100k"`,
+    /// `"o200k"` or `"general"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Splitter::Regex(_) => "fancy-regex",
+            Splitter::R50k(_) => "r50k",
+            Splitter::Cl100k(_) => "cl100k",
+            Splitter::O200k(_) => "o200k",
+            Splitter::General(_) => "general",
+        }
     }
 
     /// Calls `f` with each piece of `text`, in order.
@@ -29,12 +107,76 @@ impl Splitter {
         mut f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
         match self {
+            Splitter::R50k(s) => s.for_each_piece(text, f),
+            Splitter::Cl100k(s) => s.for_each_piece(text, f),
+            Splitter::O200k(s) => s.for_each_piece(text, f),
+            Splitter::General(g) => g.for_each_piece(text, f),
             Splitter::Regex(re) => {
                 for m in re.find_iter(text) {
                     let m = m.map_err(|e| Error::Regex(e.to_string()))?;
                     f(m.as_str())?;
                 }
                 Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(s: &Splitter, text: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        s.for_each_piece(text, |p| {
+            v.push(p.to_string());
+            Ok(())
+        })
+        .unwrap();
+        v
+    }
+
+    #[test]
+    fn openai_patterns_take_the_scanners() {
+        assert_eq!(Splitter::new(R50K_PATTERN).unwrap().kind(), "r50k");
+        assert_eq!(Splitter::new(CL100K_PATTERN).unwrap().kind(), "cl100k");
+        assert_eq!(Splitter::new(O200K_PATTERN).unwrap().kind(), "o200k");
+    }
+
+    #[test]
+    fn bad_pattern_is_an_error() {
+        assert!(matches!(Splitter::new("(a"), Err(Error::Pattern(_))));
+    }
+
+    #[test]
+    fn handpicked_cases_agree_with_reference() {
+        let cases = [
+            "",
+            "Hello world",
+            "I'm here, isn't it? We'LL see 'S ſ'ſ 'ſ x'ſ",
+            "  leading and trailing  ",
+            "a\r\nb\rc\n\nd \n e\t\tf   \n",
+            "123 4567 89012345 ١٢٣٤",
+            "HTTPServer XMLHttpRequest camelCase DŽungla ǅungla",
+            "e\u{301}\u{301} \u{301}x \u{301}\u{301} ʰʰA ʰa Aʰ Aʰ's",
+            "tab\there\u{a0}nbsp\u{2009}thin\u{3000}ideo\u{85}nel",
+            "path/to/file.rs\n//comment\n!!\n/\n",
+            "   ",
+            "x  ",
+            "😀😀 😀 a😀",
+            "''s ' 's",
+            "ÀB'S ÀB'sx",
+        ];
+        for p in [R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
+            let fast = Splitter::new(p).unwrap();
+            let slow = Splitter::reference(p).unwrap();
+            for c in cases {
+                assert_eq!(
+                    pieces(&fast, c),
+                    pieces(&slow, c),
+                    "{} on {c:?}",
+                    fast.kind()
+                );
             }
         }
     }

@@ -9,7 +9,7 @@ use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::collections::HashSet;
@@ -78,6 +78,9 @@ fn batch<T: Send>(
     batch_map(texts, num_threads, |t| f(t))
 }
 
+/// `(ids, offsets)` of a flat batch.
+type FlatBatch<'py> = (Bound<'py, PyArray1<Rank>>, Bound<'py, PyArray1<i64>>);
+
 /// The compiled encoder behind `ferrotok.Encoding` (tiktoken's `CoreBPE`).
 #[pyclass(frozen, module = "ferrotok._core", name = "CoreBPE")]
 pub struct PyCoreBPE {
@@ -134,6 +137,102 @@ impl PyCoreBPE {
         Ok(PyCoreBPE {
             inner: Arc::new(inner),
         })
+    }
+
+    /// Builds the encoder straight from a `.tiktoken` file's bytes: no Python dict of ranks.
+    #[staticmethod]
+    fn from_tiktoken(
+        py: Python<'_>,
+        contents: &[u8],
+        source: &str,
+        special_tokens: Vec<(String, Rank)>,
+        pattern: &str,
+    ) -> PyResult<Self> {
+        let inner = detached(py, || {
+            Encoder::from_tiktoken(contents, source, special_tokens, pattern)
+        })?;
+        Ok(PyCoreBPE {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// `{token bytes: rank}` of the ordinary tokens (built on request).
+    fn mergeable_ranks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let vocab = &self.inner.vocab;
+        let d = PyDict::new(py);
+        for r in 0..vocab.n_ids() as Rank {
+            if let Some(b) = vocab.ordinary_bytes(r) {
+                d.set_item(PyBytes::new(py, b), r)?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// Number of ordinary tokens.
+    fn n_ordinary(&self) -> usize {
+        self.inner.vocab.n_ordinary()
+    }
+
+    /// The largest ordinary rank (ordinary tokens only).
+    fn max_ordinary_rank(&self) -> Option<Rank> {
+        let vocab = &self.inner.vocab;
+        (0..vocab.n_ids() as Rank)
+            .rev()
+            .find(|&r| vocab.ordinary_bytes(r).is_some())
+    }
+
+    fn count(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed_special: HashSet<String>,
+    ) -> PyResult<usize> {
+        let allowed = self.allowed(allowed_special);
+        let enc = &self.inner;
+        detached(py, || enc.count(text, allowed.as_allowed()))
+    }
+
+    fn count_batch(
+        &self,
+        py: Python<'_>,
+        texts: Vec<PyBackedStr>,
+        allowed_special: HashSet<String>,
+        num_threads: usize,
+    ) -> PyResult<Vec<usize>> {
+        let allowed = self.allowed(allowed_special);
+        let enc = &self.inner;
+        detached(py, || {
+            let a = allowed.as_allowed();
+            batch(&texts, num_threads, |t| enc.count(t, a))
+        })
+    }
+
+    /// A batch as one flat id array plus offsets (`ids[offsets[i]..offsets[i + 1]]` is text
+    /// i), for pipelines that don't want a Python list per text. Both arrays take over the
+    /// Rust buffers: no copy.
+    fn encode_batch_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<PyBackedStr>,
+        allowed_special: HashSet<String>,
+        num_threads: usize,
+    ) -> PyResult<FlatBatch<'py>> {
+        let allowed = self.allowed(allowed_special);
+        let enc = &self.inner;
+        let (ids, offsets) = detached(py, || {
+            let a = allowed.as_allowed();
+            let parts = batch(&texts, num_threads, |t| enc.encode(t, a))?;
+            let total = parts.iter().map(Vec::len).sum();
+            let mut ids = Vec::with_capacity(total);
+            let mut offsets = Vec::with_capacity(parts.len() + 1);
+            offsets.push(0i64);
+            for p in parts {
+                ids.extend_from_slice(&p);
+                offsets.push(ids.len() as i64);
+            }
+            Ok((ids, offsets))
+        })?;
+        Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
     }
 
     fn encode_ordinary(&self, py: Python<'_>, text: &str) -> PyResult<Vec<Rank>> {
@@ -255,13 +354,13 @@ impl PyCoreBPE {
     }
 
     fn token_byte_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let vocab = &self.inner.vocab;
         PyList::new(
             py,
-            self.inner
-                .vocab
-                .sorted_token_bytes
+            vocab
+                .sorted_ranks()
                 .iter()
-                .map(|b| PyBytes::new(py, b)),
+                .map(|&r| PyBytes::new(py, vocab.ordinary_bytes(r).unwrap_or_default())),
         )
     }
 }

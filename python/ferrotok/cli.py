@@ -1,0 +1,592 @@
+"""The `ferrotok` command: encode, decode, count and show tokens from a shell.
+
+    $ ferrotok encode "hello world"
+    15339 1917
+    $ ferrotok encode --format json "hello world" | ferrotok decode
+    hello world
+    $ ferrotok count README.md LICENSE
+      412 README.md
+      229 LICENSE
+      641 total
+    $ ferrotok show --no-color "hello world"
+    hello| world
+
+Every subcommand takes `--encoding NAME` (default `cl100k_base`) or `--model NAME`. Text comes
+from the argument, `--file PATH` or standard input, and is read as UTF-8 exactly as it is (a
+trailing newline is text too). A user mistake (unknown encoding, unreadable or non-UTF-8 file,
+bad ids, special-token text without `--allow-special`, encoding files missing offline) is a
+message on stderr and exit status 2, never a traceback.
+
+Adding a subcommand (e.g. `train`): write `register_NAME(subparsers)` that calls
+`subparsers.add_parser(...)` and `parser.set_defaults(func=run)` where `run(args) -> int`
+returns the exit status (raise `CLIError` for a user mistake), then call it from the marked
+spot in `build_parser`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from .core import Encoding
+
+__all__ = ["CLIError", "build_parser", "main", "add_encoding_arguments", "load_encoding"]
+
+DEFAULT_ENCODING = "cl100k_base"
+EXIT_OK = 0
+EXIT_USER_ERROR = 2
+
+
+class CLIError(Exception):
+    """A user mistake: `main` prints `ferrotok: error: <message>` and exits with status 2."""
+
+
+# ====================
+# Shared helpers
+# ====================
+
+
+def add_encoding_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds `--encoding` / `--model` (one of them) to a subcommand's parser."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-e",
+        "--encoding",
+        metavar="NAME",
+        help=f"encoding name (default: {DEFAULT_ENCODING}); see `ferrotok encodings`",
+    )
+    group.add_argument(
+        "-m", "--model", metavar="MODEL", help="use the encoding of this model, e.g. gpt-4o"
+    )
+
+
+def load_encoding(args: argparse.Namespace) -> Encoding:
+    """The encoding chosen by `--encoding` / `--model`; `CLIError` if it cannot be had."""
+    from . import registry
+    from .load import DownloadError
+    from .model import encoding_name_for_model
+
+    name = getattr(args, "encoding", None)
+    model = getattr(args, "model", None)
+    if model is not None:
+        try:
+            name = encoding_name_for_model(model)
+        except KeyError:
+            raise CLIError(
+                f"unknown model {model!r}; pass --encoding with one of: "
+                + ", ".join(registry.list_encoding_names())
+            ) from None
+    name = name or DEFAULT_ENCODING
+    if name not in registry.list_encoding_names():
+        raise CLIError(
+            f"unknown encoding {name!r}; known encodings: "
+            + ", ".join(registry.list_encoding_names())
+        )
+    try:
+        return registry.get_encoding(name)
+    except DownloadError as e:
+        # The message says what was tried and how to work offline (FERROTOK_DATA_DIR).
+        raise CLIError(f"could not load encoding {name!r}: {e}") from None
+    except (OSError, ValueError) as e:
+        # A corrupt file in FERROTOK_DATA_DIR (the message names it), an unreadable cache, ...
+        raise CLIError(f"could not load encoding {name!r}: {e}") from None
+
+
+def _read_input_bytes(path: str | None) -> tuple[bytes, str]:
+    """The bytes of `path` (`-` or None: standard input) and a name for messages."""
+    if path is None or path == "-":
+        stdin = sys.stdin
+        if stdin is None:
+            raise CLIError("no input: give TEXT or --file PATH (standard input is closed)")
+        if stdin.isatty():
+            print("ferrotok: reading standard input (end with Ctrl-D)", file=sys.stderr)
+        buffer = getattr(stdin, "buffer", None)
+        data = buffer.read() if buffer is not None else stdin.read().encode("utf-8")
+        return data, "<stdin>"
+    try:
+        with open(path, "rb") as f:
+            return f.read(), path
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise CLIError(f"{path}: is a directory") from None
+    except OSError as e:
+        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def _decode_utf8(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CLIError(
+            f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
+        ) from None
+
+
+def _input_text(args: argparse.Namespace) -> str:
+    """The text of the `TEXT` argument, `--file` or standard input."""
+    if args.text is not None and args.file is not None:
+        raise CLIError("give either TEXT or --file, not both")
+    if args.text is not None:
+        try:
+            args.text.encode("utf-8")
+        except UnicodeEncodeError:
+            # Undecodable bytes in argv arrive as lone surrogates (PEP 383).
+            raise CLIError("the TEXT argument is not valid UTF-8; use --file") from None
+        return args.text
+    data, name = _read_input_bytes(args.file)
+    return _decode_utf8(data, name)
+
+
+def _encode(enc: Encoding, text: str, allow_special: bool) -> list[int]:
+    if allow_special:
+        return enc.encode(text, allowed_special="all")
+    try:
+        return enc.encode(text)
+    except ValueError:
+        token = _first_special_token(enc, text)
+        if token is None:
+            raise
+        raise CLIError(
+            f"the text contains the special token {token!r}; pass --allow-special to encode "
+            "it as that token"
+        ) from None
+
+
+def _first_special_token(enc: Encoding, text: str) -> str | None:
+    import re
+
+    specials = sorted(enc.special_tokens_set, key=len, reverse=True)
+    match = re.search("|".join(map(re.escape, specials)), text) if specials else None
+    return match.group() if match else None
+
+
+def _stdout_write(data: bytes | str) -> None:
+    """Writes to standard output; bytes go through untouched (no locale encoding)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(data.decode("utf-8", errors="replace"))
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+# ====================
+# encode
+# ====================
+
+
+def _npy_bytes(ids: list[int]) -> bytes:
+    """A `.npy` (format 1.0) file holding `ids` as a 1-D little-endian uint32 array."""
+    import array
+
+    values = array.array("I", ids)  # C unsigned int: 4 bytes on every platform Python runs on
+    if values.itemsize != 4:
+        raise RuntimeError("array('I') is not 4 bytes wide here")
+    if sys.byteorder == "big":
+        values.byteswap()
+    header = f"{{'descr': '<u4', 'fortran_order': False, 'shape': ({len(ids)},), }}"
+    # Magic (6) + version (2) + header length (2) + header + "\n", padded to 64 bytes.
+    pad = -(10 + len(header) + 1) % 64
+    header_bytes = (header + " " * pad + "\n").encode("latin-1")
+    return (
+        b"\x93NUMPY\x01\x00"
+        + len(header_bytes).to_bytes(2, "little")
+        + header_bytes
+        + values.tobytes()
+    )
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    """`ferrotok encode`: text → token ids."""
+    text = _input_text(args)
+    enc = load_encoding(args)
+    ids = _encode(enc, text, args.allow_special)
+    if args.format == "npy":
+        data = _npy_bytes(ids)
+    elif args.format == "json":
+        data = ("[" + ", ".join(map(str, ids)) + "]\n").encode()
+    else:
+        data = (" ".join(map(str, ids)) + "\n").encode()
+    if args.output is not None and args.output != "-":
+        from .load import _atomic_write
+
+        try:
+            _atomic_write(args.output, data)
+        except OSError as e:
+            raise CLIError(f"{args.output}: cannot write ({e.strerror or e})") from None
+        return EXIT_OK
+    if args.format == "npy" and sys.stdout.isatty():
+        raise CLIError("refusing to write binary .npy data to a terminal; use -o PATH or redirect")
+    _stdout_write(data)
+    return EXIT_OK
+
+
+# ====================
+# decode
+# ====================
+
+
+def _parse_ids(chunks: list[str], source: str) -> list[int]:
+    """Ids from arguments, whitespace/comma-separated text or a JSON list."""
+    import re
+
+    text = " ".join(chunks).strip()
+    if text.startswith("["):
+        import json
+
+        try:
+            values = json.loads(text)
+        except ValueError as e:
+            raise CLIError(f"{source}: not a JSON list of ids ({e})") from None
+        if not isinstance(values, list):
+            raise CLIError(f"{source}: expected a JSON list of ids")
+        items: list[object] = values
+    else:
+        items = [item for item in re.split(r"[\s,]+", text) if item]
+    ids = []
+    for item in items:
+        if isinstance(item, str) and item.isascii() and item.isdigit():
+            ids.append(int(item))
+        elif isinstance(item, int) and not isinstance(item, bool) and item >= 0:
+            ids.append(item)
+        else:
+            raise CLIError(f"{source}: {item!r} is not a token id (a non-negative integer)")
+    return ids
+
+
+def _npy_ids(data: bytes, name: str) -> list[int]:
+    """The ids in a 1-D integer `.npy` file (what `encode --format npy` writes), without numpy.
+
+    >>> _npy_ids(_npy_bytes([15339, 1917]), "ids.npy")
+    [15339, 1917]
+    """
+    import array
+    import ast
+
+    codes = {"u1": "B", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8": "Q", "i8": "q"}
+    try:
+        # Format 1.0 has a 2-byte header length; 2.0 and 3.0 a 4-byte one.
+        size = 2 if data[6:7] == b"\x01" else 4
+        header_len = int.from_bytes(data[8 : 8 + size], "little")
+        start = 8 + size + header_len
+        header = ast.literal_eval(data[8 + size : start].decode("utf-8"))
+        descr, shape = header["descr"], header["shape"]
+        if not isinstance(descr, str) or descr[1:] not in codes or descr[0] not in "<>|=":
+            raise ValueError(f"unsupported dtype {descr!r}")
+        if len(shape) != 1:
+            raise ValueError(f"shape {shape} is not 1-D")
+        values = array.array(codes[descr[1:]])
+        if values.itemsize != int(descr[2:]):
+            raise ValueError(f"no {descr} support on this platform")
+        values.frombytes(data[start:])
+        if (descr[0] == ">" and sys.byteorder == "little") or (
+            descr[0] == "<" and sys.byteorder == "big"
+        ):
+            values.byteswap()
+        if len(values) != shape[0]:
+            raise ValueError(f"{len(values)} values, the header says {shape[0]}")
+    except (ValueError, SyntaxError, KeyError, TypeError, IndexError) as e:
+        raise CLIError(f"{name}: not a 1-D integer .npy array of ids ({e})") from None
+    ids = values.tolist()
+    if any(v < 0 for v in ids):
+        raise CLIError(f"{name}: {min(ids)} is not a token id (a non-negative integer)")
+    return ids
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    """`ferrotok decode`: token ids → text (the exact bytes, written as they are)."""
+    if args.ids and args.file is not None:
+        raise CLIError("give either IDS or --file, not both")
+    if args.ids:
+        ids = _parse_ids(args.ids, "IDS")
+    else:
+        data, name = _read_input_bytes(args.file)
+        if data.startswith(b"\x93NUMPY"):
+            ids = _npy_ids(data, name)
+        else:
+            ids = _parse_ids([_decode_utf8(data, name)], name)
+    enc = load_encoding(args)
+    bad = [i for i in ids if i > enc.max_token_value]
+    if bad:
+        raise CLIError(
+            f"token id {bad[0]} is out of range for {enc.name} (ids go up to {enc.max_token_value})"
+        )
+    try:
+        data = enc.decode_bytes(ids)
+    except KeyError as e:
+        raise CLIError(f"token id {e.args[0]} is not in {enc.name}'s vocabulary") from None
+    _stdout_write(data)
+    if sys.stdout.isatty() and not data.endswith(b"\n"):
+        _stdout_write(b"\n")
+    return EXIT_OK
+
+
+# ====================
+# count
+# ====================
+
+
+def cmd_count(args: argparse.Namespace) -> int:
+    """`ferrotok count`: tokens per file, like `wc`; a `total` line for several files."""
+    enc = load_encoding(args)
+    paths: list[str | None] = list(args.files) or [None]
+    rows: list[tuple[int, str | None]] = []
+    status = EXIT_OK
+    for path in paths:
+        try:
+            data, name = _read_input_bytes(path)
+            n = len(_encode(enc, _decode_utf8(data, name), args.allow_special))
+        except CLIError as e:
+            # Like wc: report this file, count the others, fail at the end.
+            print(f"ferrotok: error: {e}", file=sys.stderr)
+            status = EXIT_USER_ERROR
+            continue
+        rows.append((n, None if path in (None, "-") and len(paths) == 1 else (path or "-")))
+    if len(paths) > 1:
+        rows.append((sum(n for n, _ in rows), "total"))
+    width = max((len(str(n)) for n, _ in rows), default=1)
+    out = "".join(f"{n:>{width}} {name}\n" if name is not None else f"{n}\n" for n, name in rows)
+    _stdout_write(out)
+    return status
+
+
+# ====================
+# show
+# ====================
+
+# Pastel backgrounds (xterm 256 colours) with black text: readable on light and dark themes.
+_BACKGROUNDS = (153, 223, 194, 225, 230)
+_RESET = "\x1b[0m"
+
+
+def _token_text(token: bytes, plain: bool, newline: str = "\\n") -> str:
+    """A token's text for display, one escape per character that would not show.
+
+    Control characters (a terminal would obey escape codes) become `\\xNN`, `\\t`, `\\r`;
+    a newline becomes `newline`; bytes that are not whole UTF-8 characters on their own
+    (a character split between tokens) become `\\xNN`. In plain mode, `\\` and `|` are
+    escaped too, so the separator is unambiguous.
+
+    >>> _token_text(b"a|b\\t\\xe4", plain=True)
+    'a\\\\|b\\\\t\\\\xe4'
+    """
+    out = []
+    for c in token.decode("utf-8", errors="surrogateescape"):
+        o = ord(c)
+        if c == "\n":
+            out.append(newline)
+        elif 0xDC80 <= o <= 0xDCFF:  # an undecodable byte, from surrogateescape
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif plain and c in "\\|":
+            out.append("\\" + c)
+        elif c == "\t":
+            out.append("\\t" if plain else c)
+        elif c == "\r":
+            out.append("\\r")
+        elif o < 0x20 or 0x7F <= o < 0xA0:
+            out.append(f"\\x{o:02x}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _want_color(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return (
+        sys.stdout.isatty()
+        and "NO_COLOR" not in os.environ
+        and os.environ.get("TERM", "") != "dumb"
+    )
+
+
+def render_tokens(tokens: list[bytes], color: bool) -> str:
+    """The text with visible token boundaries.
+
+    Plain: tokens separated by `|`, with `\\`, `|` and control characters escaped so the
+    output is unambiguous. Colour: each token on an alternating background. In both, a
+    newline shows as `\\n` and then breaks the line.
+
+    >>> render_tokens([b"hello", b" world", b"!\\n", b"a|b"], color=False)
+    'hello| world|!\\\\n\\n|a\\\\|b\\n'
+    """
+    parts = []
+    for i, token in enumerate(tokens):
+        if color:
+            start = f"\x1b[48;5;{_BACKGROUNDS[i % len(_BACKGROUNDS)]}m\x1b[38;5;16m"
+            # End the colour before each line break, so it does not fill the line's rest.
+            shown = _token_text(token, plain=False, newline="\\n" + _RESET + "\n" + start)
+            parts.append(start + shown + _RESET)
+        else:
+            if i:
+                parts.append("|")
+            parts.append(_token_text(token, plain=True, newline="\\n\n"))
+    out = "".join(parts)
+    return out if out.endswith("\n") else out + "\n"
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """`ferrotok show`: the text with token boundaries visible (colours, or `|` + ids)."""
+    text = _input_text(args)
+    enc = load_encoding(args)
+    ids = _encode(enc, text, args.allow_special)
+    tokens = enc.decode_tokens_bytes(ids)
+    if args.ids:
+        width = len(str(max(ids, default=0)))
+        out = "".join(f"{i:>{width}}  {_token_text(t, plain=True)}\n" for i, t in zip(ids, tokens))
+    else:
+        out = render_tokens(tokens, color=_want_color(args.color))
+    _stdout_write(out)
+    return EXIT_OK
+
+
+# ====================
+# encodings
+# ====================
+
+
+def cmd_encodings(args: argparse.Namespace) -> int:
+    """`ferrotok encodings`: the encoding names `--encoding` accepts."""
+    from .registry import list_encoding_names
+
+    _stdout_write("".join(name + "\n" for name in list_encoding_names()))
+    return EXIT_OK
+
+
+# ====================
+# The parser
+# ====================
+
+
+def _add_text_input(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("text", nargs="?", metavar="TEXT", help="the text (default: stdin)")
+    parser.add_argument("-f", "--file", metavar="PATH", help="read the text from PATH (UTF-8)")
+
+
+def _add_allow_special(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-special",
+        action="store_true",
+        help="encode special-token text (e.g. <|endoftext|>) as the special token "
+        "(without it, such text is an error)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `ferrotok` argument parser; each subcommand sets `func(args) -> int`."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="ferrotok",
+        description="Byte-level BPE tokenizer with tiktoken's encodings.",
+        epilog="Encoding files are read from FERROTOK_DATA_DIR, then tiktoken's cache "
+        "(TIKTOKEN_CACHE_DIR), else downloaded.",
+    )
+    parser.add_argument("--version", action="version", version=f"ferrotok {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = subparsers.add_parser("encode", help="text -> token ids", description=cmd_encode.__doc__)
+    _add_text_input(p)
+    add_encoding_arguments(p)
+    _add_allow_special(p)
+    p.add_argument(
+        "--format",
+        choices=("list", "json", "npy"),
+        default="list",
+        help="list: space-separated ids; json: a JSON list; npy: a .npy uint32 array",
+    )
+    p.add_argument("-o", "--output", metavar="PATH", help="write to PATH instead of stdout")
+    p.set_defaults(func=cmd_encode)
+
+    p = subparsers.add_parser("decode", help="token ids -> text", description=cmd_decode.__doc__)
+    p.add_argument(
+        "ids", nargs="*", metavar="ID", help="token ids (default: read from --file or stdin)"
+    )
+    p.add_argument(
+        "-f",
+        "--file",
+        metavar="PATH",
+        help="read ids from PATH: whitespace/comma-separated, a JSON list, or a .npy array",
+    )
+    add_encoding_arguments(p)
+    p.set_defaults(func=cmd_decode)
+
+    p = subparsers.add_parser(
+        "count", help="tokens per file, like wc", description=cmd_count.__doc__
+    )
+    p.add_argument("files", nargs="*", metavar="FILE", help="files to count (default: stdin)")
+    add_encoding_arguments(p)
+    _add_allow_special(p)
+    p.set_defaults(func=cmd_count)
+
+    p = subparsers.add_parser(
+        "show", help="the text with token boundaries visible", description=cmd_show.__doc__
+    )
+    _add_text_input(p)
+    add_encoding_arguments(p)
+    _add_allow_special(p)
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour each token (auto: when stdout is a terminal and NO_COLOR is unset)",
+    )
+    p.add_argument(
+        "--no-color",
+        dest="color",
+        action="store_const",
+        const="never",
+        help="same as --color never",
+    )
+    p.add_argument("--ids", action="store_true", help="one token per line: its id and its text")
+    p.set_defaults(func=cmd_show)
+
+    p = subparsers.add_parser("encodings", help="list the encoding names")
+    p.set_defaults(func=cmd_encodings)
+
+    # ---- More subcommands plug in here, one line each (keep this block last). ----
+    # `register_train(subparsers)` (from the training module) goes here, e.g.:
+    #     from .train_cli import register_train; register_train(subparsers)
+    # A register function adds its parser and `set_defaults(func=...)`; see the module doc.
+
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the command line `argv` (default: `sys.argv[1:]`); returns the exit status.
+
+    >>> main(["encode", "hello world"])
+    15339 1917
+    0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error (argparse says why)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USER_ERROR)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except CLIError as e:
+        print(f"ferrotok: error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1

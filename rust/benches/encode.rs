@@ -1,0 +1,103 @@
+//! `cargo bench --bench encode`: where encoding time goes, stage by stage, on the shared corpus.
+//!
+//! Needs `FERROTOK_DATA_DIR` (the .tiktoken files) and `FERROTOK_CORPUS_DIR` (or `../shared`
+//! beside the project). Prints MB/s for: splitting only, BPE only (on pre-split pieces), and the
+//! whole encode, per encoding and corpus. The Python-level comparison with tiktoken and the
+//! other peers is `python benches/encode.py`.
+
+use ferrotok::{tiktoken_file, Encoder};
+use std::path::PathBuf;
+use std::time::Instant;
+
+const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+const O200K: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+fn shared(sub: &str, var: &str) -> PathBuf {
+    if let Ok(d) = std::env::var(var) {
+        return PathBuf::from(d);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared")
+        .join(sub)
+}
+
+fn mbps(bytes: usize, secs: f64) -> f64 {
+    bytes as f64 / secs / 1e6
+}
+
+fn main() {
+    let data = shared("encodings", "FERROTOK_DATA_DIR");
+    let corpus = shared("corpus", "FERROTOK_CORPUS_DIR");
+    let kb: usize = std::env::var("BENCH_KB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8 << 10);
+    for (name, file, pat) in [
+        ("cl100k_base", "cl100k_base.tiktoken", CL100K),
+        ("o200k_base", "o200k_base.tiktoken", O200K),
+    ] {
+        let raw = std::fs::read(data.join(file)).expect("encoding file (set FERROTOK_DATA_DIR)");
+        let t = Instant::now();
+        let ranks = tiktoken_file::parse(&raw, file).expect("valid file");
+        let parse_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let enc = Encoder::new(ranks, vec![("<|endoftext|>".into(), 1_000_000)], pat).unwrap();
+        println!(
+            "{name}: parse {:.1} ms, build {:.1} ms",
+            parse_s * 1e3,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        for corp in ["english.txt", "code.txt", "multilingual.txt"] {
+            let text = std::fs::read_to_string(corpus.join(corp))
+                .expect("corpus (set FERROTOK_CORPUS_DIR)");
+            let mut end = (kb << 10).min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let text = &text[..end];
+            let t = Instant::now();
+            let mut pieces: Vec<&str> = Vec::new();
+            enc.splitter
+                .for_each_piece(text, |p| {
+                    pieces.push(p);
+                    Ok(())
+                })
+                .unwrap();
+            let split_s = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let mut out = Vec::with_capacity(text.len() / 3);
+            let cache = ferrotok::piece_cache::PieceCache::new();
+            for p in &pieces {
+                ferrotok::bpe::encode_piece(&enc.vocab, p.as_bytes(), Some(&cache), &mut out)
+                    .unwrap();
+            }
+            let bpe_s = t.elapsed().as_secs_f64();
+            if std::env::var("BENCH_STATS").is_ok() {
+                let multi: Vec<&&str> = pieces
+                    .iter()
+                    .filter(|p| p.len() > 1 && enc.vocab.rank(p.as_bytes()).is_none())
+                    .collect();
+                let distinct: std::collections::HashSet<&&&str> = multi.iter().collect();
+                let long = multi.iter().filter(|p| p.len() > 32).count();
+                println!(
+                    "    multi-token pieces {} ({} distinct, {} longer than 32 bytes)",
+                    multi.len(),
+                    distinct.len(),
+                    long
+                );
+            }
+            let t = Instant::now();
+            let ids = enc.encode_ordinary(text).unwrap();
+            let all_s = t.elapsed().as_secs_f64();
+            assert_eq!(ids, out);
+            println!(
+                "  {corp:18} split {:7.1} MB/s   bpe {:7.1} MB/s   encode {:7.1} MB/s   ({} pieces, {} ids)",
+                mbps(text.len(), split_s), mbps(text.len(), bpe_s), mbps(text.len(), all_s), pieces.len(), ids.len()
+            );
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! A small per-thread cache of piece → ids for pieces that BPE splits into several tokens.
+//!
+//! Invariant: an entry maps a piece's exact bytes to the ids BPE gives that piece in the
+//! owning encoder; entries are only ever inserted after computing them, so a hit returns
+//! exactly what BPE would. Why: in real text the multi-token pieces repeat (inflected words,
+//! identifiers, CJK runs), and one direct-mapped probe replaces dozens of pair look-ups.
+//! Direct-mapped and fixed-size: no allocation, no eviction bookkeeping; a collision just
+//! overwrites. Each thread has its own cache (`thread_local::ThreadLocal`), so no locks.
+
+use std::cell::RefCell;
+use thread_local::ThreadLocal;
+
+pub const MAX_PIECE: usize = 32;
+pub const MAX_IDS: usize = 12;
+const SLOTS: usize = 1 << 14;
+
+#[derive(Clone, Copy)]
+struct Entry {
+    hash: u64,
+    len: u8,
+    n_ids: u8,
+    bytes: [u8; MAX_PIECE],
+    ids: [u32; MAX_IDS],
+}
+
+const EMPTY: Entry = Entry {
+    hash: 0,
+    len: 0,
+    n_ids: 0,
+    bytes: [0; MAX_PIECE],
+    ids: [0; MAX_IDS],
+};
+
+pub struct PieceCache {
+    per_thread: ThreadLocal<RefCell<Box<[Entry]>>>,
+}
+
+impl Default for PieceCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PieceCache {
+    pub fn new() -> Self {
+        PieceCache {
+            per_thread: ThreadLocal::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn slots(&self) -> &RefCell<Box<[Entry]>> {
+        self.per_thread
+            .get_or(|| RefCell::new(vec![EMPTY; SLOTS].into_boxed_slice()))
+    }
+
+    /// Appends the cached ids of `piece` (hash `h`) to `out`; false on a miss.
+    #[inline(always)]
+    pub fn get(&self, piece: &[u8], h: u64, out: &mut Vec<u32>) -> bool {
+        if piece.len() > MAX_PIECE {
+            return false;
+        }
+        let Ok(slots) = self.slots().try_borrow() else {
+            return false;
+        };
+        let e = &slots[(h as usize) & (SLOTS - 1)];
+        if e.hash == h && e.len as usize == piece.len() && &e.bytes[..piece.len()] == piece {
+            out.extend_from_slice(&e.ids[..e.n_ids as usize]);
+            return true;
+        }
+        false
+    }
+
+    /// Remembers that `piece` (hash `h`) encodes to `ids`, if it fits.
+    #[inline]
+    pub fn put(&self, piece: &[u8], h: u64, ids: &[u32]) {
+        if piece.len() > MAX_PIECE || ids.len() > MAX_IDS {
+            return;
+        }
+        let Ok(mut slots) = self.slots().try_borrow_mut() else {
+            return;
+        };
+        let e = &mut slots[(h as usize) & (SLOTS - 1)];
+        e.hash = h;
+        e.len = piece.len() as u8;
+        e.n_ids = ids.len() as u8;
+        e.bytes[..piece.len()].copy_from_slice(piece);
+        e.ids[..ids.len()].copy_from_slice(ids);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hit_returns_what_was_put_and_collisions_overwrite() {
+        let c = PieceCache::new();
+        let mut out = vec![];
+        assert!(!c.get(b"hello", 7, &mut out));
+        c.put(b"hello", 7, &[1, 2]);
+        assert!(c.get(b"hello", 7, &mut out));
+        assert_eq!(out, vec![1, 2]);
+        // Same slot, different bytes: a miss, never a wrong answer.
+        assert!(!c.get(b"help!", 7, &mut out));
+        c.put(b"other", 7 + SLOTS as u64, &[3]);
+        assert!(!c.get(b"hello", 7, &mut out));
+        // Too long to cache: silently not cached.
+        let long = [b'a'; MAX_PIECE + 1];
+        c.put(&long, 9, &[1]);
+        assert!(!c.get(&long, 9, &mut out));
+    }
+}

@@ -1,0 +1,282 @@
+//! Character classes for the hand-written splitters, and a UTF-8 cursor.
+//!
+//! Invariant: for every `char` c, `CharClasses::get().of(c)` has bit
+//! - [`L`] iff the reference engine's `\p{L}` matches c,
+//! - [`N`] iff `\p{N}` matches c,
+//! - [`S`] iff `\s` matches c,
+//! - [`U`] iff `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]` matches c,
+//! - [`W`] iff `[\p{Ll}\p{Lm}\p{Lo}\p{M}]` matches c,
+//! - [`NL`] iff c is `\r` or `\n`.
+//!
+//! Why this holds: the table is built at first use from the class ranges that
+//! `regex-syntax` produces for exactly those class expressions, and fancy-regex
+//! hands every character class to regex-automata, which gets its classes from the
+//! same `regex-syntax` crate (one version in the lock file, so one Unicode
+//! version). No Unicode data is copied into this crate.
+
+use std::sync::OnceLock;
+
+use regex_syntax::hir::{Class, HirKind};
+
+use crate::error::{Error, Result};
+
+/// `\p{L}`.
+pub(crate) const L: u8 = 1;
+/// `\p{N}`.
+pub(crate) const N: u8 = 2;
+/// `\s` (Unicode White_Space).
+pub(crate) const S: u8 = 4;
+/// o200k's "upper" class `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`.
+pub(crate) const U: u8 = 8;
+/// o200k's "lower" class `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
+pub(crate) const W: u8 = 16;
+/// `\r` or `\n` (set by hand: two ASCII chars).
+pub(crate) const NL: u8 = 32;
+/// Not a character: the cursor is at the end of the text.
+pub(crate) const END: u8 = 128;
+
+/// The class expressions, with the bit each one sets.
+const SOURCES: [(&str, u8); 5] = [
+    (r"\p{L}", L),
+    (r"\p{N}", N),
+    (r"\s", S),
+    (r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", U),
+    (r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]", W),
+];
+
+const BLOCK_BITS: u32 = 8;
+const BLOCK: usize = 1 << BLOCK_BITS;
+const N_BLOCKS: usize = (char::MAX as usize + 1) >> BLOCK_BITS;
+
+/// A two-level table from code point to class bits, plus a flat ASCII table.
+pub(crate) struct CharClasses {
+    ascii: [u8; 128],
+    /// Block number of each 256-code-point block.
+    index: Box<[u16]>,
+    /// The distinct blocks, `BLOCK` entries each.
+    blocks: Box<[u8]>,
+}
+
+impl CharClasses {
+    /// The process-wide table (built once, a few milliseconds).
+    pub(crate) fn get() -> &'static CharClasses {
+        static TABLE: OnceLock<CharClasses> = OnceLock::new();
+        TABLE.get_or_init(CharClasses::build)
+    }
+
+    fn build() -> CharClasses {
+        let mut flat = vec![0u8; N_BLOCKS * BLOCK];
+        for (src, bit) in SOURCES {
+            for (lo, hi) in class_ranges(src) {
+                for slot in &mut flat[lo as usize..=hi as usize] {
+                    *slot |= bit;
+                }
+            }
+        }
+        flat[b'\r' as usize] |= NL;
+        flat[b'\n' as usize] |= NL;
+        let mut ascii = [0u8; 128];
+        ascii.copy_from_slice(&flat[..128]);
+        let mut index = Vec::with_capacity(N_BLOCKS);
+        let mut blocks: Vec<u8> = Vec::new();
+        let mut seen: std::collections::HashMap<&[u8], u16> = std::collections::HashMap::new();
+        for chunk in flat.chunks_exact(BLOCK) {
+            let next = seen.len() as u16;
+            let id = *seen.entry(chunk).or_insert_with(|| {
+                blocks.extend_from_slice(chunk);
+                next
+            });
+            index.push(id);
+        }
+        CharClasses {
+            ascii,
+            index: index.into_boxed_slice(),
+            blocks: blocks.into_boxed_slice(),
+        }
+    }
+
+    /// Class bits of a code point (0 for anything outside the Unicode range).
+    #[inline]
+    pub(crate) fn of_u32(&self, cp: u32) -> u8 {
+        if cp < 128 {
+            return self.ascii[cp as usize];
+        }
+        match self.index.get((cp >> BLOCK_BITS) as usize) {
+            Some(&blk) => {
+                let at = ((blk as usize) << BLOCK_BITS) | (cp as usize & (BLOCK - 1));
+                self.blocks.get(at).copied().unwrap_or(0)
+            }
+            None => 0,
+        }
+    }
+
+    /// Class bits of a char.
+    #[cfg(test)]
+    pub(crate) fn of(&self, c: char) -> u8 {
+        self.of_u32(c as u32)
+    }
+
+    /// Class bits and byte length of the char starting at byte `i` of `b`
+    /// (`(END, 0)` at or past the end).
+    ///
+    /// `b` must be the bytes of a `str` and `i` a char boundary; then the
+    /// result is exact. On any other input it still never panics.
+    #[inline(always)]
+    pub(crate) fn at(&self, b: &[u8], i: usize) -> (u8, usize) {
+        match b.get(i) {
+            None => (END, 0),
+            Some(&x) if x < 0x80 => (self.ascii[x as usize], 1),
+            Some(&x) => self.at_multibyte(b, i, x),
+        }
+    }
+
+    #[inline(never)]
+    fn at_multibyte(&self, b: &[u8], i: usize, b0: u8) -> (u8, usize) {
+        let (cp, len) = decode_multibyte(b, i, b0);
+        (self.of_u32(cp), len)
+    }
+}
+
+/// Decodes the non-ASCII char whose first byte `b0` is at `i` (valid UTF-8
+/// assumed; never panics, and always returns a length of at least 1).
+#[inline(always)]
+pub(crate) fn decode_multibyte(b: &[u8], i: usize, b0: u8) -> (u32, usize) {
+    let cont = |k: usize| (b.get(i + k).copied().unwrap_or(0x80) & 0x3F) as u32;
+    if b0 < 0xE0 {
+        (((b0 as u32 & 0x1F) << 6) | cont(1), 2)
+    } else if b0 < 0xF0 {
+        (((b0 as u32 & 0x0F) << 12) | (cont(1) << 6) | cont(2), 3)
+    } else {
+        (
+            ((b0 as u32 & 0x07) << 18) | (cont(1) << 12) | (cont(2) << 6) | cont(3),
+            4,
+        )
+    }
+}
+
+/// The code point ranges of a class expression, as regex-syntax parses it.
+pub(crate) fn class_ranges(src: &str) -> Vec<(u32, u32)> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(src)
+        .expect("built-in class expression parses");
+    match hir.kind() {
+        HirKind::Class(Class::Unicode(c)) => c
+            .ranges()
+            .iter()
+            .map(|r| (r.start() as u32, r.end() as u32))
+            .collect(),
+        _ => unreachable!("built-in class expression is a Unicode class"),
+    }
+}
+
+/// Runs a scanner over `text`: `end_of(bytes, i)` gives the end of the piece
+/// starting at char boundary `i`, and `f` gets each piece in order.
+///
+/// A scanner bug (an end that is not a char boundary after `i`) becomes an
+/// error instead of a panic or an endless loop.
+#[inline(always)]
+pub(crate) fn drive<'t>(
+    text: &'t str,
+    mut end_of: impl FnMut(&[u8], usize) -> usize,
+    mut f: impl FnMut(&'t str) -> Result<()>,
+) -> Result<()> {
+    let b = text.as_bytes();
+    let mut rest = text;
+    let mut i = 0;
+    while i < b.len() {
+        let end = end_of(b, i);
+        let (p, r) = end
+            .checked_sub(i)
+            .filter(|&n| n > 0)
+            .and_then(|n| rest.split_at_checked(n))
+            .ok_or_else(|| bad_boundary(i, end))?;
+        f(p)?;
+        rest = r;
+        i = end;
+    }
+    Ok(())
+}
+
+/// `text[start..end]`, or an error instead of a panic for a bad boundary (a bug).
+#[inline(always)]
+pub(crate) fn piece(text: &str, start: usize, end: usize) -> Result<&str> {
+    text.get(start..end).ok_or_else(|| bad_boundary(start, end))
+}
+
+#[cold]
+fn bad_boundary(start: usize, end: usize) -> Error {
+    Error::Regex(format!(
+        "internal splitter error: bad piece boundary {start}..{end}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_classes() {
+        let t = CharClasses::get();
+        for b in 0u8..128 {
+            let c = b as char;
+            let mut want = 0;
+            if c.is_ascii_alphabetic() {
+                want |= L | if c.is_ascii_uppercase() { U } else { W };
+            }
+            if c.is_ascii_digit() {
+                want |= N;
+            }
+            if matches!(b, 9..=13 | 32) {
+                want |= S;
+            }
+            if matches!(b, b'\r' | b'\n') {
+                want |= NL;
+            }
+            assert_eq!(t.of(c), want, "class of {c:?}");
+        }
+    }
+
+    #[test]
+    fn table_equals_ranges_everywhere() {
+        let t = CharClasses::get();
+        for (src, bit) in SOURCES {
+            let ranges = class_ranges(src);
+            let mut k = 0;
+            for cp in 0u32..=char::MAX as u32 {
+                while k < ranges.len() && ranges[k].1 < cp {
+                    k += 1;
+                }
+                let inside = k < ranges.len() && ranges[k].0 <= cp;
+                assert_eq!(t.of_u32(cp) & bit != 0, inside, "{src} at U+{cp:04X}");
+                assert_eq!(t.of_u32(cp) & NL != 0, cp == 10 || cp == 13);
+            }
+        }
+    }
+
+    #[test]
+    fn cursor_decodes_every_char() {
+        let t = CharClasses::get();
+        let mut buf = [0u8; 4];
+        for c in (0u32..=char::MAX as u32).filter_map(char::from_u32) {
+            let s = c.encode_utf8(&mut buf);
+            let (cls, len) = t.at(s.as_bytes(), 0);
+            assert_eq!((cls, len), (t.of(c), c.len_utf8()), "{c:?}");
+        }
+        assert_eq!(t.at(b"", 0), (END, 0));
+    }
+
+    #[test]
+    fn some_known_chars() {
+        let t = CharClasses::get();
+        assert_eq!(t.of('\u{a0}'), S);
+        assert_eq!(t.of('\u{85}'), S);
+        assert_eq!(t.of('\u{3000}'), S);
+        assert_eq!(t.of('\u{301}'), U | W); // combining acute: \p{M}
+        assert_eq!(t.of('\u{1c5}'), L | U); // Dž: Lt
+        assert_eq!(t.of('\u{2b0}'), L | U | W); // ʰ: Lm
+        assert_eq!(t.of('中'), L | U | W); // Lo
+        assert_eq!(t.of('٣'), N);
+        assert_eq!(t.of('’'), 0);
+    }
+}

@@ -1,0 +1,345 @@
+//! The general path: any pattern that is, provably, a plain regex in disguise.
+//!
+//! Invariant: when [`General::new`] returns `Some`, `for_each_piece` yields
+//! exactly the matches of fancy-regex's `find_iter` for the same pattern.
+//!
+//! Why. The pattern is parsed by fancy-regex's own parser (so the syntax is
+//! read exactly as the reference reads it) into its top-level alternatives
+//! A0|A1|…, each then rewritten by rules that keep the set of matches at every
+//! start position *and* the match the backtracking order picks first:
+//!
+//! 1. Atomic groups / possessive quantifiers `(?>E)` that are elements of an
+//!    alternative's top-level concatenation become plain `E` when
+//!    - (a) nothing follows them in the alternative: the first success of `E`
+//!      then ends the whole match, so nothing ever backtracks into `E`;
+//!    - (b) everything after them can match the empty string anywhere (each is
+//!      a repetition with minimum 0): again the first success of `E` is final;
+//!    - (c) `E` is a greedy repetition of one-char class C and `$` (end of
+//!      text) follows: backtracking into `E` leaves a C char before `$`, so `$`
+//!      fails;
+//!    - (d) `E` is a greedy repetition of one-char class C and the next element
+//!      must start by consuming a char of a class D disjoint from C (D itself,
+//!      or a repetition of D with minimum ≥ 1): backtracking into `E` leaves a
+//!      C char there, so that element fails.
+//!
+//!    In (c) and (d) every retry that greedy `E` would make fails at once, so
+//!    the alternative matches exactly when, and what, the possessive one does.
+//! 2. The idiom `\s+(?!\S)` immediately followed by the alternative `\s` or
+//!    `\s+` becomes `\s+`, remembering its pattern id. At a start position i,
+//!    `\s+(?!\S)|\s` and `\s+(?!\S)|\s+` match iff text[i] ∈ `\s`, the same
+//!    as `\s+`, and then (`\s+` being greedy, so its match [i, j) is the
+//!    maximal `\s` run): at the end of the text, or for a run of one char, the
+//!    original also gives [i, j); else `\s+` backtracks one char to satisfy
+//!    `(?!\S)`, giving [i, j - last char). That trim is done after the search.
+//!    Alternatives before the pair are untouched and still win first;
+//!    alternatives after it are untouched and reachable exactly as before
+//!    (only where text[i] ∉ `\s`).
+//!
+//! If any alternative still has a construct the regex-automata syntax lacks
+//! (look-around, backreferences, remaining atomic groups, …) or is not one
+//! `to_str` renders, `new` returns `None` and the caller uses fancy-regex.
+//!
+//! The rewritten alternatives are compiled as one multi-pattern
+//! regex-automata `meta::Regex` with leftmost-first semantics (pattern order =
+//! alternation order), which is how fancy-regex itself runs a pattern without
+//! fancy constructs. Each search first tries an anchored match at the current
+//! position (if one exists, the leftmost match starts there and the anchored
+//! search finds the same preferred one; it needs only a forward scan), then an
+//! unanchored one. Iteration copies fancy-regex's `Matches`: after an empty
+//! match, the next search starts one char later, and an empty match right
+//! where the previous match ended is skipped.
+
+use fancy_regex::Expr;
+use regex_automata::meta::{self, Regex};
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input};
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, HirKind};
+
+use super::classes::piece;
+use crate::error::Result;
+
+/// A pattern run by regex-automata after proven rewrites.
+pub struct General {
+    re: Regex,
+    /// By pattern id: matches are `\s+` runs standing for `\s+(?!\S)`.
+    trim: Vec<bool>,
+}
+
+impl General {
+    /// `Some` when `pattern` can run on regex-automata with the same matches
+    /// as fancy-regex (see the module docs), else `None`.
+    pub fn new(pattern: &str) -> Option<General> {
+        let tree = Expr::parse_tree(pattern).ok()?;
+        if !tree.backrefs.is_empty() || tree.contains_subroutines {
+            return None;
+        }
+        let alts = match tree.expr {
+            Expr::Alt(v) => v,
+            e => vec![e],
+        };
+        let mut alts: Vec<Expr> = alts
+            .into_iter()
+            .map(unwrap_possessives)
+            .collect::<Option<_>>()?;
+        let mut trim = vec![false; alts.len()];
+        for k in 0..alts.len() {
+            if is_ws_lookahead_idiom(&alts[k]) && alts.get(k + 1).is_some_and(is_ws_or_ws_plus) {
+                alts[k] = ws_plus();
+                trim[k] = true;
+            }
+        }
+        let mut strs = Vec::with_capacity(alts.len());
+        for a in &alts {
+            if !is_easy(a) {
+                return None;
+            }
+            let mut s = String::new();
+            a.to_str(&mut s, 1);
+            strs.push(s);
+        }
+        let re = Regex::builder()
+            .configure(
+                meta::Config::new()
+                    .which_captures(regex_automata::nfa::thompson::WhichCaptures::Implicit),
+            )
+            .syntax(syntax::Config::new().utf8(true).unicode(true))
+            .build_many(&strs)
+            .ok()?;
+        Some(General { re, trim })
+    }
+
+    /// Calls `f` with each piece of `text`, in order.
+    pub fn for_each_piece<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t str) -> Result<()>,
+    ) -> Result<()> {
+        let n = text.len();
+        let b = text.as_bytes();
+        let mut pos = 0;
+        let mut last_match: Option<usize> = None;
+        while pos <= n {
+            let input = Input::new(text).span(pos..n);
+            let m = match self.re.search(&input.clone().anchored(Anchored::Yes)) {
+                Some(m) => m,
+                None => match self.re.search(&input) {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            let (s, mut e) = (m.start(), m.end());
+            if e < n && self.trim.get(m.pattern().as_usize()) == Some(&true) {
+                if let Some((k, _)) = piece(text, s, e)?.char_indices().next_back() {
+                    if k > 0 {
+                        e = s + k;
+                    }
+                }
+            }
+            if s == e {
+                pos = e + b.get(e).map_or(1, |&x| codepoint_len(x));
+                if last_match == Some(e) {
+                    continue;
+                }
+            } else {
+                pos = e;
+            }
+            last_match = Some(e);
+            f(piece(text, s, e)?)?;
+        }
+        Ok(())
+    }
+}
+
+fn codepoint_len(b: u8) -> usize {
+    match b {
+        b if b < 0x80 => 1,
+        b if b < 0xe0 => 2,
+        b if b < 0xf0 => 3,
+        _ => 4,
+    }
+}
+
+const INF: usize = usize::MAX;
+
+fn is_delegate(e: &Expr, s: &str) -> bool {
+    matches!(e, Expr::Delegate { inner, .. } if inner == s)
+}
+
+/// `\s+(?!\S)`.
+fn is_ws_lookahead_idiom(e: &Expr) -> bool {
+    match e {
+        Expr::Concat(v) if v.len() == 2 => {
+            matches!(&v[0], Expr::Repeat { child, lo: 1, hi: INF, greedy: true } if is_delegate(child, r"\s"))
+                && matches!(&v[1], Expr::LookAround(inner, fancy_regex::LookAround::LookAheadNeg) if is_delegate(inner, r"\S"))
+        }
+        _ => false,
+    }
+}
+
+/// `\s` or `\s+`.
+fn is_ws_or_ws_plus(e: &Expr) -> bool {
+    is_delegate(e, r"\s")
+        || matches!(e, Expr::Repeat { child, lo: 1, hi: INF, greedy: true } if is_delegate(child, r"\s"))
+}
+
+fn ws_plus() -> Expr {
+    Expr::Repeat {
+        child: Box::new(Expr::Delegate {
+            inner: r"\s".to_string(),
+            casei: false,
+        }),
+        lo: 1,
+        hi: INF,
+        greedy: true,
+    }
+}
+
+/// Rule 1 on one top-level alternative; `None` if an atomic group stays.
+fn unwrap_possessives(alt: Expr) -> Option<Expr> {
+    let mut elems = match alt {
+        Expr::Concat(v) => v,
+        e => vec![e],
+    };
+    for k in (0..elems.len()).rev() {
+        if let Expr::AtomicGroup(inner) = &elems[k] {
+            let rest = &elems[k + 1..];
+            let ok = rest.is_empty()
+                || rest
+                    .iter()
+                    .all(|e| matches!(e, Expr::Repeat { lo: 0, .. } | Expr::Empty))
+                || match greedy_class_repeat(inner) {
+                    Some(c) => match &rest[0] {
+                        Expr::Assertion(fancy_regex::Assertion::EndText) => true,
+                        next => first_char_class(next).is_some_and(|d| disjoint(&c, &d)),
+                    },
+                    None => false,
+                };
+            if !ok {
+                return None;
+            }
+            let inner = match std::mem::replace(&mut elems[k], Expr::Empty) {
+                Expr::AtomicGroup(inner) => *inner,
+                _ => unreachable!(),
+            };
+            elems[k] = inner;
+        }
+    }
+    Some(if elems.len() == 1 {
+        elems.pop().unwrap_or(Expr::Empty)
+    } else {
+        Expr::Concat(elems)
+    })
+}
+
+/// The class C of `C{lo,hi}` (greedy), C a one-char class.
+fn greedy_class_repeat(e: &Expr) -> Option<ClassUnicode> {
+    match e {
+        Expr::Repeat {
+            child,
+            greedy: true,
+            ..
+        } => one_char_class(child),
+        _ => None,
+    }
+}
+
+/// The class D such that a match of `e` must start by consuming a D char.
+fn first_char_class(e: &Expr) -> Option<ClassUnicode> {
+    match e {
+        Expr::Repeat { child, lo, .. } if *lo >= 1 => one_char_class(child),
+        Expr::AtomicGroup(inner) => first_char_class(inner),
+        e => one_char_class(e),
+    }
+}
+
+/// The chars `e` matches, when `e` always matches exactly one char.
+fn one_char_class(e: &Expr) -> Option<ClassUnicode> {
+    let (src, casei) = match e {
+        Expr::Delegate { inner, casei } => (inner.clone(), *casei),
+        Expr::Literal { val, casei } if val.chars().count() == 1 => {
+            (regex_syntax::escape(val), *casei)
+        }
+        _ => return None,
+    };
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(true)
+        .utf8(true)
+        .case_insensitive(casei)
+        .build()
+        .parse(&src)
+        .ok()?;
+    match hir.kind() {
+        HirKind::Class(Class::Unicode(c)) => Some(c.clone()),
+        HirKind::Literal(lit) => {
+            let s = std::str::from_utf8(&lit.0).ok()?;
+            let mut cs = s.chars();
+            let c = cs.next()?;
+            if cs.next().is_some() {
+                return None;
+            }
+            Some(ClassUnicode::new([ClassUnicodeRange::new(c, c)]))
+        }
+        _ => None,
+    }
+}
+
+fn disjoint(a: &ClassUnicode, b: &ClassUnicode) -> bool {
+    let mut x = a.clone();
+    x.intersect(b);
+    x.ranges().is_empty()
+}
+
+/// Only constructs regex-automata has and `Expr::to_str` renders.
+fn is_easy(e: &Expr) -> bool {
+    use fancy_regex::Assertion as A;
+    match e {
+        Expr::Empty | Expr::Any { .. } | Expr::Literal { .. } | Expr::Delegate { .. } => true,
+        Expr::Assertion(a) => matches!(
+            a,
+            A::StartText
+                | A::EndText
+                | A::StartLine { .. }
+                | A::EndLine { .. }
+                | A::WordBoundary
+                | A::NotWordBoundary
+        ),
+        Expr::Concat(v) | Expr::Alt(v) => v.iter().all(is_easy),
+        Expr::Group(child) => is_easy(child),
+        Expr::Repeat { child, .. } => is_easy(child),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_patterns_take_the_general_path() {
+        let yes = [
+            // GPT-2 as published (no possessives).
+            r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+            // Llama 3.
+            r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+            super::super::R50K_PATTERN,
+            super::super::CL100K_PATTERN,
+            super::super::O200K_PATTERN,
+            r"\w+|\s+",
+        ];
+        for p in yes {
+            assert!(General::new(p).is_some(), "{p}");
+        }
+        let no = [
+            r"\s+(?!\S)",       // nothing after the idiom
+            r"\s+(?!\S)|x",     // not followed by \s or \s+
+            r"a(?=b)",          // look-ahead elsewhere
+            r"(a)\1",           // backreference
+            r"\p{L}++\p{Ll}",   // possessive not provably greedy
+            r"(?>a|ab)c",       // atomic alternation
+            r"[a-z]++[a-z0-9]", // classes overlap
+        ];
+        for p in no {
+            assert!(General::new(p).is_none(), "{p}");
+        }
+    }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs what the tests need, builds and installs
+# ferrotok as a wheel, then runs the Rust tests, the linters and pytest.
+#
+# Data: the official BPE files come from $FERROTOK_DATA_DIR, else ../shared/encodings beside the
+# project; the corpus from $FERROTOK_CORPUS_DIR, else ../shared/corpus.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+if [ -z "${FERROTOK_DATA_DIR:-}" ] && [ -d ../shared/encodings ]; then
+  FERROTOK_DATA_DIR=$(cd ../shared/encodings && pwd)
+  export FERROTOK_DATA_DIR
+fi
+if [ -z "${FERROTOK_CORPUS_DIR:-}" ] && [ -d ../shared/corpus ]; then
+  FERROTOK_CORPUS_DIR=$(cd ../shared/corpus && pwd)
+  export FERROTOK_CORPUS_DIR
+fi
+
+echo "== installing test dependencies"
+"$PY" -m pip install -q "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "numpy>=1.21" \
+  "tiktoken==0.14.0" "rustbpe==0.1.0" ruff
+# torch is several GB: install it only when it is missing.
+"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch
+"$PY" -c "import transformers" 2>/dev/null || "$PY" -m pip install -q transformers
+
+echo "== rust: fmt, clippy, tests"
+cargo fmt --all -- --check
+cargo clippy --all-features --all-targets -- -D warnings
+cargo test --workspace --release
+
+echo "== building and installing the wheel"
+"$PY" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
+
+echo "== python: ruff, pytest"
+"$PY" -m ruff check python tests benches
+# Run from outside the source tree so the installed wheel (not python/) is what is tested.
+"$PY" -m pytest -q "$@"

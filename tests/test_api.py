@@ -1,0 +1,254 @@
+"""tiktoken's API, behaviour by behaviour: errors (type and meaning), round trips, offsets,
+unstable completions, pickling, threads, and the private attributes real code reads."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+
+import ferrotok
+import pytest
+import tiktoken
+from conftest import ENCODING_NAMES, pair
+
+
+def test_module_api_matches_tiktoken() -> None:
+    assert ferrotok.list_encoding_names() == tiktoken.list_encoding_names()
+    for name in ["get_encoding", "list_encoding_names", "encoding_for_model",
+                 "encoding_name_for_model", "Encoding"]:
+        assert hasattr(ferrotok, name), name
+
+
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_attributes(name: str) -> None:
+    ours, theirs = pair(name)
+    assert ours.name == theirs.name
+    assert repr(ours) == repr(theirs)
+    assert ours.n_vocab == theirs.n_vocab
+    assert ours.max_token_value == theirs.max_token_value
+    assert ours.eot_token == theirs.eot_token
+    assert ours.special_tokens_set == theirs.special_tokens_set
+    assert ours._pat_str == theirs._pat_str
+    assert ours._special_tokens == theirs._special_tokens
+    assert ours._mergeable_ranks == theirs._mergeable_ranks
+    for t in (0, 100, ours.eot_token, ours.max_token_value):
+        assert ours.is_special_token(t) == theirs.is_special_token(t)
+
+
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_every_token_round_trips(name: str) -> None:
+    ours, theirs = pair(name)
+    ids = sorted(set(ours._mergeable_ranks.values()) | set(ours._special_tokens.values()))
+    assert [ours.decode_single_token_bytes(t) for t in ids] == [
+        theirs.decode_single_token_bytes(t) for t in ids
+    ]
+    for t in ids:
+        assert ours.encode_single_token(ours.decode_single_token_bytes(t)) == t
+    assert ours.token_byte_values() == theirs.token_byte_values()
+    assert ours.decode_bytes(ids) == theirs.decode_bytes(ids)
+    assert ours.decode_tokens_bytes(ids[:1000]) == theirs.decode_tokens_bytes(ids[:1000])
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_harmony"])
+def test_errors_match_tiktoken(name: str) -> None:
+    ours, theirs = pair(name)
+    special = sorted(ours.special_tokens_set)[0]
+    text = f"hello {special} world"
+    with pytest.raises(ValueError) as a:
+        ours.encode(text)
+    with pytest.raises(ValueError) as b:
+        theirs.encode(text)
+    assert str(a.value) == str(b.value)
+    assert repr(special) in str(a.value) and "allowed_special" in str(a.value)
+    with pytest.raises(ValueError):
+        ours.encode(text, allowed_special=set(), disallowed_special={special})
+    with pytest.raises(ValueError):
+        ours.encode_to_numpy(text)
+    with pytest.raises(ValueError):
+        ours.encode_batch(["fine", text])
+    with pytest.raises(ValueError):
+        ours.encode_with_unstable(text)
+    for bad in (ours.max_token_value + 1, 2**31):
+        with pytest.raises(KeyError):
+            ours.decode_single_token_bytes(bad)
+        with pytest.raises(KeyError):
+            theirs.decode_single_token_bytes(bad)
+        with pytest.raises(KeyError):
+            ours.decode([1, bad])
+        with pytest.raises(KeyError):
+            ours.decode_bytes([bad])
+    with pytest.raises(KeyError):
+        ours.encode_single_token("definitely not one token at all")
+    with pytest.raises(KeyError):
+        theirs.encode_single_token("definitely not one token at all")
+    with pytest.raises(TypeError):
+        ours.encode(b"bytes are not str")  # type: ignore[arg-type]
+    with pytest.raises((TypeError, OverflowError)):
+        ours.decode([-1])
+    with pytest.raises(ValueError):
+        ferrotok.get_encoding("no_such_encoding")
+    with pytest.raises(ValueError):
+        ferrotok.get_encoding(42)  # type: ignore[arg-type]
+
+
+def test_disallowed_special_options() -> None:
+    ours, theirs = pair("cl100k_base")
+    text = "<|endoftext|> and <|fim_prefix|>"
+    cases = [
+        {"allowed_special": "all"},
+        {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()},
+        {"allowed_special": {"<|endoftext|>", "<|fim_prefix|>"}},
+        {"disallowed_special": ()},
+        {"allowed_special": {"not a special token"}, "disallowed_special": ()},
+    ]
+    for kw in cases:
+        assert ours.encode(text, **kw) == theirs.encode(text, **kw), kw
+        assert ours.encode_to_numpy(text, **kw).tolist() == theirs.encode(text, **kw)
+    for kw in [{"allowed_special": {"<|endoftext|>"}}, {"disallowed_special": {"<|fim_prefix|>"}}]:
+        with pytest.raises(ValueError):
+            ours.encode(text, **kw)
+        with pytest.raises(ValueError):
+            theirs.encode(text, **kw)
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
+def test_decode_with_offsets(name: str) -> None:
+    ours, theirs = pair(name)
+    texts = ["hello world", "我非常渴望与人工智能一起工作", "naïve café 🙂 x", "\u0915\u093f a"]
+    for text in texts:
+        ids = theirs.encode(text)
+        assert ours.decode_with_offsets(ids) == theirs.decode_with_offsets(ids)
+    broken = [ours.encode_single_token(b"\xf0")]  # a lone lead byte
+    with pytest.raises(UnicodeDecodeError):
+        ours.decode_with_offsets(broken)
+    assert ours.decode(broken) == theirs.decode(broken)
+    assert ours.decode(broken, errors="ignore") == theirs.decode(broken, errors="ignore")
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_encode_with_unstable(name: str) -> None:
+    ours, theirs = pair(name)
+    for text in ["hello fanta", "hello wor", "the  ", "x\n", "abc 12", "déj", "<|endoftext|>"]:
+        a_stable, a_comp = ours.encode_with_unstable(text, allowed_special="all")
+        b_stable, b_comp = theirs.encode_with_unstable(text, allowed_special="all")
+        assert a_stable == b_stable, text
+        assert {tuple(c) for c in a_comp} == {tuple(c) for c in b_comp}, text
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "gpt2"])
+def test_encode_bytes_round_trips_any_bytes(name: str) -> None:
+    ours, theirs = pair(name)
+    for b in [b"caf\xc3", b"\xff\xfe", b"ok \xe2\x82", b"\x80abc", b"", b"a b\xf0\x9f\x99"]:
+        ids = ours.encode_bytes(b)
+        assert ids == theirs._encode_bytes(b)
+        assert ours._encode_bytes(b) == ids
+        assert ours.decode_bytes(ids) == b
+
+
+def test_single_piece_and_private_api() -> None:
+    ours, theirs = pair("cl100k_base")
+    for t in ["helloqqqq", "  !", "a" * 500]:
+        assert ours._encode_single_piece(t) == theirs._encode_single_piece(t)
+
+
+def test_pickling() -> None:
+    ours, _ = pair("cl100k_base")
+    clone = pickle.loads(pickle.dumps(ours))
+    assert clone is not ours and clone.encode("hello world") == ours.encode("hello world")
+    # Registered encodings travel by name, custom ones by value.
+    assert len(pickle.dumps(ours)) < 200
+    custom = ferrotok.Encoding(
+        "custom",
+        pat_str=ours._pat_str,
+        mergeable_ranks=dict(list(ours._mergeable_ranks.items())[:1000]),
+        special_tokens={"<|x|>": 1000},
+    )
+    clone = pickle.loads(pickle.dumps(custom))
+    assert clone.name == "custom"
+    assert clone.encode("the <|x|>", allowed_special="all") == custom.encode(
+        "the <|x|>", allowed_special="all"
+    )
+
+
+def test_custom_encoding_like_tiktoken() -> None:
+    _, theirs = pair("cl100k_base")
+    kwargs = {
+        "name": "cl100k_im",
+        "pat_str": theirs._pat_str,
+        "mergeable_ranks": theirs._mergeable_ranks,
+        "special_tokens": {**theirs._special_tokens, "<|im_start|>": 100264, "<|im_end|>": 100265},
+    }
+    ours_c = ferrotok.Encoding(**kwargs)
+    theirs_c = tiktoken.Encoding(**kwargs)
+    text = "<|im_start|>user\nhi there<|im_end|>"
+    assert ours_c.encode(text, allowed_special="all") == theirs_c.encode(
+        text, allowed_special="all"
+    )
+    with pytest.raises(AssertionError):
+        ferrotok.Encoding(**kwargs, explicit_n_vocab=5)
+    with pytest.raises(ValueError, match="pattern"):
+        ferrotok.Encoding("bad", pat_str="(unclosed", mergeable_ranks={b"a": 0},
+                          special_tokens={})
+
+
+def test_shared_across_threads() -> None:
+    ours, theirs = pair("o200k_base")
+    texts = [f"thread text {i} " * (i + 1) for i in range(64)]
+    expected = [theirs.encode(t) for t in texts]
+    results: dict[int, list[list[int]]] = {}
+
+    def work(k: int) -> None:
+        results[k] = [ours.encode(t) for t in texts]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r == expected for r in results.values()) and len(results) == 8
+    assert ours.encode_batch(texts, num_threads=4) == expected
+    assert ours.encode_ordinary_batch(texts, num_threads=1) == expected
+    assert ours.decode_batch(expected) == texts
+    assert ours.decode_bytes_batch(expected) == [t.encode() for t in texts]
+
+
+def test_ferrotok_extensions_agree_with_encode() -> None:
+    ours, _ = pair("o200k_base")
+    texts = ["hello world", "", "<|endoftext|> x", "naïve café 🙂" * 50, "a" * 5000]
+    kw = {"allowed_special": "all"}
+    expected = [ours.encode(t, **kw) for t in texts]
+    assert ours.count_batch(texts, **kw) == [len(e) for e in expected]
+    assert [ours.count(t, **kw) for t in texts] == [len(e) for e in expected]
+    ids, offsets = ours.encode_batch_to_numpy(texts, **kw)
+    assert offsets.tolist()[0] == 0 and len(offsets) == len(texts) + 1
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+    ids, offsets = ours.encode_ordinary_batch_to_numpy(texts, num_threads=1)
+    assert ids.tolist() == [i for t in texts for i in ours.encode_ordinary(t)]
+    with pytest.raises(ValueError):
+        ours.count("<|endoftext|>")
+    with pytest.raises(ValueError):
+        ours.encode_batch_to_numpy(["<|endoftext|>"])
+
+
+def test_registered_encodings_build_ranks_lazily_and_equal_the_file() -> None:
+    for name in ["r50k_base", "cl100k_base"]:
+        ours, theirs = pair(name)
+        assert ours._mergeable_ranks == theirs._mergeable_ranks
+        assert list(ours._mergeable_ranks.values())[:5] == [0, 1, 2, 3, 4]
+
+
+def test_special_tokens_with_huge_ids_like_tiktoken() -> None:
+    _, theirs = pair("r50k_base")
+    kwargs = {
+        "name": "far",
+        "pat_str": theirs._pat_str,
+        "mergeable_ranks": theirs._mergeable_ranks,
+        "special_tokens": {"<|far|>": 3_000_000_000, "<|endoftext|>": 50256},
+    }
+    ours_far, theirs_far = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
+    text = "a<|far|>b<|endoftext|>"
+    ids = ours_far.encode(text, allowed_special="all")
+    assert ids == theirs_far.encode(text, allowed_special="all")
+    assert ours_far.decode(ids) == text
+    assert ours_far.n_vocab == theirs_far.n_vocab
+    assert ours_far.decode_single_token_bytes(3_000_000_000) == b"<|far|>"

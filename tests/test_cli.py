@@ -1,0 +1,501 @@
+"""The `ferrotok` command line: in-process through `main([...])`, and once as a real process.
+
+Ids are checked against both `ferrotok.get_encoding(...).encode` and tiktoken; user mistakes
+must give exit status 2 and one message on stderr, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import ferrotok
+import numpy as np
+import pytest
+from conftest import ENCODINGS_DIR, pair
+from ferrotok import cli, load, registry
+
+TEXT = "Hello, wörld! 你好 😀\n\tindented  code()\n"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def set_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+
+def assert_user_error(status: int, err: str, *fragments: str) -> None:
+    assert status == 2, err
+    assert err.startswith("ferrotok: error: ") or err.startswith("usage: "), err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+@pytest.fixture
+def text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "text.txt"
+    path.write_bytes(TEXT.encode())
+    return path
+
+
+# ====================
+# encode
+# ====================
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base", "gpt2"])
+def test_encode_argument(capsys: pytest.CaptureFixture[str], encoding: str) -> None:
+    ours, theirs = pair(encoding)
+    status, out, err = run(capsys, "encode", "--encoding", encoding, TEXT)
+    assert (status, err) == (0, "")
+    ids = [int(i) for i in out.split()]
+    assert ids == ours.encode(TEXT) == theirs.encode(TEXT)
+    assert out.endswith("\n") and len(out.splitlines()) == 1
+
+
+def test_encode_default_encoding_is_cl100k(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "encode", "hello world") == (0, "15339 1917\n", "")
+
+
+def test_encode_file_json(capsys: pytest.CaptureFixture[str], text_file: Path) -> None:
+    status, out, _ = run(capsys, "encode", "--file", str(text_file), "--format", "json")
+    assert status == 0
+    assert json.loads(out) == pair("cl100k_base")[1].encode(TEXT)
+
+
+def test_encode_stdin_keeps_bytes_exactly(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "line one\r\nline two\n\n"  # no newline translation, trailing newlines kept
+    set_stdin(monkeypatch, text.encode())
+    status, out, _ = run(capsys, "encode", "-m", "gpt-4o")
+    assert status == 0
+    assert [int(i) for i in out.split()] == pair("o200k_base")[1].encode(text)
+
+
+def test_encode_npy_to_file_and_stdout(
+    capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path
+) -> None:
+    expected = ferrotok.get_encoding("cl100k_base").encode(TEXT)
+    path = tmp_path / "ids.npy"
+    assert cli.main(["encode", "--format", "npy", "-o", str(path), TEXT]) == 0
+    array = np.load(path)
+    assert array.dtype == np.uint32 and array.tolist() == expected
+    capsysbinary.readouterr()
+    assert cli.main(["encode", "--format", "npy", TEXT]) == 0
+    out = capsysbinary.readouterr().out
+    assert out == path.read_bytes()
+    assert np.load(io.BytesIO(out)).tolist() == expected
+
+
+def test_encode_empty_npy(tmp_path: Path) -> None:
+    path = tmp_path / "ids.npy"
+    assert cli.main(["encode", "--format", "npy", "-o", str(path), ""]) == 0
+    array = np.load(path)
+    assert array.dtype == np.uint32 and array.shape == (0,)
+
+
+def test_encode_special_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "a<|endoftext|>b"
+    status, out, err = run(capsys, "encode", text)
+    assert_user_error(status, err, "'<|endoftext|>'", "--allow-special")
+    assert out == ""
+    status, out, _ = run(capsys, "encode", "--allow-special", text)
+    assert status == 0
+    ids = [int(i) for i in out.split()]
+    assert ids == pair("cl100k_base")[1].encode(text, allowed_special="all")
+    assert 100257 in ids
+
+
+# ====================
+# decode
+# ====================
+
+
+def test_decode_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    ids = ferrotok.get_encoding("cl100k_base").encode(TEXT)
+    status, out, err = run(capsys, "decode", *map(str, ids))
+    assert (status, out, err) == (0, TEXT, "")
+
+
+def test_decode_stdin_whitespace_and_json(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours, theirs = pair("o200k_base")
+    ids = theirs.encode(TEXT)
+    set_stdin(monkeypatch, ("\n".join(map(str, ids)) + "\n").encode())
+    assert run(capsys, "decode", "-e", "o200k_base") == (0, TEXT, "")
+    set_stdin(monkeypatch, json.dumps(ids).encode())
+    assert run(capsys, "decode", "-e", "o200k_base") == (0, TEXT, "")
+
+
+def test_decode_file_formats(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    ids = ferrotok.get_encoding("cl100k_base").encode(TEXT)
+    (tmp_path / "ids.txt").write_text(", ".join(map(str, ids)))
+    assert run(capsys, "decode", "-f", str(tmp_path / "ids.txt")) == (0, TEXT, "")
+    np.save(tmp_path / "ids.npy", np.array(ids, dtype=np.uint32))
+    assert run(capsys, "decode", "-f", str(tmp_path / "ids.npy")) == (0, TEXT, "")
+    np.save(tmp_path / "big.npy", np.array(ids, dtype=">i8"))  # other widths and byte order
+    assert run(capsys, "decode", "-f", str(tmp_path / "big.npy")) == (0, TEXT, "")
+
+
+def test_decode_bad_npy(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    np.save(tmp_path / "floats.npy", np.array([1.5, 2.0]))
+    status, _, err = run(capsys, "decode", "-f", str(tmp_path / "floats.npy"))
+    assert_user_error(status, err, "floats.npy: not a 1-D integer .npy array", "'<f8'")
+    np.save(tmp_path / "neg.npy", np.array([5, -1], dtype=np.int32))
+    status, _, err = run(capsys, "decode", "-f", str(tmp_path / "neg.npy"))
+    assert_user_error(status, err, "neg.npy: -1 is not a token id")
+    good = (tmp_path / "floats.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(good[:-3])
+    status, _, err = run(capsys, "decode", "-f", str(tmp_path / "cut.npy"))
+    assert_user_error(status, err, "cut.npy: not a 1-D integer .npy array")
+
+
+def test_encode_decode_round_trip_through_files(
+    capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, text_file: Path
+) -> None:
+    for fmt in ["list", "json", "npy"]:
+        out = tmp_path / f"ids.{fmt}"
+        assert cli.main(["encode", "-f", str(text_file), "--format", fmt, "-o", str(out)]) == 0
+        capsysbinary.readouterr()
+        assert cli.main(["decode", "-f", str(out)]) == 0
+        assert capsysbinary.readouterr().out == text_file.read_bytes()
+
+
+def test_decode_writes_exact_bytes(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    enc = ferrotok.get_encoding("cl100k_base")
+    first = enc.encode("😀")[:1]  # part of a character: not valid UTF-8 on its own
+    assert cli.main(["decode", *map(str, first)]) == 0
+    assert capsysbinary.readouterr().out == enc.decode_bytes(first)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["abc"], "'abc' is not a token id"),
+        (["1", "-5"], "'-5' is not a token id"),
+        (["1.5"], "'1.5' is not a token id"),
+        (["100261"], "token id 100261 is not in cl100k_base's vocabulary"),
+        (["99999999999"], "token id 99999999999 is out of range for cl100k_base"),
+    ],
+)
+def test_decode_bad_ids(capsys: pytest.CaptureFixture[str], args: list[str], fragment: str) -> None:
+    status, out, err = run(capsys, "decode", *args)
+    assert_user_error(status, err, fragment)
+    assert out == ""
+
+
+def test_decode_bad_json(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for data, fragment in [
+        (b"[1, 2", "not a JSON list"),
+        (b'[1, "x"]', "'x' is not a token id"),
+        (b"[1, true]", "True is not a token id"),
+    ]:
+        set_stdin(monkeypatch, data)
+        status, _, err = run(capsys, "decode")
+        assert_user_error(status, err, "<stdin>", fragment)
+
+
+# ====================
+# count
+# ====================
+
+
+def test_count_like_wc(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    theirs = pair("cl100k_base")[1]
+    texts = {"a.txt": TEXT * 20, "b.txt": "short", "c.txt": ""}
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    paths = [str(tmp_path / name) for name in texts]
+    status, out, err = run(capsys, "count", *paths)
+    assert (status, err) == (0, "")
+    counts = [len(theirs.encode(t)) for t in texts.values()]
+    rows = [line.split(maxsplit=1) for line in out.splitlines()]
+    assert rows == [[str(n), p] for n, p in zip(counts, paths)] + [[str(sum(counts)), "total"]]
+    widths = {len(line) - len(line.lstrip()) + len(line.split()[0]) for line in out.splitlines()}
+    assert len(widths) == 1  # right-aligned counts, as wc does
+    # One file: no total line.
+    assert run(capsys, "count", paths[1]) == (0, f"{counts[1]} {paths[1]}\n", "")
+
+
+def test_count_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    set_stdin(monkeypatch, TEXT.encode())
+    expected = len(pair("o200k_base")[1].encode(TEXT))
+    assert run(capsys, "count", "--encoding", "o200k_base") == (0, f"{expected}\n", "")
+
+
+def test_count_reports_bad_files_and_counts_the_rest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text("hello world")
+    missing = tmp_path / "missing.txt"
+    status, out, err = run(capsys, "count", str(missing), str(good))
+    assert_user_error(status, err, f"{missing}: no such file")
+    assert out == f"2 {good}\n2 total\n"
+
+
+def test_count_special_tokens(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "doc.txt"
+    path.write_text("one<|endoftext|>two")
+    status, _, err = run(capsys, "count", str(path))
+    assert_user_error(status, err, "'<|endoftext|>'", "--allow-special")
+    assert run(capsys, "count", "--allow-special", str(path)) == (0, f"3 {path}\n", "")
+
+
+# ====================
+# show
+# ====================
+
+
+def test_show_plain_marks_every_boundary(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "Hello world, this is a test.\nSecond line"
+    tokens = pair("cl100k_base")[1].decode_tokens_bytes(pair("cl100k_base")[1].encode(text))
+    status, out, err = run(capsys, "show", "--no-color", text)
+    assert (status, err) == (0, "")
+    assert "\x1b" not in out
+    assert out == "|".join(t.decode().replace("\n", "\\n\n") for t in tokens) + "\n"
+    assert out.count("|") == len(tokens) - 1
+
+
+def test_show_plain_is_the_default_when_not_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "show", "hello world")
+    assert (status, out) == (0, "hello| world\n")
+
+
+def test_show_plain_escapes_what_would_be_ambiguous_or_invisible(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, _ = run(capsys, "show", "--no-color", "a|b\\c\x1b[2J\r\n")
+    assert status == 0
+    assert "\x1b" not in out and "\r" not in out  # no raw control characters reach a terminal
+    assert "\\|" in out and "\\\\" in out and "\\x1b" in out and "\\r" in out
+
+
+def test_show_partial_characters_as_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    enc = ferrotok.get_encoding("cl100k_base")
+    tokens = enc.decode_tokens_bytes(enc.encode("😀"))
+    assert len(tokens) > 1  # the emoji is split between tokens
+    status, out, _ = run(capsys, "show", "--no-color", "😀")
+    assert status == 0
+    expected = "|".join("".join(f"\\x{b:02x}" for b in t) for t in tokens) + "\n"
+    assert out == expected
+
+
+def test_show_color(capsys: pytest.CaptureFixture[str]) -> None:
+    text = "Hello world, again\nand again"
+    enc = ferrotok.get_encoding("cl100k_base")
+    status, out, _ = run(capsys, "show", "--color", "always", text)
+    assert status == 0
+    backgrounds = re.findall(r"\x1b\[48;5;(\d+)m", out)
+    assert len(backgrounds) >= len(enc.encode(text))
+    assert len(set(backgrounds)) > 1  # alternating colours
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    assert plain == text.replace("\n", "\\n\n") + "\n"
+    # The colour is reset before each line break (no colour bleeding to the line's end).
+    assert all(line.endswith("\x1b[0m") for line in out.splitlines())
+
+
+def test_show_ids(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "show", "--ids", "hello world\n")
+    assert status == 0
+    assert [line.split(maxsplit=1) for line in out.splitlines()] == [
+        ["15339", "hello"],
+        ["1917", "world"],  # the leading space is kept, split() drops it here
+        ["198", "\\n"],
+    ]
+    assert out.splitlines()[1] == " 1917   world"
+
+
+# ====================
+# Errors: exit status 2, a message, no traceback
+# ====================
+
+
+def test_unknown_encoding(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "encode", "--encoding", "nope_base", "x")
+    assert_user_error(status, err, "unknown encoding 'nope_base'", "cl100k_base", "o200k_base")
+
+
+def test_unknown_model(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "count", "--model", "llama-3")
+    assert_user_error(status, err, "unknown model 'llama-3'")
+
+
+@pytest.mark.parametrize("command", ["encode", "show", "count"])
+def test_file_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
+    flag = [] if command == "count" else ["--file"]
+    status, _, err = run(capsys, command, *flag, str(tmp_path / "missing.txt"))
+    assert_user_error(status, err, "missing.txt: no such file")
+    status, _, err = run(capsys, command, *flag, str(tmp_path))
+    assert_user_error(status, err, f"{tmp_path}: is a directory")
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("café".encode("latin-1"))
+    status, _, err = run(capsys, command, *flag, str(latin1))
+    assert_user_error(status, err, f"{latin1}: not UTF-8", "0xe9", "offset 3")
+
+
+def test_unreadable_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "secret.txt"
+    path.write_text("x")
+
+    def denied(file: str, mode: str = "r") -> io.BufferedReader:
+        raise PermissionError(13, "Permission denied", file)
+
+    # chmod 0 would not stop root, so the permission error is simulated.
+    monkeypatch.setattr(cli, "open", denied, raising=False)
+    status, _, err = run(capsys, "encode", "-f", str(path))
+    assert_user_error(status, err, "secret.txt: cannot read (Permission denied)")
+
+
+def test_text_and_file_together(capsys: pytest.CaptureFixture[str], text_file: Path) -> None:
+    status, _, err = run(capsys, "encode", "hi", "--file", str(text_file))
+    assert_user_error(status, err, "not both")
+
+
+def test_text_argument_that_is_not_utf8(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "encode", "caf\udce9")  # how Python passes argv byte 0xe9
+    assert_user_error(status, err, "not valid UTF-8")
+
+
+def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys)
+    assert_user_error(status, err, "required: COMMAND")
+    status, _, err = run(capsys, "encode", "--format", "xml", "x")
+    assert_user_error(status, err, "invalid choice: 'xml'")
+    status, out, _ = run(capsys, "--help")
+    assert status == 0 and "encode" in out and "FERROTOK_DATA_DIR" in out
+    status, out, _ = run(capsys, "--version")
+    assert (status, out) == (0, f"ferrotok {ferrotok.__version__}\n")
+
+
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No encoding loaded yet, no local files, and downloads fail like a machine offline."""
+    monkeypatch.setattr(registry, "ENCODINGS", {})
+    (tmp_path / "data").mkdir()
+    (tmp_path / "cache").mkdir()
+    monkeypatch.setenv("FERROTOK_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+
+    def no_network(url: str) -> bytes:
+        raise load.DownloadError(f"could not download {url}: [Errno -3] name resolution failed")
+
+    monkeypatch.setattr(load, "_download", no_network)
+
+
+@pytest.mark.usefixtures("offline")
+def test_missing_encoding_files_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "encode", "-e", "r50k_base", "hello")
+    assert_user_error(status, err, "could not load encoding 'r50k_base'", "FERROTOK_DATA_DIR")
+    assert "r50k_base.tiktoken" in err and out == ""
+
+
+@pytest.mark.usefixtures("offline")
+def test_corrupt_encoding_file(capsys: pytest.CaptureFixture[str]) -> None:
+    bad = Path(os.environ["FERROTOK_DATA_DIR"]) / "r50k_base.tiktoken"
+    bad.write_bytes(b"YQ== 0\n")
+    status, _, err = run(capsys, "count", "-e", "r50k_base")
+    assert_user_error(status, err, str(bad), "sha256")
+
+
+def test_encodings_command(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "encodings")
+    assert status == 0 and out.split() == ferrotok.list_encoding_names()
+
+
+# ====================
+# The parser: subcommands plug in
+# ====================
+
+
+def test_another_subcommand_plugs_in_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    def register_train(subparsers: argparse._SubParsersAction) -> None:
+        p = subparsers.add_parser("train", help="train a vocabulary")
+        p.add_argument("--vocab-size", type=int, required=True)
+        cli.add_encoding_arguments(p)
+
+        def run_train(args: argparse.Namespace) -> int:
+            if args.vocab_size < 256:
+                raise cli.CLIError("--vocab-size must be at least 256")
+            print(f"training {args.vocab_size}")
+            return 0
+
+        p.set_defaults(func=run_train)
+
+    parser = cli.build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert subparsers.dest == "command" and subparsers.required
+    register_train(subparsers)  # the one line
+    args = parser.parse_args(["train", "--vocab-size", "1000"])
+    assert args.command == "train" and args.func(args) == 0
+    assert capsys.readouterr().out == "training 1000\n"
+    with pytest.raises(cli.CLIError):
+        args.func(parser.parse_args(["train", "--vocab-size", "5"]))
+
+
+def test_every_subcommand_returns_an_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["encode", "x"], ["decode", "87"], ["show", "x"], ["encodings"]):
+        assert cli.main(argv) == 0
+    assert cli.main(["count", os.devnull]) == 0
+
+
+# ====================
+# A real process
+# ====================
+
+
+def _run_module(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    # The child imports the same ferrotok as this process (not whatever the install points at).
+    package_root = str(Path(ferrotok.__file__).resolve().parent.parent)
+    python_path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    env = {
+        **os.environ,
+        "FERROTOK_DATA_DIR": str(ENCODINGS_DIR),
+        "FERROTOK_OFFLINE": "1",  # never the network, even if something is missing
+        "PYTHONPATH": python_path,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "ferrotok", *argv],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_python_dash_m(tmp_path: Path) -> None:
+    ours, theirs = pair("cl100k_base")
+    done = _run_module("encode", TEXT)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert [int(i) for i in done.stdout.split()] == ours.encode(TEXT) == theirs.encode(TEXT)
+    # Piped through decode: the bytes come back exactly.
+    back = _run_module("decode", stdin=done.stdout)
+    assert (back.returncode, back.stdout) == (0, TEXT.encode())
+    # A user mistake: status 2, one message, no traceback.
+    bad = _run_module("count", str(tmp_path / "missing.txt"))
+    assert bad.returncode == 2 and bad.stdout == b""
+    assert bad.stderr.decode() == f"ferrotok: error: {tmp_path / 'missing.txt'}: no such file\n"
+
+
+def test_docstring_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    import doctest
+
+    result = doctest.testmod(cli, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0, capsys.readouterr().out

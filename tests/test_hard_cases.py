@@ -1,0 +1,106 @@
+"""The inputs tiktoken's own tests single out as hard: long runs of one character, trailing
+whitespace, CRLF mixes, surrogates, special tokens at the edges, and 1 MB single pieces."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import tiktoken
+from conftest import ENCODING_NAMES, pair
+
+RUN_CHARS = ["0", "a", " ", "\n", "'s", "^"]
+
+
+
+
+def reference(theirs: tiktoken.Encoding, text: str) -> list[int]:
+    """tiktoken's ids; where tiktoken's regex engine gives up (o200k on a million spaces:
+    "Max stack size exceeded for backtracking"), tiktoken's BPE on the pieces that the
+    `regex` module cuts with the same pattern."""
+    try:
+        return theirs.encode(text, disallowed_special=())
+    except ValueError as e:
+        assert "regex" in str(e).lower()
+        return theirs._encode_only_native_bpe(text)
+
+
+def assert_same(name: str, text: str) -> None:
+    ours, theirs = pair(name)
+    expected = reference(theirs, text)
+    assert ours.encode(text, disallowed_special=()) == expected, repr(text[:40])
+    assert ours.decode(expected) == text
+
+
+@pytest.mark.parametrize("n", [10_000, 1_000_000])
+@pytest.mark.parametrize("char", RUN_CHARS)
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
+def test_long_runs_of_one_character(name: str, char: str, n: int) -> None:
+    run = char * (n // len(char))
+    for text in (run, " " + run, run + "\n", " " + run + "\n"):
+        assert_same(name, text)
+
+
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_short_runs_and_mixes_on_every_encoding(name: str) -> None:
+    for char in RUN_CHARS:
+        for n in (1, 2, 3, 7, 64, 129, 1000):
+            assert_same(name, char * n)
+            assert_same(name, " " + char * n + "\n")
+    for text in [
+        "hello \r\n world\r\n\r\n",
+        "a\r\n\r\n\n\r b",
+        "\r\r\n\n\r",
+        "line  \n  \n\t\n",
+        "ends in spaces   ",
+        "ends in tab\t",
+        "ends in nbsp\u00a0",
+        "   ",
+        "\n",
+        "",
+        "x\u3000\u3000y",
+        "I'M HERE, you'RE there, they'Ll go, it's, its'",
+        "12345678901 1.5e10 3,14",
+    ]:
+        assert_same(name, text)
+
+
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_surrogates_are_treated_as_tiktoken_treats_them(name: str) -> None:
+    ours, theirs = pair(name)
+    for text in ["\ud83d", "a\ud83db", "\udc00\ud83d", "\ud83d\ude00", "x\ud800\udfffy"]:
+        assert ours.encode(text) == theirs.encode(text)
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+        assert ours.encode_batch([text]) == theirs.encode_batch([text])
+        assert ours.encode_ordinary_batch([text]) == theirs.encode_ordinary_batch([text])
+
+
+@pytest.mark.parametrize("name", ENCODING_NAMES)
+def test_every_special_token_at_start_and_end(name: str) -> None:
+    ours, theirs = pair(name)
+    for token in ours.special_tokens_set:
+        for text in (token + "hello", "hello" + token, token, token + " " + token, " " + token):
+            got = ours.encode(text, allowed_special="all")
+            assert got == theirs.encode(text, allowed_special="all")
+            # o200k_harmony gives one id to two texts; both decode it to the first.
+            assert ours.decode(got) == theirs.decode(got)
+
+
+def test_one_megabyte_pieces_finish() -> None:
+    """A 1 MB single piece must not hang (guarded by a generous subprocess timeout; the
+    speed itself is measured in benches/, never asserted here)."""
+    code = (
+        "import ferrotok, base64, random\n"
+        "enc = ferrotok.get_encoding('o200k_base')\n"
+        "r = random.Random(1)\n"
+        "b64 = base64.b64encode(bytes(r.getrandbits(8) for _ in range(786432))).decode()\n"
+        "for t in ['a' * 1_000_000, b64, '\u7684' * 333_333, ' ' * 1_000_000]:\n"
+        "    assert enc.decode(enc.encode_ordinary(t)) == t\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
