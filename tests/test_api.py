@@ -9,7 +9,7 @@ import threading
 import ferrotok
 import pytest
 import tiktoken
-from conftest import ENCODING_NAMES, pair
+from oracle import ENCODING_NAMES, pair
 
 
 def test_module_api_matches_tiktoken() -> None:

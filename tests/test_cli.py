@@ -17,8 +17,8 @@ from pathlib import Path
 import ferrotok
 import numpy as np
 import pytest
-from conftest import ENCODINGS_DIR, pair
 from ferrotok import cli, load, registry
+from oracle import ENCODINGS_DIR, pair
 
 TEXT = "Hello, wörld! 你好 😀\n\tindented  code()\n"
 

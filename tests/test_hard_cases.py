@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import tiktoken
-from conftest import ENCODING_NAMES, pair
+from oracle import ENCODING_NAMES, pair
 
 RUN_CHARS = ["0", "a", " ", "\n", "'s", "^"]
 

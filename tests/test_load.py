@@ -14,11 +14,11 @@ from pathlib import Path
 import ferrotok
 import pytest
 import tiktoken.load
-from conftest import ENCODINGS_DIR
 from ferrotok import load
 from ferrotok.load import DownloadError
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import ENCODINGS_DIR
 
 OFFICIAL_R50K = "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken"
 R50K_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"

@@ -6,10 +6,10 @@ import ferrotok
 import pytest
 import tiktoken
 import tiktoken.model
-from conftest import pair
 from ferrotok import model
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import pair
 
 ALL_NAMES = sorted(tiktoken.model.MODEL_TO_ENCODING)
 ALL_PREFIXES = list(tiktoken.model.MODEL_PREFIX_TO_ENCODING)

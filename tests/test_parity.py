@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CORPUS_DIR, ENCODING_NAMES, corpus_file, pair
+from oracle import CORPUS_DIR, ENCODING_NAMES, corpus_file, pair
 
 CORPORA = ["english.txt", "code.txt", "multilingual.txt"]
 ADVERSARIAL = sorted(p.name for p in (CORPUS_DIR / "adversarial").glob("*.txt"))

@@ -5,9 +5,9 @@ apostrophes, digit runs, CR/LF, Unicode whitespace, combining marks, case change
 
 from __future__ import annotations
 
-from conftest import pair
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracle import pair
 
 NAMES = ["gpt2", "p50k_edit", "cl100k_base", "o200k_base", "o200k_harmony"]
 
