@@ -9,6 +9,7 @@ The road a string takes: special-token check (here, in Python, so the error name
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Collection, Sequence
 from collections.abc import Set as AbstractSet
@@ -469,6 +470,21 @@ class Encoding:
 
     def _encode_bytes(self, text: bytes) -> list[int]:
         return self._core_bpe.encode_bytes(text)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the encoding to `path` (a standard `.tiktoken` ranks file, which tiktoken's
+        `load_tiktoken_bpe` reads) and `path + ".json"` (name, pattern, special tokens).
+        `ferrotok.load(path)` reads it back.
+
+        >>> import os, tempfile, ferrotok
+        >>> path = os.path.join(tempfile.mkdtemp(), "cl100k.tiktoken")
+        >>> ferrotok.get_encoding("cl100k_base").save(path)
+        >>> sorted(os.listdir(os.path.dirname(path)))
+        ['cl100k.tiktoken', 'cl100k.tiktoken.json']
+        """
+        from .persist import save
+
+        save(self, path)
 
     def __getstate__(self) -> object:
         from . import registry

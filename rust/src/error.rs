@@ -17,6 +17,12 @@ pub enum Error {
     UnknownBytes(Vec<u8>),
     /// BPE met a byte that is not in the vocabulary, so the piece cannot be encoded.
     MissingByte(u8),
+    /// A file could not be opened or read (the message names the file).
+    Io(String),
+    /// Input or arguments the caller must fix (non-UTF-8 file, bad vocabulary size, ...).
+    Input(String),
+    /// A progress hook asked to stop (Python: the exception the hook raised, e.g. Ctrl-C).
+    Interrupted,
 }
 
 impl fmt::Display for Error {
@@ -31,6 +37,9 @@ impl fmt::Display for Error {
                 f,
                 "byte 0x{b:02x} is not in the vocabulary, so the text cannot be encoded"
             ),
+            Error::Io(m) => write!(f, "{m}"),
+            Error::Input(m) => write!(f, "{m}"),
+            Error::Interrupted => write!(f, "interrupted"),
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod pretok;
 pub mod special;
 pub mod tiktoken_file;
 pub mod token_table;
+pub mod train;
 pub mod vocab;
 
 #[cfg(feature = "python")]

@@ -16,11 +16,14 @@ use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+mod train;
+
 impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
         match e {
             Error::UnknownToken(t) => PyKeyError::new_err(t),
             Error::UnknownBytes(b) => PyKeyError::new_err(PyBytesKey(b)),
+            Error::Io(m) => pyo3::exceptions::PyOSError::new_err(m),
             other => PyValueError::new_err(other.to_string()),
         }
     }
@@ -365,6 +368,7 @@ impl PyCoreBPE {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCoreBPE>()?;
+    train::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,198 @@
+"""`ferrotok train FILE... --vocab-size N [--pattern P] [--special TOKEN]... -o PATH`.
+
+`register(subparsers)` adds the subcommand to the `ferrotok` command's parser; `main(argv)`
+runs it on its own (`python -m ferrotok.cli_train FILE... --vocab-size N -o PATH`).
+User errors (missing or non-UTF-8 files, a bad pattern, a vocabulary too small) print one
+line on stderr and exit with status 2; Ctrl-C exits with status 130.
+
+Example::
+
+    $ ferrotok train corpus/*.txt --vocab-size 32768 --special '<|endoftext|>' -o my.tiktoken
+    pieces: 1,234,567 distinct, 9,876,543 total
+    merges: 32,511 in 3.2 s (counting 1.9 s, merging 1.3 s)
+    ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+from collections.abc import Sequence
+
+# Tokens per byte are measured on at most this much of the input.
+_MEASURE_BYTES = 64 << 20
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """Adds the `train` subcommand to `subparsers` and returns its parser."""
+    p = subparsers.add_parser(
+        "train",
+        help="train a byte-level BPE vocabulary on text files",
+        description=(
+            "Train a byte-level BPE vocabulary on UTF-8 text files (each file is one "
+            "document) and save it as PATH (a .tiktoken file) plus PATH.json."
+        ),
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
+    p.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        metavar="N",
+        help="vocabulary size: 256 bytes + merges + special tokens",
+    )
+    p.add_argument(
+        "--pattern",
+        default=None,
+        metavar="P",
+        help="pre-tokenization regex, or an encoding name (default: cl100k_base's)",
+    )
+    p.add_argument(
+        "--special",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="a special token (repeatable); gets an id after the merged tokens",
+    )
+    p.add_argument("--min-frequency", type=int, default=None, metavar="K")
+    p.add_argument("--max-token-length", type=int, default=None, metavar="BYTES")
+    p.add_argument("--name", default=None, help="encoding name (default: from PATH)")
+    p.add_argument("--threads", type=int, default=None, help="counting threads")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("-o", "--output", required=True, metavar="PATH", help="where to save")
+    p.set_defaults(func=run)
+    return p
+
+
+# The name `cli.py`'s comment suggests for subcommand registration.
+register_train = register
+
+
+def _fail(msg: str) -> int:
+    print(f"ferrotok train: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs `ferrotok train` with parsed arguments; returns the exit status."""
+    from .train import count_pieces, train_from_counts
+
+    out = os.fspath(args.output)
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir):
+        return _fail(f"cannot write {out}: directory {out_dir} does not exist")
+    name = args.name or os.path.splitext(os.path.basename(out))[0] or "trained"
+    paths = [pathlib.Path(f) for f in args.files]
+    try:
+        _check_args(args)
+        t0 = time.monotonic()
+        counts = count_pieces(
+            paths,
+            pattern=args.pattern,
+            special_tokens=args.special,
+            num_threads=args.threads,
+            progress=not args.no_progress,
+        )
+        t1 = time.monotonic()
+        enc = train_from_counts(
+            counts,
+            args.vocab_size,
+            min_frequency=args.min_frequency,
+            max_token_length=args.max_token_length,
+            name=name,
+            progress=not args.no_progress,
+        )
+        t2 = time.monotonic()
+        enc.save(out)
+    except KeyboardInterrupt:
+        print("ferrotok train: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, ValueError, TypeError) as e:
+        return _fail(str(e))
+    n_merges = enc.n_vocab - 256 - len(args.special)
+    print(f"pieces: {len(counts):,} distinct, {counts.total():,} total")
+    print(
+        f"merges: {n_merges:,} in {t2 - t0:.1f} s "
+        f"(counting {t1 - t0:.1f} s, merging {t2 - t1:.1f} s)"
+    )
+    if n_merges < args.vocab_size - 256 - len(args.special):
+        print(f"note: the corpus ran out of pairs before vocab size {args.vocab_size}")
+    tokens, nbytes, partial = _tokens_per_byte(enc, paths)
+    if nbytes:
+        where = f"first {nbytes / 1e6:.0f} MB of the input" if partial else "the input"
+        print(f"tokens per byte on {where}: {tokens / nbytes:.4f} ({tokens:,} tokens)")
+    print(f"saved: {out} and {out}.json (vocabulary {enc.n_vocab:,})")
+    return 0
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Checks that need no input, so they fail before any counting."""
+    from .train import _check_options, _check_specials, _check_vocab_size, resolve_pattern
+
+    specials = _check_specials(args.special)
+    _check_vocab_size(args.vocab_size, len(specials))
+    _check_options(args.min_frequency, args.max_token_length)
+    resolve_pattern(args.pattern)
+
+
+def _tokens_per_byte(enc: object, paths: Sequence[pathlib.Path]) -> tuple[int, int, bool]:
+    """Tokens and bytes of the input (up to `_MEASURE_BYTES`), encoded with `enc`.
+
+    Files are read and encoded 1 MB at a time, cut just after a newline that is followed
+    by a non-space character (a piece boundary for the OpenAI patterns), so memory stays
+    small and only token counts are kept.
+    """
+    tokens = nbytes = 0
+
+    def add(block: str) -> None:
+        nonlocal tokens, nbytes
+        # Special tokens in the text count as one token each, as in training.
+        tokens += len(enc.encode(block, allowed_special="all"))  # type: ignore[attr-defined]
+        nbytes += len(block.encode("utf-8"))
+
+    for p in paths:
+        with open(p, encoding="utf-8", errors="replace", newline="") as f:
+            carry = ""
+            while nbytes < _MEASURE_BYTES:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                text = carry + chunk
+                cut = _last_cut(text)
+                if cut <= 0:
+                    carry = text
+                    continue
+                add(text[:cut])
+                carry = text[cut:]
+            if carry and nbytes < _MEASURE_BYTES:
+                add(carry)
+        if nbytes >= _MEASURE_BYTES:
+            return tokens, nbytes, True
+    return tokens, nbytes, False
+
+
+def _last_cut(text: str) -> int:
+    """The position just after the last newline followed by a non-space character, or -1."""
+    i = text.rfind("\n")
+    while i >= 0 and (i + 1 >= len(text) or text[i + 1].isspace()):
+        i = text.rfind("\n", 0, i)
+    return i + 1 if i >= 0 else -1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m ferrotok.cli_train ...`: the `train` subcommand on its own."""
+    parser = argparse.ArgumentParser(prog="ferrotok")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "train":
+        argv.insert(0, "train")
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Saving and loading encodings: `Encoding.save(path)` and `ferrotok.load(path)`.
+
+The format is two files side by side:
+
+* `path` — the ranks, a standard `.tiktoken` file (`base64(token) rank` per line), which
+  tiktoken's own `tiktoken.load.load_tiktoken_bpe(path)` reads;
+* `path + ".json"` — everything else: `{"format": "ferrotok-encoding", "version": 1,
+  "name": ..., "pat_str": ..., "special_tokens": {text: id}, "n_vocab": ...,
+  "ranks_sha256": ...}`. The hash ties the sidecar to its ranks file, so a ranks file
+  replaced on its own is detected.
+
+>>> import os, tempfile, ferrotok
+>>> enc = ferrotok.train(["hello world"] * 3, 260, special_tokens=["<|end|>"], progress=False)
+>>> path = os.path.join(tempfile.mkdtemp(), "hello.tiktoken")
+>>> enc.save(path)
+>>> again = ferrotok.load(path)
+>>> again.encode("hello world<|end|>", allowed_special="all") == enc.encode(
+...     "hello world<|end|>", allowed_special="all")
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import types
+from typing import TYPE_CHECKING, Union
+
+from .load import _atomic_write, dump_tiktoken_bpe, parse_tiktoken_bpe
+
+if TYPE_CHECKING:
+    from .core import Encoding
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+FORMAT = "ferrotok-encoding"
+VERSION = 1
+
+
+def sidecar_path(path: StrPath) -> str:
+    """Where the metadata of the encoding saved at `path` lives."""
+    return os.fspath(path) + ".json"
+
+
+def save(enc: Encoding, path: StrPath) -> None:
+    """Writes `enc` as `path` (a `.tiktoken` ranks file) and `path + ".json"`."""
+    path = os.path.abspath(os.fspath(path))
+    dump_tiktoken_bpe(enc._mergeable_ranks, path)
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "name": enc.name,
+        "pat_str": enc._pat_str,
+        "special_tokens": enc._special_tokens,
+        "n_vocab": enc.n_vocab,
+        "ranks_sha256": digest,
+    }
+    data = json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
+    _atomic_write(sidecar_path(path), data)
+
+
+class _CallableModule(types.ModuleType):
+    """The class of the `ferrotok.load` module: still the module of file loading
+    (`ferrotok.load.load_tiktoken_bpe`, `from ferrotok import load`), and also callable, so
+    `ferrotok.load(path)` reads an encoding saved with `Encoding.save`."""
+
+    def __call__(
+        self,
+        path: StrPath,
+        *,
+        name: str | None = None,
+        pat_str: str | None = None,
+        special_tokens: dict[str, int] | None = None,
+    ) -> Encoding:
+        return load(path, name=name, pat_str=pat_str, special_tokens=special_tokens)
+
+
+def make_callable(module: types.ModuleType) -> None:
+    """Makes `module` (ferrotok's `load` module) callable as `load(path)` (Python allows
+    a module's class to be switched to a `ModuleType` subclass)."""
+    module.__class__ = _CallableModule
+
+
+def load(
+    path: StrPath,
+    *,
+    name: str | None = None,
+    pat_str: str | None = None,
+    special_tokens: dict[str, int] | None = None,
+) -> Encoding:
+    """Reads an encoding written by `Encoding.save`.
+
+    A plain `.tiktoken` file without a sidecar loads too when `pat_str` is given (and
+    `special_tokens`, if it has any); arguments given override the sidecar's values.
+    """
+    from .core import Encoding
+
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        contents = f.read()
+    meta: dict[str, object] = {}
+    side = sidecar_path(path)
+    if os.path.exists(side):
+        with open(side, "rb") as f:
+            try:
+                meta = json.loads(f.read().decode("utf-8"))
+            except ValueError as e:
+                raise ValueError(f"{side}: not valid JSON: {e}") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise ValueError(f"{side}: not a ferrotok encoding sidecar")
+        if meta.get("version") != VERSION:
+            raise ValueError(f"{side}: format version {meta.get('version')!r} is not supported")
+        expected = meta.get("ranks_sha256")
+        if expected is not None and hashlib.sha256(contents).hexdigest() != expected:
+            raise ValueError(
+                f"{path} does not match {side} (sha256 differs): the ranks file was changed "
+                "or replaced after saving"
+            )
+    elif pat_str is None:
+        raise FileNotFoundError(
+            2,
+            f"no sidecar {side!r} with the pattern and special tokens; pass pat_str= "
+            "(and special_tokens=) to load a plain .tiktoken file",
+            side,
+        )
+    ranks = parse_tiktoken_bpe(contents, path)
+    pat = pat_str if pat_str is not None else meta.get("pat_str")
+    specials = special_tokens if special_tokens is not None else meta.get("special_tokens", {})
+    enc_name = name if name is not None else meta.get("name")
+    if not isinstance(pat, str):
+        raise ValueError(f"{side}: 'pat_str' must be a string")
+    if not isinstance(specials, dict):
+        raise ValueError(f"{side}: 'special_tokens' must be an object")
+    if enc_name is None:
+        enc_name = os.path.splitext(os.path.basename(path))[0]
+    return Encoding(
+        str(enc_name),
+        pat_str=pat,
+        mergeable_ranks=ranks,
+        special_tokens={str(k): int(v) for k, v in specials.items()},
+    )

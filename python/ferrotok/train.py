@@ -1,0 +1,467 @@
+"""Training a byte-level BPE vocabulary: `train`, `count_pieces`, `train_from_counts`.
+
+The vocabulary learned is exactly specified (see `rust/src/train/mod.rs`): ranks 0..255 are
+the bytes; documents are split on the special tokens, then cut into pieces by the pattern;
+each step merges the most frequent adjacent pair (ties: smallest `(left, right)` ids) into the
+next rank. With `min_frequency` and `max_token_length` unset, this is what rustbpe 0.1.0 learns
+from the same documents, pattern and number of merges.
+
+>>> import ferrotok
+>>> enc = ferrotok.train(["hello hello hello world"], 260, progress=False)
+>>> enc.n_vocab
+260
+>>> enc.decode(enc.encode("hello world"))
+'hello world'
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from typing import Union
+
+from . import _core
+from .core import Encoding
+from .openai_public import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+
+__all__ = ["PieceCounts", "count_pieces", "train", "train_from_counts", "resolve_pattern"]
+
+StrPath = Union[str, "os.PathLike[str]"]
+TextsOrFiles = Union[Iterable[str], Iterable["os.PathLike[str]"], "os.PathLike[str]"]
+
+DEFAULT_PATTERN = CL100K_PATTERN
+
+_NAMED_PATTERNS = {
+    "cl100k_base": CL100K_PATTERN,
+    "o200k_base": O200K_PATTERN,
+    "o200k_harmony": O200K_PATTERN,
+    "r50k_base": R50K_PATTERN,
+    "p50k_base": R50K_PATTERN,
+    "p50k_edit": R50K_PATTERN,
+    "gpt2": R50K_PATTERN,
+}
+
+# How much text is handed to Rust at a time when streaming strings (characters).
+_BATCH_CHARS = 8 << 20
+_BATCH_ITEMS = 8192
+
+
+def resolve_pattern(pattern: str | None) -> str:
+    """The regex for `pattern`: `None` is cl100k_base's, a registered encoding's name is
+    that encoding's pattern, anything else is taken as a regex.
+
+    >>> resolve_pattern("cl100k_base") == resolve_pattern(None)
+    True
+    """
+    if pattern is None:
+        return DEFAULT_PATTERN
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
+    if pattern in _NAMED_PATTERNS:
+        return _NAMED_PATTERNS[pattern]
+    from .openai_public import ENCODING_CONSTRUCTORS
+
+    if pattern in ENCODING_CONSTRUCTORS:
+        from .registry import get_encoding
+
+        return get_encoding(pattern)._pat_str
+    return pattern
+
+
+def _check_specials(special_tokens: Iterable[str] | None) -> list[str]:
+    if special_tokens is None:
+        return []
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a list of strings, not one string")
+    out: list[str] = []
+    for i, s in enumerate(special_tokens):
+        if not isinstance(s, str):
+            raise TypeError(f"special token {i} is {type(s).__name__}, not str")
+        if not s:
+            raise ValueError(f"special token {i} is empty")
+        if s in out:
+            raise ValueError(f"special token {s!r} is given twice")
+        out.append(s)
+    return out
+
+
+class PieceCounts:
+    """Distinct pieces of a corpus and how often each occurs, with the pattern and special
+    tokens they were cut with. Made by `count_pieces`; add tables from shards with `+`,
+    pickle them, or `save`/`load` them, then `train_from_counts`.
+
+    >>> a = count_pieces(["the cat"], progress=False)
+    >>> b = count_pieces(["the dog"], progress=False)
+    >>> (a + b).most_common(1)
+    [('the', 2)]
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(self, pattern: str | None = None, special_tokens: Sequence[str] = ()) -> None:
+        """An empty table for `pattern` (see `resolve_pattern`) and `special_tokens`."""
+        self._core = _core.PieceCounts(resolve_pattern(pattern), _check_specials(special_tokens))
+
+    @classmethod
+    def _wrap(cls, core: _core.PieceCounts) -> PieceCounts:
+        self = cls.__new__(cls)
+        self._core = core
+        return self
+
+    @property
+    def pattern(self) -> str:
+        """The regex the pieces were cut with."""
+        return self._core.pattern
+
+    @property
+    def special_tokens(self) -> list[str]:
+        """The special tokens the documents were split on."""
+        return self._core.special_tokens
+
+    def __len__(self) -> int:
+        """The number of distinct pieces."""
+        return len(self._core)
+
+    def total(self) -> int:
+        """The number of pieces, with multiplicity."""
+        return self._core.total()
+
+    def most_common(self, n: int | None = None) -> list[tuple[str, int]]:
+        """The `n` most frequent pieces (all if `None`) with their counts, ties by piece."""
+        return self._core.most_common(n)
+
+    def __add__(self, other: object) -> PieceCounts:
+        if not isinstance(other, PieceCounts):
+            return NotImplemented
+        return PieceCounts._wrap(self._core.add(other._core))
+
+    def __radd__(self, other: object) -> PieceCounts:
+        # Lets `sum(tables)` work (it starts from 0).
+        if other == 0:
+            return self
+        return NotImplemented
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PieceCounts):
+            return NotImplemented
+        return self._core.equals(other._core)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<PieceCounts {len(self)} distinct, {self.total()} total>"
+
+    def to_bytes(self) -> bytes:
+        """A compact, canonical binary form (equal tables give equal bytes)."""
+        return self._core.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PieceCounts:
+        """The table `to_bytes` wrote; `ValueError` if `data` is not one."""
+        return cls._wrap(_core.PieceCounts.from_bytes(data))
+
+    def __reduce__(self) -> tuple[object, tuple[bytes]]:
+        return (PieceCounts.from_bytes, (self.to_bytes(),))
+
+    def save(self, path: StrPath) -> None:
+        """Writes the table to `path` (atomically)."""
+        from .load import _atomic_write
+
+        _atomic_write(os.path.abspath(os.fspath(path)), self.to_bytes())
+
+    @classmethod
+    def load(cls, path: StrPath) -> PieceCounts:
+        """Reads a table written by `save`."""
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            return cls.from_bytes(data)
+        except ValueError as e:
+            raise ValueError(f"{os.fspath(path)}: {e}") from None
+
+
+class _Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        stream = sys.stderr
+        self.enabled = bool(enabled) and stream is not None and stream.isatty()
+        self.stream = stream
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.phase = ""
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if phase == self.phase and now - self.last < 0.1 and done != total:
+            return
+        if phase != self.phase and self.phase:
+            self.stream.write("\n")
+        if phase != self.phase:
+            self.start = now
+        self.phase, self.last = phase, now
+        unit, scale = ("MB", 1e6) if phase == "counting" else ("merges", 1.0)
+
+        def fmt(x: float) -> str:
+            return f"{x / scale:,.1f}" if scale != 1.0 else f"{int(x):,}"
+
+        if total:
+            frac = min(1.0, done / total)
+            bar = "#" * int(frac * 30) + "-" * (30 - int(frac * 30))
+            line = f"{phase:>8} [{bar}] {fmt(done)}/{fmt(total)} {unit} {now - self.start:6.1f}s"
+        else:
+            line = f"{phase:>8} {fmt(done)} {unit} {now - self.start:6.1f}s"
+        self.stream.write("\r" + line)
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled and self.phase:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.phase = ""
+
+
+def _is_path(x: object) -> bool:
+    return isinstance(x, os.PathLike)
+
+
+def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[object]]:
+    """(file paths, ()) or (None, iterable of texts), decided by the first item."""
+    if isinstance(texts_or_files, (str, bytes)):
+        raise TypeError(
+            "expected an iterable of texts or of paths, got a single "
+            f"{type(texts_or_files).__name__}: pass [text] for one text, "
+            "or [pathlib.Path(name)] for one file"
+        )
+    if _is_path(texts_or_files):
+        return [os.fspath(texts_or_files)], ()  # type: ignore[arg-type]
+    try:
+        it = iter(texts_or_files)
+    except TypeError:
+        raise TypeError(
+            f"expected an iterable of texts or of paths, got {type(texts_or_files).__name__}"
+        ) from None
+    first = next(it, None)
+    if first is None:
+        return None, ()
+    if not _is_path(first):
+        if isinstance(texts_or_files, (list, tuple)):
+            return None, texts_or_files
+        return None, itertools.chain([first], it)
+    paths = [os.fspath(first)]  # type: ignore[arg-type]
+    for i, p in enumerate(it, start=1):
+        if not _is_path(p):
+            raise TypeError(
+                f"item {i} of the input is {type(p).__name__}: pass either texts (str) "
+                "or paths (os.PathLike), not both"
+            )
+        paths.append(os.fspath(p))
+    return paths, ()
+
+
+def _check_files(paths: list[str]) -> None:
+    """Opens every file once so a missing or unreadable one fails before any work."""
+    for p in paths:
+        if os.path.isdir(p):
+            raise IsADirectoryError(21, "is a directory, expected a text file", p)
+        with open(p, "rb"):
+            pass
+
+
+def _count_into(counter: _core.Counter, texts_or_files: TextsOrFiles, bar: _Progress) -> None:
+    paths, texts = _sources(texts_or_files)
+    if paths is not None:
+        _check_files(paths)
+        counter.add_files(paths, bar)
+        return
+    if isinstance(texts, (list, tuple)):
+        # Already in memory: hand Rust slices, which checks the items' types itself.
+        for start in range(0, len(texts), _BATCH_ITEMS):
+            counter.add_texts(texts[start : start + _BATCH_ITEMS], start, bar)
+            bar("counting", counter.bytes_counted, None)
+        return
+    # Any other iterable is streamed: at most _BATCH_CHARS characters are held at a time.
+    batch: list[object] = []
+    chars = 0
+    first = 0
+    for i, item in enumerate(texts):
+        if not batch:
+            first = i
+        batch.append(item)
+        chars += len(item) if isinstance(item, str) else 0
+        if chars >= _BATCH_CHARS or len(batch) >= _BATCH_ITEMS:
+            counter.add_texts(batch, first, bar)
+            bar("counting", counter.bytes_counted, None)
+            batch, chars = [], 0
+    if batch:
+        counter.add_texts(batch, first, bar)
+        bar("counting", counter.bytes_counted, None)
+
+
+def count_pieces(
+    texts_or_files: TextsOrFiles,
+    *,
+    pattern: str | None = None,
+    special_tokens: Iterable[str] | None = None,
+    num_threads: int | None = None,
+    progress: bool = True,
+) -> PieceCounts:
+    """Counts the distinct pieces of a corpus: the first half of `train`.
+
+    `texts_or_files` is an iterable of `str` (streamed, never held whole) or of paths
+    (`os.PathLike`; each file is one document, read as UTF-8 without newline translation,
+    in bounded windows, in parallel). Tables from shards can be added with `+`; training on
+    the sum gives the same vocabulary as counting everything at once.
+
+    >>> counts = count_pieces(["to be or not to be"], progress=False)
+    >>> counts.most_common(2)
+    [(' be', 2), (' not', 1)]
+    """
+    pat = resolve_pattern(pattern)
+    specials = _check_specials(special_tokens)
+    threads = _check_threads(num_threads)
+    counter = _core.Counter(pat, specials, threads)
+    bar = _Progress(progress)
+    try:
+        _count_into(counter, texts_or_files, bar)
+    finally:
+        bar.close()
+    return PieceCounts._wrap(counter.finish())
+
+
+def _check_threads(num_threads: int | None) -> int:
+    if num_threads is None:
+        return 0
+    if not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+    return num_threads
+
+
+def _check_vocab_size(vocab_size: int, n_special: int) -> int:
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if vocab_size < 256 + n_special:
+        raise ValueError(
+            f"vocab_size is {vocab_size}, but the 256 byte tokens and {n_special} special "
+            f"token(s) already take {256 + n_special}"
+        )
+    return vocab_size - 256 - n_special
+
+
+def _check_options(min_frequency: int | None, max_token_length: int | None) -> None:
+    if min_frequency is not None and (not isinstance(min_frequency, int) or min_frequency < 1):
+        raise ValueError(f"min_frequency must be a positive int or None, got {min_frequency!r}")
+    if max_token_length is not None and (
+        not isinstance(max_token_length, int) or max_token_length < 1
+    ):
+        raise ValueError(
+            f"max_token_length must be a positive int or None, got {max_token_length!r}"
+        )
+
+
+def train_from_counts(
+    counts: PieceCounts,
+    vocab_size: int,
+    *,
+    min_frequency: int | None = None,
+    max_token_length: int | None = None,
+    name: str = "trained",
+    progress: bool = True,
+) -> Encoding:
+    """Learns a vocabulary from a piece-count table: the second half of `train`.
+
+    >>> counts = count_pieces(["low lower lowest"] * 3, progress=False)
+    >>> enc = train_from_counts(counts, 258, progress=False)
+    >>> [enc.decode_single_token_bytes(t) for t in (256, 257)]
+    [b'lo', b'low']
+    """
+    if not isinstance(counts, PieceCounts):
+        raise TypeError(f"counts must be a PieceCounts, got {type(counts).__name__}")
+    specials = counts.special_tokens
+    n_merges = _check_vocab_size(vocab_size, len(specials))
+    _check_options(min_frequency, max_token_length)
+    bar = _Progress(progress)
+    try:
+        tokens = _core.learn_merges(
+            counts._core, n_merges, min_frequency or 0, max_token_length, bar
+        )
+    finally:
+        bar.close()
+    return _encoding(name, counts.pattern, tokens, specials)
+
+
+def _encoding(name: str, pattern: str, tokens: list[bytes], specials: list[str]) -> Encoding:
+    ranks = {bytes([i]): i for i in range(256)}
+    # Two merges can make the same bytes (e.g. "a"+"bc" and "ab"+"c"); the later rank wins,
+    # as in `dict(rustbpe.Tokenizer().get_mergeable_ranks())`, and the earlier one is unused.
+    for i, t in enumerate(tokens):
+        ranks[t] = 256 + i
+    first_special = 256 + len(tokens)
+    return Encoding(
+        name,
+        pat_str=pattern,
+        mergeable_ranks=ranks,
+        special_tokens={s: first_special + i for i, s in enumerate(specials)},
+    )
+
+
+def train(
+    texts_or_files: TextsOrFiles,
+    vocab_size: int,
+    *,
+    pattern: str | None = None,
+    special_tokens: Iterable[str] | None = None,
+    min_frequency: int | None = None,
+    max_token_length: int | None = None,
+    name: str = "trained",
+    progress: bool = True,
+    num_threads: int | None = None,
+) -> Encoding:
+    """Trains a byte-level BPE encoding on a corpus.
+
+    Args:
+        texts_or_files: an iterable of `str` (streamed) or of paths (`os.PathLike`, e.g.
+            `pathlib.Path`; each file is one document, read in parallel).
+        vocab_size: the size of the vocabulary: 256 bytes + merges + special tokens.
+            Fewer merges are made if the corpus runs out of pairs.
+        pattern: the pre-tokenization regex, or the name of a registered encoding whose
+            pattern to use; default cl100k_base's.
+        special_tokens: texts that split documents and are never merged; they get the ids
+            after the last merged token.
+        min_frequency: stop when the most frequent pair occurs fewer times (extension).
+        max_token_length: never make a token longer than this many bytes (extension).
+        name: the encoding's name.
+        progress: show a progress bar on stderr (only when it is a terminal).
+        num_threads: threads for counting (default: all cores). The result never depends
+            on it.
+
+    Ctrl-C stops training promptly with `KeyboardInterrupt`.
+
+    >>> enc = train(["the cat sat on the mat"] * 10, 300, special_tokens=["<|eot|>"],
+    ...             progress=False)
+    >>> enc.encode("the mat<|eot|>", allowed_special="all")[-1] == enc.n_vocab - 1
+    True
+    """
+    specials = _check_specials(special_tokens)
+    _check_vocab_size(vocab_size, len(specials))
+    _check_options(min_frequency, max_token_length)
+    counts = count_pieces(
+        texts_or_files,
+        pattern=pattern,
+        special_tokens=specials,
+        num_threads=num_threads,
+        progress=progress,
+    )
+    return train_from_counts(
+        counts,
+        vocab_size,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+        name=name,
+        progress=progress,
+    )

@@ -1,0 +1,896 @@
+//! Counting the distinct pieces of a corpus, in parallel and in bounded memory.
+//!
+//! Invariant: the counts are exactly those of splitting every document whole (special
+//! tokens first, then the pattern), whatever the number of threads and however a text is
+//! cut into chunks or a file into blocks.
+//!
+//! How chunk edges stay exact. A run of the splitter that starts at a *restart point* (the
+//! start of the text, or the end of a piece or of a special token in the whole-text run)
+//! produces the whole-text run's pieces from there on, as long as the regex only needs
+//! text near each piece to decide it: a piece whose end is at least `margin` bytes before
+//! the end of the buffer the run sees is exact (for the OpenAI patterns the engine never
+//! looks more than two characters past a match; `margin` is 4 KiB plus the longest special
+//! token). So a long text is cut into ~1 MiB chunks, each run in parallel from its cut,
+//! and each run goes on `ZONE` bytes into the next chunk. Two neighbouring runs are joined
+//! at the first position in that zone where both have a boundary: from a common restart
+//! point both produce the same pieces, so the left run's pieces up to it and the right
+//! run's pieces after it are the whole-text pieces. When the zone holds no common
+//! boundary (one piece longer than the zone), the right chunk is run again from the left
+//! run's last exact boundary. This needs no knowledge of the pattern; cuts are put just
+//! after a newline, where the runs almost always agree at once. Files are read in windows
+//! that end at the last exact boundary, and the rest is carried into the next window.
+//! (Speculative chunking with a synchronisation check is the classic way to parallelise
+//! lexing; see e.g. Barenghi et al., "Parallel parsing made practical", 2015.)
+
+use super::{Hook, Progress};
+use crate::error::{Error, Result};
+use crate::pretok::Splitter;
+use crate::special::SpecialMatcher;
+use rayon::prelude::*;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub use super::table::{CountMap, LocalMap, Piece};
+
+/// Texts longer than this are cut into chunks counted in parallel.
+const CHUNK: usize = 1 << 20;
+/// How far a chunk's run goes into the next chunk to find a common boundary.
+const ZONE: usize = 4096;
+/// Lookahead the regex may use past a piece (see the module comment).
+const BASE_MARGIN: usize = 4096;
+/// How much of a file is read and counted at a time.
+const WINDOW: usize = 16 << 20;
+/// Files smaller than this are read whole and counted in batches, one document each.
+const SMALL_FILE: usize = 4 << 20;
+
+/// The piece counts of a corpus, with the pattern and special tokens they were cut with.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PieceCounts {
+    pub pattern: String,
+    pub specials: Vec<String>,
+    pub counts: CountMap,
+}
+
+const MAGIC: &[u8; 8] = b"FTPIECE1";
+
+impl PieceCounts {
+    pub fn new(pattern: String, specials: Vec<String>) -> Self {
+        PieceCounts {
+            pattern,
+            specials,
+            counts: CountMap::default(),
+        }
+    }
+
+    /// Adds `other`'s counts; both must come from the same pattern and special tokens.
+    pub fn add(&mut self, other: &PieceCounts) -> Result<()> {
+        if self.pattern != other.pattern {
+            return Err(Error::Input(
+                "cannot add piece counts made with different patterns".into(),
+            ));
+        }
+        if self.specials != other.specials {
+            return Err(Error::Input(
+                "cannot add piece counts made with different special tokens".into(),
+            ));
+        }
+        self.counts.absorb(&other.counts);
+        Ok(())
+    }
+
+    /// Total number of pieces (with multiplicity).
+    pub fn total(&self) -> u64 {
+        self.counts.total()
+    }
+
+    /// A canonical binary form: magic, pattern, special tokens, then the pieces sorted by
+    /// bytes, each as `len, bytes, count` (LEB128 varints). Equal counts give equal bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut items: Vec<(Piece<'_>, u64)> = self.counts.iter().collect();
+        items.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let body: usize = items.iter().map(|(k, _)| k.as_bytes().len() + 12).sum();
+        let mut out = Vec::with_capacity(64 + self.pattern.len() + body);
+        out.extend_from_slice(MAGIC);
+        put_str(&mut out, &self.pattern);
+        put_varint(&mut out, self.specials.len() as u64);
+        for s in &self.specials {
+            put_str(&mut out, s);
+        }
+        put_varint(&mut out, items.len() as u64);
+        for (k, v) in items {
+            put_str(&mut out, k.as_str());
+            put_varint(&mut out, v);
+        }
+        out
+    }
+
+    pub fn from_bytes(data: &[u8]) -> Result<Self> {
+        let bad = |what: &str| Error::Input(format!("not a ferrotok piece-count file: {what}"));
+        if data.len() < MAGIC.len() || &data[..MAGIC.len()] != MAGIC {
+            return Err(bad("wrong magic bytes"));
+        }
+        let mut r = Reader {
+            data,
+            pos: MAGIC.len(),
+        };
+        let pattern = r.string().ok_or_else(|| bad("truncated pattern"))?;
+        let n_special = r.varint().ok_or_else(|| bad("truncated header"))?;
+        let mut specials = Vec::new();
+        for _ in 0..n_special {
+            specials.push(r.string().ok_or_else(|| bad("truncated special token"))?);
+        }
+        let n = r.varint().ok_or_else(|| bad("truncated header"))?;
+        let mut counts = CountMap::default();
+        for _ in 0..n {
+            let k = r.string().ok_or_else(|| bad("truncated piece"))?;
+            let v = r.varint().ok_or_else(|| bad("truncated count"))?;
+            counts.add(&k, v);
+        }
+        if r.pos != data.len() {
+            return Err(bad("trailing bytes"));
+        }
+        Ok(PieceCounts {
+            pattern,
+            specials,
+            counts,
+        })
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.data.get(self.pos)?;
+            self.pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    fn string(&mut self) -> Option<String> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        let end = self.pos.checked_add(n)?;
+        let s = std::str::from_utf8(self.data.get(self.pos..end)?).ok()?;
+        self.pos = end;
+        Some(s.to_owned())
+    }
+}
+
+/// What one chunk's run saw near its edges (offsets are into the whole text).
+struct Edges<'t> {
+    /// Pieces ending at or before `start + ZONE` (only for a speculative run).
+    head: Vec<(usize, &'t str)>,
+    /// Restart points in `[start, start + ZONE]`, `start` included.
+    head_ends: Vec<usize>,
+    /// Pieces ending after the next chunk's cut, up to the exact limit.
+    tail: Vec<(usize, &'t str)>,
+    /// Restart points in `[cut, limit]`.
+    tail_ends: Vec<usize>,
+    /// The last restart point at or before the exact limit (`start` if none).
+    last_end: usize,
+}
+
+/// Where a chunk's run starts, where the next chunk starts, and how far it may look.
+#[derive(Clone, Copy)]
+struct Span {
+    start: usize,
+    /// `true` when `start` is not known to be a restart point yet.
+    speculative: bool,
+    /// Start of the next chunk, if any.
+    cut: Option<usize>,
+    /// End of the text this run sees.
+    buf_end: usize,
+    /// Pieces ending at or before this are exact.
+    limit: usize,
+}
+
+/// Splits text into counted pieces: the special-token matcher and the pattern.
+pub struct Counter {
+    splitter: Splitter,
+    specials: SpecialMatcher,
+    pattern: String,
+    special_list: Vec<String>,
+    margin: usize,
+    /// Target chunk size (a field so tests can exercise chunking on small texts).
+    chunk: usize,
+    /// How much of a long text or file is counted at a time (a field for the same reason).
+    window: usize,
+    counts: CountMap,
+    bytes: u64,
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl Counter {
+    /// `num_threads`: 0 for rayon's global pool, else a pool of that many threads.
+    pub fn new(pattern: &str, specials: Vec<String>, num_threads: usize) -> Result<Self> {
+        let splitter = Splitter::new(pattern)?;
+        let mut seen = rustc_hash::FxHashSet::default();
+        for s in &specials {
+            if s.is_empty() {
+                return Err(Error::Input("a special token is empty".into()));
+            }
+            if !seen.insert(s.as_str()) {
+                return Err(Error::Input(format!("special token {s:?} is given twice")));
+            }
+        }
+        let max_special = specials.iter().map(String::len).max().unwrap_or(0);
+        let pool = if num_threads == 0 {
+            None
+        } else {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(num_threads)
+                    .build()
+                    .map_err(|e| {
+                        Error::Input(format!("cannot start {num_threads} threads: {e}"))
+                    })?,
+            )
+        };
+        Ok(Counter {
+            splitter,
+            specials: SpecialMatcher::new(specials.clone()),
+            pattern: pattern.to_owned(),
+            special_list: specials,
+            margin: BASE_MARGIN + 2 * max_special,
+            chunk: CHUNK,
+            window: WINDOW,
+            counts: CountMap::default(),
+            bytes: 0,
+            pool,
+        })
+    }
+
+    /// Bytes of text counted so far.
+    pub fn bytes_counted(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The counts so far (the counter can go on counting).
+    pub fn snapshot(&self) -> PieceCounts {
+        PieceCounts {
+            pattern: self.pattern.clone(),
+            specials: self.special_list.clone(),
+            counts: self.counts.clone(),
+        }
+    }
+
+    pub fn finish(self) -> PieceCounts {
+        PieceCounts {
+            pattern: self.pattern,
+            specials: self.special_list,
+            counts: self.counts,
+        }
+    }
+
+    fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        match &self.pool {
+            Some(p) => p.install(f),
+            None => f(),
+        }
+    }
+
+    /// Counts each text as one document.
+    /// Texts longer than a window are counted window by window, with `hook` called after
+    /// each (so a single huge string shows progress and can be interrupted).
+    pub fn add_texts<S: AsRef<str> + Sync>(&mut self, texts: &[S], hook: Hook<'_>) -> Result<()> {
+        let (big, docs): (Vec<&str>, Vec<&str>) = texts
+            .iter()
+            .map(AsRef::as_ref)
+            .partition(|d| d.len() > self.window);
+        let local = self.install(|| self.count_docs(&docs))?;
+        self.absorb(local);
+        self.bytes += docs.iter().map(|d| d.len() as u64).sum::<u64>();
+        for doc in big {
+            self.count_big_text(doc, hook)?;
+        }
+        Ok(())
+    }
+
+    fn count_big_text(&mut self, doc: &str, hook: Hook<'_>) -> Result<()> {
+        let mut pos = 0; // always a restart point
+        let mut want = self.window;
+        while pos < doc.len() {
+            let mut end = (pos + want).min(doc.len());
+            while !doc.is_char_boundary(end) {
+                end += 1;
+            }
+            let last = end == doc.len();
+            let text = &doc[pos..end];
+            let (consumed, local) = self.install(|| {
+                let mut local = LocalMap::default();
+                self.count_prefix(text, last, &mut local)
+                    .map(|c| (c, local))
+            })?;
+            self.absorb(local);
+            if consumed == 0 && !last {
+                want = want.saturating_mul(2); // one piece longer than the window
+                continue;
+            }
+            pos += consumed;
+            self.bytes += consumed as u64;
+            want = self.window;
+            hook(Progress::Counting {
+                done: self.bytes,
+                total: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Counts each file as one document (raw UTF-8, no newline translation), reading
+    /// large files in windows. Every file is opened before any is counted, so a missing
+    /// file fails at once.
+    pub fn add_files(&mut self, paths: &[PathBuf], hook: Hook<'_>) -> Result<()> {
+        let mut sizes = Vec::with_capacity(paths.len());
+        for p in paths {
+            let meta = std::fs::metadata(p).map_err(|e| io_error(p, &e))?;
+            if meta.is_dir() {
+                return Err(Error::Io(format!(
+                    "cannot read {}: is a directory",
+                    p.display()
+                )));
+            }
+            std::fs::File::open(p).map_err(|e| io_error(p, &e))?;
+            sizes.push(meta.len());
+        }
+        let total: u64 = sizes.iter().sum();
+        let start_bytes = self.bytes;
+        let mut batch: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut batch_bytes = 0usize;
+        for (i, p) in paths.iter().enumerate() {
+            if sizes[i] as usize <= SMALL_FILE {
+                let data = std::fs::read(p).map_err(|e| io_error(p, &e))?;
+                batch_bytes += data.len();
+                batch.push((i, data));
+                if batch_bytes >= self.window {
+                    self.count_file_batch(paths, &batch)?;
+                    batch.clear();
+                    batch_bytes = 0;
+                    hook(Progress::Counting {
+                        done: self.bytes - start_bytes,
+                        total: Some(total),
+                    })?;
+                }
+            } else {
+                self.count_big_file(p, &mut |done| {
+                    hook(Progress::Counting {
+                        done: done + batch_bytes as u64,
+                        total: Some(total),
+                    })
+                })?;
+            }
+        }
+        self.count_file_batch(paths, &batch)?;
+        hook(Progress::Counting {
+            done: self.bytes - start_bytes,
+            total: Some(total),
+        })
+    }
+
+    fn count_file_batch(&mut self, paths: &[PathBuf], batch: &[(usize, Vec<u8>)]) -> Result<()> {
+        let mut docs = Vec::with_capacity(batch.len());
+        for (i, data) in batch {
+            docs.push(std::str::from_utf8(data).map_err(|e| utf8_error(&paths[*i], 0, &e))?);
+        }
+        let local = self.install(|| self.count_docs(&docs))?;
+        self.absorb(local);
+        self.bytes += docs.iter().map(|d| d.len() as u64).sum::<u64>();
+        Ok(())
+    }
+
+    fn count_big_file(
+        &mut self,
+        path: &Path,
+        progress: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        let mut f = std::fs::File::open(path).map_err(|e| io_error(path, &e))?;
+        let mut buf: Vec<u8> = Vec::new();
+        let mut file_off = 0u64; // file offset of buf[0], always a restart point
+        let mut want = self.window;
+        let mut eof = false;
+        let start_bytes = self.bytes;
+        loop {
+            while buf.len() < want && !eof {
+                let old = buf.len();
+                buf.resize(want, 0);
+                let n = f.read(&mut buf[old..]).map_err(|e| io_error(path, &e))?;
+                buf.truncate(old + n);
+                eof = n == 0;
+            }
+            let text = match std::str::from_utf8(&buf) {
+                Ok(s) => s,
+                // A character cut by the window's end: count up to it, read the rest next.
+                Err(e) if e.error_len().is_none() && !eof => {
+                    // Cannot fail: `valid_up_to` is the end of the valid prefix.
+                    std::str::from_utf8(&buf[..e.valid_up_to()])
+                        .map_err(|e| utf8_error(path, file_off, &e))?
+                }
+                Err(e) => return Err(utf8_error(path, file_off, &e)),
+            };
+            let last = eof && text.len() == buf.len();
+            let (consumed, local) = self.install(|| {
+                let mut local = LocalMap::default();
+                self.count_prefix(text, last, &mut local)
+                    .map(|c| (c, local))
+            })?;
+            self.absorb(local);
+            if last {
+                self.bytes += buf.len() as u64;
+                return progress(self.bytes - start_bytes);
+            }
+            if consumed == 0 {
+                // One piece longer than the window: look further.
+                want = want.saturating_mul(2);
+                continue;
+            }
+            buf.drain(..consumed);
+            file_off += consumed as u64;
+            self.bytes += consumed as u64;
+            want = self.window.max(buf.len() + self.window / 2);
+            progress(self.bytes - start_bytes)?;
+        }
+    }
+
+    fn absorb(&mut self, local: LocalMap<'_>) {
+        self.counts.absorb(&local);
+    }
+
+    /// Counts whole documents: small ones in parallel with each other, big ones chunked.
+    fn count_docs<'t>(&self, docs: &[&'t str]) -> Result<LocalMap<'t>> {
+        let mut map = docs
+            .par_iter()
+            .filter(|d| d.len() <= 2 * self.chunk)
+            .try_fold(LocalMap::default, |mut m, d| {
+                self.scan(d, 0, d.len(), &mut |_, _, p| {
+                    if let Some(p) = p {
+                        m.add(p, 1);
+                    }
+                    Ok(())
+                })?;
+                Ok(m)
+            })
+            .try_reduce(LocalMap::default, |a, b| Ok(a.merged(b)))?;
+        for d in docs.iter().filter(|d| d.len() > 2 * self.chunk) {
+            self.count_prefix(d, true, &mut map)?;
+        }
+        Ok(map)
+    }
+
+    /// Calls `f(start, end, Some(piece))` for each piece of `text[from..to]` and
+    /// `f(end, end, None)` after each special token; offsets are into `text`.
+    fn scan<'t>(
+        &self,
+        text: &'t str,
+        from: usize,
+        to: usize,
+        f: &mut dyn FnMut(usize, usize, Option<&'t str>) -> Result<()>,
+    ) -> Result<()> {
+        let base = text.as_ptr() as usize;
+        let hay = &text[..to];
+        let mut pos = from;
+        loop {
+            let next = self.specials.find_allowed(hay, pos, &|_| true);
+            let seg_end = next.map_or(to, |(s, _, _)| s);
+            if pos < seg_end {
+                self.splitter.for_each_piece(&hay[pos..seg_end], |p| {
+                    // Pieces are slices of `text`, so this is their offset in it.
+                    let s = p.as_ptr() as usize - base;
+                    f(s, s + p.len(), Some(p))
+                })?;
+            }
+            match next {
+                Some((_, e, _)) => {
+                    f(e, e, None)?;
+                    pos = e;
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Runs the splitter over one chunk, putting the pieces whose place in the whole-text
+    /// run is already certain into `map` and keeping those near the edges apart.
+    fn run_chunk<'t>(&self, text: &'t str, sp: Span, map: &mut LocalMap<'t>) -> Result<Edges<'t>> {
+        let head_lim = if sp.speculative {
+            sp.start + ZONE
+        } else {
+            sp.start
+        };
+        let mut e = Edges {
+            head: Vec::new(),
+            head_ends: vec![sp.start],
+            tail: Vec::new(),
+            tail_ends: Vec::new(),
+            last_end: sp.start,
+        };
+        if sp.cut == Some(sp.start) {
+            e.tail_ends.push(sp.start);
+        }
+        self.scan(text, sp.start, sp.buf_end, &mut |_, end, piece| {
+            if end > sp.limit {
+                return Ok(());
+            }
+            e.last_end = end;
+            let in_head = sp.speculative && end <= head_lim;
+            let past_cut = sp.cut.is_some_and(|c| end >= c);
+            if in_head {
+                e.head_ends.push(end);
+            }
+            if past_cut {
+                e.tail_ends.push(end);
+            }
+            if let Some(p) = piece {
+                if p.is_empty() {
+                    return Ok(());
+                }
+                if in_head {
+                    e.head.push((end, p));
+                } else if sp.cut.is_some_and(|c| end > c) {
+                    e.tail.push((end, p));
+                } else {
+                    map.add(p, 1);
+                }
+            }
+            Ok(())
+        })?;
+        Ok(e)
+    }
+
+    /// Chunk starts for `text`: ~CHUNK apart, each just after a newline when one is near.
+    fn cuts(&self, text: &str) -> Vec<usize> {
+        let n = text.len();
+        let chunk = self.chunk;
+        let k = (n / chunk).max(1);
+        let bytes = text.as_bytes();
+        let mut cuts = vec![0];
+        for j in 1..k {
+            let nominal = j * n / k;
+            let lo = nominal.saturating_sub(chunk / 4);
+            let cut = match memrchr_newline(&bytes[lo..nominal]) {
+                Some(i) => lo + i + 1,
+                None => {
+                    let mut c = nominal;
+                    while !text.is_char_boundary(c) {
+                        c += 1;
+                    }
+                    c
+                }
+            };
+            if cut >= cuts[cuts.len() - 1] + chunk / 2 && cut + chunk / 2 <= n {
+                cuts.push(cut);
+            }
+        }
+        cuts
+    }
+
+    /// Counts the pieces of `text`, which starts at a restart point of a document, into
+    /// `out`. With `last`, `text` runs to the document's end and all of it is counted;
+    /// otherwise only the pieces known to be exact, and the returned offset (a restart
+    /// point) is where counting must resume once more text is available.
+    fn count_prefix<'t>(&self, text: &'t str, last: bool, out: &mut LocalMap<'t>) -> Result<usize> {
+        let n = text.len();
+        let m = self.margin;
+        let limit_of = |buf_end: usize| {
+            if buf_end < n {
+                buf_end - m
+            } else if last {
+                n
+            } else {
+                n.saturating_sub(m)
+            }
+        };
+        let cuts = self.cuts(text);
+        let k = cuts.len();
+        let span = |j: usize, start: usize, speculative: bool| {
+            let cut = cuts.get(j + 1).copied();
+            let mut buf_end = cut.map_or(n, |c| (c + ZONE + m).min(n));
+            while !text.is_char_boundary(buf_end) {
+                buf_end += 1;
+            }
+            Span {
+                start,
+                speculative,
+                cut,
+                buf_end,
+                limit: limit_of(buf_end),
+            }
+        };
+        // Every chunk but the first starts speculatively at its cut.
+        let (map, mut edges) = (0..k)
+            .into_par_iter()
+            .try_fold(
+                || (LocalMap::default(), Vec::new()),
+                |(mut map, mut edges), j| {
+                    let e = self.run_chunk(text, span(j, cuts[j], j > 0), &mut map)?;
+                    edges.push((j, e));
+                    Ok((map, edges))
+                },
+            )
+            .try_reduce(
+                || (LocalMap::default(), Vec::new()),
+                |(a, mut ea), (b, eb)| {
+                    ea.extend(eb);
+                    Ok((a.merged(b), ea))
+                },
+            )?;
+        let mut map = std::mem::take(out).merged(map);
+        edges.sort_unstable_by_key(|(j, _)| *j);
+        let mut edges: Vec<Option<Edges<'t>>> = edges.into_iter().map(|(_, e)| Some(e)).collect();
+        let mut cur = edges[0].take().ok_or_else(internal)?;
+        for j in 0..k - 1 {
+            let next = edges[j + 1].take().ok_or_else(internal)?;
+            if let Some(t) = first_common(&cur.tail_ends, &next.head_ends) {
+                for &(end, p) in &cur.tail {
+                    if end <= t {
+                        map.add(p, 1);
+                    }
+                }
+                for &(end, p) in &next.head {
+                    if end > t {
+                        map.add(p, 1);
+                    }
+                }
+                cur = next;
+            } else {
+                // No common boundary: keep what the left run knows, take back the right
+                // run's counts and run it again from the left run's last exact boundary.
+                #[cfg(test)]
+                FALLBACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                for &(_, p) in &cur.tail {
+                    map.add(p, 1);
+                }
+                let mut wrong = LocalMap::default();
+                self.run_chunk(text, span(j + 1, cuts[j + 1], true), &mut wrong)?;
+                for (p, c) in wrong.iter() {
+                    map.sub(p.as_str(), c);
+                }
+                cur = self.run_chunk(text, span(j + 1, cur.last_end, false), &mut map)?;
+            }
+        }
+        *out = map;
+        Ok(if last { n } else { cur.last_end })
+    }
+}
+
+#[cfg(test)]
+static FALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn internal() -> Error {
+    Error::Input("internal error: chunk missing".into())
+}
+
+/// The first value present in both sorted lists.
+fn first_common(a: &[usize], b: &[usize]) -> Option<usize> {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return Some(a[i]),
+        }
+    }
+    None
+}
+
+fn memrchr_newline(b: &[u8]) -> Option<usize> {
+    b.iter().rposition(|&c| c == b'\n')
+}
+
+fn io_error(path: &Path, e: &std::io::Error) -> Error {
+    Error::Io(format!("cannot read {}: {e}", path.display()))
+}
+
+fn utf8_error(path: &Path, base: u64, e: &std::str::Utf8Error) -> Error {
+    Error::Input(format!(
+        "{} is not UTF-8: invalid byte at offset {}",
+        path.display(),
+        base + e.valid_up_to() as u64
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustc_hash::FxHashMap;
+
+    const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+
+    /// A counter with small chunks, so tests cut texts of a few hundred KB.
+    fn counter(specials: Vec<String>) -> Counter {
+        let mut c = Counter::new(CL100K, specials, 0).unwrap();
+        c.chunk = 16 * ZONE;
+        c.window = 5 * c.chunk;
+        c
+    }
+
+    fn whole(c: &Counter, text: &str) -> FxHashMap<String, u64> {
+        let mut m = FxHashMap::default();
+        c.scan(text, 0, text.len(), &mut |_, _, p| {
+            if let Some(p) = p.filter(|p| !p.is_empty()) {
+                *m.entry(p.to_string()).or_insert(0) += 1;
+            }
+            Ok(())
+        })
+        .unwrap();
+        m
+    }
+
+    fn owned(m: LocalMap<'_>) -> FxHashMap<String, u64> {
+        m.iter().map(|(k, v)| (k.as_str().to_string(), v)).collect()
+    }
+
+    fn sample(len: usize, seed: u64) -> String {
+        let words = [
+            "the",
+            " quick",
+            "  ",
+            "\n",
+            "\n\n",
+            " 123456",
+            "fox's",
+            "  \t",
+            "é",
+            "日本語",
+            " <|x|>",
+            "<|",
+            "|>",
+            "...",
+            "\r\n",
+            "   x",
+            "a",
+            "\n  ",
+            "'ll",
+            " 🦀",
+        ];
+        let mut x = seed | 1;
+        let mut s = String::new();
+        while s.len() < len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.push_str(words[(x % words.len() as u64) as usize]);
+        }
+        s
+    }
+
+    #[test]
+    fn chunked_counting_equals_whole_text_counting() {
+        for specials in [vec![], vec!["<|x|>".to_string()]] {
+            let c = counter(specials);
+            let text = sample(7 * c.chunk + 12345, 7);
+            assert!(c.cuts(&text).len() >= 6);
+            let mut out = LocalMap::default();
+            assert_eq!(c.count_prefix(&text, true, &mut out).unwrap(), text.len());
+            assert_eq!(owned(out), whole(&c, &text));
+        }
+    }
+
+    #[test]
+    fn a_piece_longer_than_the_zone_falls_back_exactly() {
+        // Whitespace runs far longer than ZONE straddle the cuts.
+        let c = counter(vec![]);
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 10 * c.chunk {
+            text.push_str(" word");
+            text.push_str(&" ".repeat(3 * ZONE + i));
+            i += 1;
+        }
+        let before = FALLBACKS.load(std::sync::atomic::Ordering::Relaxed);
+        let mut out = LocalMap::default();
+        c.count_prefix(&text, true, &mut out).unwrap();
+        assert_eq!(owned(out), whole(&c, &text));
+        assert!(FALLBACKS.load(std::sync::atomic::Ordering::Relaxed) > before);
+    }
+
+    #[test]
+    fn prefix_counting_resumes_exactly() {
+        let c = counter(vec!["<|x|>".into()]);
+        let text = sample(8 * c.chunk, 11);
+        let mut total: FxHashMap<String, u64> = FxHashMap::default();
+        let mut pos = 0;
+        let mut step = 3 * c.chunk + 1;
+        while pos < text.len() {
+            let mut end = (pos + step).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            let last = end == text.len();
+            let mut out = LocalMap::default();
+            let used = c.count_prefix(&text[pos..end], last, &mut out).unwrap();
+            for (k, v) in owned(out) {
+                *total.entry(k).or_insert(0) += v;
+            }
+            if used == 0 {
+                step *= 2;
+            }
+            pos += used;
+        }
+        assert_eq!(total, whole(&c, &text));
+    }
+
+    #[test]
+    fn long_texts_and_files_are_counted_in_windows_exactly() {
+        let c = counter(vec!["<|x|>".into()]);
+        let text = sample(17 * c.chunk + 999, 3);
+        let expected = whole(&c, &text);
+        let owned_counts = |c: Counter| -> FxHashMap<String, u64> {
+            let counts = c.finish().counts;
+            counts
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), v))
+                .collect()
+        };
+        let mut by_text = counter(vec!["<|x|>".into()]);
+        let mut windows = 0;
+        by_text
+            .add_texts(&[text.as_str()], &mut |_| {
+                windows += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert!(windows >= 3, "{windows} windows for {} bytes", text.len());
+        assert_eq!(by_text.bytes_counted(), text.len() as u64);
+        assert_eq!(owned_counts(by_text), expected);
+
+        let dir = std::env::temp_dir().join(format!("ferrotok-count-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big.txt");
+        std::fs::write(&path, &text).unwrap();
+        let mut by_file = counter(vec!["<|x|>".into()]);
+        by_file
+            .add_files(std::slice::from_ref(&path), &mut |_| Ok(()))
+            .unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(owned_counts(by_file), expected);
+    }
+
+    #[test]
+    fn piece_counts_round_trip_and_add() {
+        let mut a = PieceCounts::new("p".into(), vec!["<s>".into()]);
+        a.counts.add("hello", 3);
+        a.counts.add(" wörld and a long piece", 1 << 40);
+        let b = PieceCounts::from_bytes(&a.to_bytes()).unwrap();
+        assert_eq!(a, b);
+        let mut c = a.clone();
+        c.add(&b).unwrap();
+        assert_eq!(c.counts.get("hello"), Some(6));
+        assert!(PieceCounts::from_bytes(b"nonsense").is_err());
+        let bytes = a.to_bytes();
+        assert!(PieceCounts::from_bytes(&bytes[..bytes.len() - 1]).is_err());
+        let other = PieceCounts::new("q".into(), vec!["<s>".into()]);
+        assert!(c.add(&other).is_err());
+    }
+
+    #[test]
+    fn bad_special_tokens_are_errors() {
+        assert!(Counter::new(CL100K, vec!["".into()], 0).is_err());
+        assert!(Counter::new(CL100K, vec!["<a>".into(), "<a>".into()], 0).is_err());
+        assert!(matches!(
+            Counter::new("(", vec![], 0),
+            Err(Error::Pattern(_))
+        ));
+    }
+}

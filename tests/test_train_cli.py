@@ -1,0 +1,96 @@
+"""`ferrotok train` (through `python -m ferrotok.cli_train`) and `python -m ferrotok.demo`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import ferrotok
+import tiktoken.load
+from ferrotok import cli_train
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=300, env=env
+    )
+
+
+def test_register_adds_the_train_subcommand():
+    parser = argparse.ArgumentParser(prog="ferrotok")
+    sub = parser.add_subparsers(dest="command")
+    cli_train.register(sub)
+    args = parser.parse_args(["train", "a.txt", "b.txt", "--vocab-size", "300", "-o", "x"])
+    assert args.files == ["a.txt", "b.txt"] and args.vocab_size == 300
+    assert args.func is cli_train.run
+
+
+def test_train_prints_a_summary_and_saves(tmp_path):
+    a = tmp_path / "a.txt"
+    b = tmp_path / "b.txt"
+    src = os.path.dirname(ferrotok.__file__)
+    a.write_text(
+        "<|endoftext|>".join(
+            open(os.path.join(src, f), encoding="utf-8").read() for f in ("core.py", "train.py")
+        ),
+        encoding="utf-8",
+    )
+    b.write_text(open(os.path.join(src, "load.py"), encoding="utf-8").read(), encoding="utf-8")
+    out = tmp_path / "tok.tiktoken"
+    r = run(
+        "-m", "ferrotok.cli_train", "train", str(a), str(b),
+        "--vocab-size", "400", "--special", "<|endoftext|>", "-o", str(out),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("pieces: ") and "distinct" in lines[0]
+    assert lines[1].startswith("merges: ") and " s (counting " in lines[1]
+    assert any(line.startswith("tokens per byte on the input: 0.") for line in lines)
+    enc = ferrotok.load(out)
+    assert enc.name == "tok" and enc._special_tokens == {"<|endoftext|>": 399}
+    assert tiktoken.load.load_tiktoken_bpe(str(out)) == enc._mergeable_ranks
+    # Tokens per byte: the same as encoding each file whole.
+    whole = [f.read_text(encoding="utf-8") for f in (a, b)]
+    n_tokens = sum(len(enc.encode(t, allowed_special="all")) for t in whole)
+    n_bytes = sum(len(t.encode()) for t in whole)
+    assert f"tokens per byte on the input: {n_tokens / n_bytes:.4f} ({n_tokens:,} tokens)" in lines
+    # Files train as documents, so the CLI learns what the API learns from the same paths.
+    api = ferrotok.train([a, b], 400, special_tokens=["<|endoftext|>"], progress=False)
+    assert api._mergeable_ranks == enc._mergeable_ranks
+
+
+def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
+    good = tmp_path / "good.txt"
+    good.write_text("some text", encoding="utf-8")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"abc\xffdef")
+    out = str(tmp_path / "o.tiktoken")
+    cases = [
+        ([str(tmp_path / "missing.txt"), "--vocab-size", "300"], "missing.txt"),
+        ([str(bad), "--vocab-size", "300"], "bad.txt is not UTF-8: invalid byte at offset 3"),
+        ([str(good), "--vocab-size", "100"], "vocab_size is 100"),
+        ([str(good), "--vocab-size", "300", "--pattern", "(oops"], "pattern"),
+        ([str(good), "--vocab-size", "300", "--special", "<a>", "--special", "<a>"], "twice"),
+    ]
+    for argv, message in cases:
+        r = run("-m", "ferrotok.cli_train", "train", *argv, "-o", out)
+        assert r.returncode == 2, (argv, r.stderr)
+        assert message in r.stderr, (argv, r.stderr)
+        assert "Traceback" not in r.stderr
+        assert not os.path.exists(out)
+
+
+def test_demo_runs_offline_and_says_when_cl100k_is_missing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "FERROTOK_DATA_DIR"}
+    env["TIKTOKEN_CACHE_DIR"] = str(tmp_path / "empty-cache")
+    r = run(
+        "-m", "ferrotok.demo", "--mb", "1", "--vocab-size", "600",
+        "--no-progress", "--keep", str(tmp_path),
+        env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "trained: vocabulary of 600" in r.stdout
+    assert "cl100k_base: not available offline" in r.stdout
+    assert (tmp_path / "stdlib_demo.tiktoken.json").exists()
