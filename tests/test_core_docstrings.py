@@ -8,7 +8,7 @@ import importlib
 import ferrotok
 import pytest
 
-MODULES = ["ferrotok", "ferrotok.core", "ferrotok.registry"]
+MODULES = ["ferrotok", "ferrotok.core", "ferrotok.registry", "ferrotok.persist"]
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -554,9 +554,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_encodings)
 
     # ---- More subcommands plug in here, one line each (keep this block last). ----
-    # `register_train(subparsers)` (from the training module) goes here, e.g.:
-    #     from .train_cli import register_train; register_train(subparsers)
     # A register function adds its parser and `set_defaults(func=...)`; see the module doc.
+    from .cli_train import register_train
+
+    register_train(subparsers)
 
     return parser
 
