@@ -425,28 +425,30 @@ def test_encodings_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_another_subcommand_plugs_in_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    def register_train(subparsers: argparse._SubParsersAction) -> None:
-        p = subparsers.add_parser("train", help="train a vocabulary")
+    def register_sample(subparsers: argparse._SubParsersAction) -> None:
+        p = subparsers.add_parser("sample", help="a plug-in subcommand")
         p.add_argument("--vocab-size", type=int, required=True)
         cli.add_encoding_arguments(p)
 
-        def run_train(args: argparse.Namespace) -> int:
+        def run_sample(args: argparse.Namespace) -> int:
             if args.vocab_size < 256:
                 raise cli.CLIError("--vocab-size must be at least 256")
-            print(f"training {args.vocab_size}")
+            print(f"sampling {args.vocab_size}")
             return 0
 
-        p.set_defaults(func=run_train)
+        p.set_defaults(func=run_sample)
 
     parser = cli.build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     assert subparsers.dest == "command" and subparsers.required
-    register_train(subparsers)  # the one line
-    args = parser.parse_args(["train", "--vocab-size", "1000"])
-    assert args.command == "train" and args.func(args) == 0
-    assert capsys.readouterr().out == "training 1000\n"
+    # The real `train` subcommand is registered this way already.
+    assert "train" in subparsers.choices
+    register_sample(subparsers)  # the one line
+    args = parser.parse_args(["sample", "--vocab-size", "1000"])
+    assert args.command == "sample" and args.func(args) == 0
+    assert capsys.readouterr().out == "sampling 1000\n"
     with pytest.raises(cli.CLIError):
-        args.func(parser.parse_args(["train", "--vocab-size", "5"]))
+        args.func(parser.parse_args(["sample", "--vocab-size", "5"]))
 
 
 def test_every_subcommand_returns_an_exit_code(capsys: pytest.CaptureFixture[str]) -> None:

@@ -384,15 +384,33 @@ def test_an_exception_in_the_progress_hook_stops_merging_at_once():
     counts = ferrotok.count_pieces(corpus("english", 0, 300_000).split("\n\n"), progress=False)
     calls = []
 
+    class Stop(Exception):
+        pass
+
     def hook(phase, done, total):
         calls.append((phase, done))
-        if len(calls) == 2:
+        raise Stop  # at the first report: nothing may be merged after it
+
+    with pytest.raises(Stop):
+        # Huge vocabulary: without the exception this would merge until pairs run out.
+        _core.learn_merges(counts._core, 10_000_000, 0, None, hook)
+    assert calls == [("merging", 0)]
+
+
+def test_a_pending_ctrl_c_stops_merging_at_the_next_report():
+    counts = ferrotok.count_pieces(corpus("english", 0, 300_000).split("\n\n"), progress=False)
+    calls = []
+
+    def hook(phase, done, total):
+        calls.append((phase, done))
+        if len(calls) == 1:
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, seen by the next signal check
 
     with pytest.raises(KeyboardInterrupt):
-        # Huge vocabulary: without the interrupt this would merge until pairs run out.
         _core.learn_merges(counts._core, 10_000_000, 0, None, hook)
-    assert calls[0] == ("merging", 0)
+    # Stopped at the report after the signal (the next timed report or the final one),
+    # never running to the end without raising.
+    assert calls[0] == ("merging", 0) and len(calls) <= 3
 
 
 def test_ctrl_c_stops_training_with_keyboard_interrupt(tmp_path):
@@ -400,11 +418,12 @@ def test_ctrl_c_stops_training_with_keyboard_interrupt(tmp_path):
     src = CORPUS / "code.txt"
     script = textwrap.dedent(
         f"""
-        import pathlib, sys, ferrotok
-        files = [pathlib.Path({str(src)!r})] * 200
+        import itertools, sys, ferrotok
+        text = open({str(src)!r}, encoding="utf-8").read(2_000_000)
         try:
             print("started", flush=True)
-            ferrotok.train(files, 50000, progress=False)
+            # An endless stream of documents: only Ctrl-C can end this training.
+            ferrotok.train(itertools.repeat(text), 50000, progress=False)
         except KeyboardInterrupt:
             print("KeyboardInterrupt", flush=True)
             sys.exit(42)
