@@ -397,7 +397,16 @@ def test_an_exception_in_the_progress_hook_stops_merging_at_once():
     assert calls == [("merging", 0)]
 
 
-def test_a_pending_ctrl_c_stops_merging_at_the_next_report():
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's Ctrl-C handler, installed even where SIGINT starts ignored (a background
+    job, as CI may run us): the tests are about what happens when Ctrl-C is live."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_pending_ctrl_c_stops_merging_at_the_next_report(ctrl_c_raises):
     counts = ferrotok.count_pieces(corpus("english", 0, 300_000).split("\n\n"), progress=False)
     calls = []
 
@@ -418,7 +427,9 @@ def test_ctrl_c_stops_training_with_keyboard_interrupt(tmp_path):
     src = CORPUS / "code.txt"
     script = textwrap.dedent(
         f"""
-        import itertools, sys, ferrotok
+        import itertools, signal, sys, ferrotok
+        # Live Ctrl-C even if this process started with SIGINT ignored (background job).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         text = open({str(src)!r}, encoding="utf-8").read(2_000_000)
         try:
             print("started", flush=True)
