@@ -72,7 +72,7 @@ impl Cl100k {
         }
         let (c, len) = t.at(b, i);
         if c & L != 0 {
-            return self.run_end(b, i + len, L);
+            return self.t.run_end(b, i + len, L);
         }
         if c & N != 0 {
             // 3: up to three N chars.
@@ -90,7 +90,7 @@ impl Cl100k {
         let is_x = c & NL == 0;
         let (d, dlen) = t.at(b, i + len);
         if is_x && d & L != 0 {
-            return self.run_end(b, i + len + dlen, L);
+            return self.t.run_end(b, i + len + dlen, L);
         }
         if c & S == 0 || (c0 == b' ' && d & (L | N | S | END) == 0) {
             // 4: P run (from c, or from d after a space), then [\r\n]*.
@@ -108,42 +108,15 @@ impl Cl100k {
             return k;
         }
         // 5-8.
-        let mut k = i;
-        let mut last = i;
-        let mut last_nl_end = None;
-        let mut count = 0usize;
-        loop {
-            let (e, l) = t.at(b, k);
-            if e & S == 0 {
-                break;
-            }
-            if e & NL != 0 {
-                last_nl_end = Some(k + 1);
-            }
-            last = k;
-            count += 1;
-            k += l;
-        }
-        if k >= b.len() {
-            k
-        } else if let Some(e) = last_nl_end {
+        let run = t.space_run(b, i);
+        if run.end >= b.len() {
+            run.end
+        } else if let Some(e) = run.last_nl_end {
             e
-        } else if count >= 2 {
-            last
+        } else if run.count >= 2 {
+            run.last
         } else {
-            k
-        }
-    }
-
-    /// End of the maximal run of chars with `bit` from `k`.
-    #[inline(always)]
-    fn run_end(&self, b: &[u8], mut k: usize, bit: u8) -> usize {
-        loop {
-            let (d, l) = self.t.at(b, k);
-            if d & bit == 0 {
-                return k;
-            }
-            k += l;
+            run.end
         }
     }
 }

@@ -49,6 +49,18 @@ const BLOCK: usize = 1 << BLOCK_BITS;
 const N_BLOCKS: usize = (char::MAX as usize + 1) >> BLOCK_BITS;
 
 /// A two-level table from code point to class bits, plus a flat ASCII table.
+/// A maximal run of whitespace chars, as [`CharClasses::space_run`] finds it.
+pub(crate) struct SpaceRun {
+    /// One past the run.
+    pub end: usize,
+    /// Start of the run's last char.
+    pub last: usize,
+    /// One past the run's last `\r`/`\n` (both are one byte), if it has one.
+    pub last_nl_end: Option<usize>,
+    /// Number of chars in the run.
+    pub count: usize,
+}
+
 pub(crate) struct CharClasses {
     ascii: [u8; 128],
     /// Block number of each 256-code-point block.
@@ -62,6 +74,42 @@ impl CharClasses {
     pub(crate) fn get() -> &'static CharClasses {
         static TABLE: OnceLock<CharClasses> = OnceLock::new();
         TABLE.get_or_init(CharClasses::build)
+    }
+
+    /// End of the maximal run of chars whose class has `bit`, starting at `k`.
+    #[inline(always)]
+    pub(crate) fn run_end(&self, b: &[u8], mut k: usize, bit: u8) -> usize {
+        loop {
+            let (d, l) = self.at(b, k);
+            if d & bit == 0 {
+                return k;
+            }
+            k += l;
+        }
+    }
+
+    /// The maximal whitespace (`S`) run starting at `i`, scanned once; each pattern family
+    /// then decides from it where its `\s` alternatives end.
+    #[inline(always)]
+    pub(crate) fn space_run(&self, b: &[u8], i: usize) -> SpaceRun {
+        let mut run = SpaceRun {
+            end: i,
+            last: i,
+            last_nl_end: None,
+            count: 0,
+        };
+        loop {
+            let (e, l) = self.at(b, run.end);
+            if e & S == 0 {
+                return run;
+            }
+            if e & NL != 0 {
+                run.last_nl_end = Some(run.end + 1);
+            }
+            run.last = run.end;
+            run.count += 1;
+            run.end += l;
+        }
     }
 
     fn build() -> CharClasses {

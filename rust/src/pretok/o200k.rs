@@ -133,30 +133,15 @@ impl O200k {
             return k;
         }
         // A5-A7 (c ∈ S here: every L/M char was taken by A1/A2, N by A3, P by A4).
-        let mut k = i;
-        let mut last = i;
-        let mut last_nl_end = None;
-        let mut count = 0usize;
-        loop {
-            let (e, l) = t.at(b, k);
-            if e & S == 0 {
-                break;
-            }
-            if e & NL != 0 {
-                last_nl_end = Some(k + 1);
-            }
-            last = k;
-            count += 1;
-            k += l;
-        }
-        if let Some(e) = last_nl_end {
+        let run = t.space_run(b, i);
+        if let Some(e) = run.last_nl_end {
             e
-        } else if k >= b.len() || count < 2 {
-            // A6 to the end of the text, or A7's single char. (`k > i` unless the
+        } else if run.end >= b.len() || run.count < 2 {
+            // A6 to the end of the text, or A7's single char. (`end > i` unless the
             // char at i were not S, which cannot happen; `max` keeps progress.)
-            k.max(i + len)
+            run.end.max(i + len)
         } else {
-            last
+            run.last
         }
     }
 

@@ -84,9 +84,9 @@ impl R50k {
             return self.space_end(b, i);
         };
         if run & L != 0 {
-            self.run_end(b, from, L)
+            self.t.run_end(b, from, L)
         } else if run & N != 0 {
-            self.run_end(b, from, N)
+            self.t.run_end(b, from, N)
         } else {
             // P: neither L, N nor S (nor the end).
             let mut k = from;
@@ -100,38 +100,14 @@ impl R50k {
         }
     }
 
-    /// End of the maximal run of chars with `bit` from `k`.
-    #[inline(always)]
-    fn run_end(&self, b: &[u8], mut k: usize, bit: u8) -> usize {
-        loop {
-            let (d, l) = self.t.at(b, k);
-            if d & bit == 0 {
-                return k;
-            }
-            k += l;
-        }
-    }
-
     /// Rules 5-7 at an S char `i`.
     #[inline(always)]
     fn space_end(&self, b: &[u8], i: usize) -> usize {
-        let t = self.t;
-        let mut k = i;
-        let mut last = i;
-        let mut count = 0usize;
-        loop {
-            let (d, l) = t.at(b, k);
-            if d & S == 0 {
-                break;
-            }
-            last = k;
-            count += 1;
-            k += l;
-        }
-        if k >= b.len() || count < 2 {
-            k
+        let run = self.t.space_run(b, i);
+        if run.end >= b.len() || run.count < 2 {
+            run.end
         } else {
-            last
+            run.last
         }
     }
 }
