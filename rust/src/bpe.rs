@@ -65,7 +65,10 @@ fn merge(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
     if piece.len() <= HEAP_THRESHOLD {
         merge_scan(vocab, piece, out)
     } else {
-        merge_heap(vocab, piece, out)
+        match vocab.backtrack() {
+            Some(bt) if bt.encode(vocab, piece, out) => Ok(()),
+            _ => merge_heap(vocab, piece, out),
+        }
     }
 }
 
@@ -229,6 +232,15 @@ mod tests {
         let mut b = Vec::new();
         merge_heap(v, piece, &mut b).unwrap();
         assert_eq!(b, expected, "heap differs from the definition on {piece:?}");
+        let bt = v
+            .backtrack()
+            .expect("test vocabularies merge upward in rank");
+        let mut d = vec![7];
+        assert!(
+            bt.encode(v, piece, &mut d),
+            "backtracking gave up on {piece:?}"
+        );
+        assert_eq!(d[1..], expected, "backtracking differs on {piece:?}");
         let cache = PieceCache::new();
         for _ in 0..2 {
             let mut c = Vec::new();

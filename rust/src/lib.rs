@@ -5,11 +5,13 @@
 //! merge-rank BPE on each piece ([`bpe`]) over a vocabulary ([`vocab`]),
 //! put together by [`encoder`]. [`py`] only converts types and errors for Python.
 
+pub mod backtrack;
 pub mod bpe;
 pub mod encoder;
 pub mod error;
 pub mod pair_table;
 pub mod piece_cache;
+pub mod prefix_trie;
 pub mod pretok;
 pub mod special;
 pub mod tiktoken_file;

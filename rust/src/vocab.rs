@@ -7,6 +7,7 @@
 //! `decode_bytes` a sequence of `memcpy`s instead of hash look-ups; encoding looks tokens
 //! up in a [`TokenTable`] over the same buffer, so each token's bytes are stored once.
 
+use crate::backtrack::Backtrack;
 use crate::error::{Error, Result};
 use crate::pair_table::PairTable;
 use crate::token_table::TokenTable;
@@ -40,6 +41,9 @@ pub struct Vocab {
     far_specials: FxHashMap<Rank, Box<[u8]>>,
     /// The rank of each single byte, or `NO_RANK`: the BPE start state without hashing.
     pub byte_ranks: [Rank; 256],
+    /// The backtracking encoder for long pieces, built when the first one comes (`None` if
+    /// this vocabulary's merges do not allow it; see `backtrack.rs`).
+    backtrack: OnceLock<Option<Backtrack>>,
 }
 
 impl Vocab {
@@ -133,6 +137,7 @@ impl Vocab {
             sorted: OnceLock::new(),
             far_specials,
             byte_ranks,
+            backtrack: OnceLock::new(),
         };
         let ordinary: Vec<Rank> = ranks.values().copied().collect();
         drop(ranks);
@@ -214,6 +219,12 @@ impl Vocab {
             });
             v
         })
+    }
+
+    /// The backtracking encoder, built on first use; `None` where it does not apply.
+    #[inline]
+    pub fn backtrack(&self) -> Option<&Backtrack> {
+        self.backtrack.get_or_init(|| Backtrack::new(self)).as_ref()
     }
 
     /// Approximate heap memory of the vocabulary, in bytes.
