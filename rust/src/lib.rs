@@ -13,6 +13,7 @@ pub mod pair_table;
 pub mod piece_cache;
 pub mod prefix_trie;
 pub mod pretok;
+pub mod short_table;
 pub mod special;
 pub mod tiktoken_file;
 pub mod token_table;

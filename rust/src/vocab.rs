@@ -10,6 +10,7 @@
 use crate::backtrack::Backtrack;
 use crate::error::{Error, Result};
 use crate::pair_table::PairTable;
+use crate::short_table::{self, ShortTable};
 use crate::token_table::TokenTable;
 use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
@@ -22,6 +23,8 @@ pub const NO_RANK: Rank = Rank::MAX;
 pub struct Vocab {
     /// Ordinary tokens, bytes -> rank.
     table: TokenTable,
+    /// Ordinary tokens of at most 8 bytes, bytes inline: one cache line per look-up.
+    short: ShortTable,
     /// Ordinary tokens, (left rank, right rank) -> rank of the concatenation.
     pub pairs: PairTable,
     /// Number of ordinary tokens.
@@ -128,6 +131,7 @@ impl Vocab {
         let specials = specials.into_iter().collect();
         let mut vocab = Vocab {
             table: TokenTable::new(std::iter::empty()),
+            short: ShortTable::new(std::iter::empty()),
             pairs: PairTable::empty(),
             n_ordinary,
             specials,
@@ -142,6 +146,11 @@ impl Vocab {
         let ordinary: Vec<Rank> = ranks.values().copied().collect();
         drop(ranks);
         vocab.table = TokenTable::new(
+            ordinary
+                .iter()
+                .map(|&r| (vocab.token_bytes(r).unwrap_or_default(), r)),
+        );
+        vocab.short = ShortTable::new(
             ordinary
                 .iter()
                 .map(|&r| (vocab.token_bytes(r).unwrap_or_default(), r)),
@@ -185,7 +194,17 @@ impl Vocab {
     /// The rank of an ordinary token's bytes.
     #[inline(always)]
     pub fn rank(&self, bytes: &[u8]) -> Option<Rank> {
-        self.table.get(bytes, |r| self.token_bytes_unchecked(r))
+        match bytes.len() {
+            0 => None,
+            1..=short_table::MAX_LEN => self.short.get(bytes),
+            _ => self.table.get(bytes, |r| self.token_bytes_unchecked(r)),
+        }
+    }
+
+    /// `rank` for `1..=8` bytes (the common case of the BPE hot path).
+    #[inline(always)]
+    pub fn short_rank(&self, bytes: &[u8]) -> Option<Rank> {
+        self.short.get(bytes)
     }
 
     /// `rank` with the hash of `bytes` already computed.
@@ -230,6 +249,7 @@ impl Vocab {
     /// Approximate heap memory of the vocabulary, in bytes.
     pub fn memory_bytes(&self) -> usize {
         self.table.memory_bytes()
+            + self.short.memory_bytes()
             + self.bytes.len()
             + self.offsets.len() * 4
             + self.is_special.len()

@@ -1,0 +1,130 @@
+//! Tokens of at most 8 bytes, keyed by their bytes read as one integer.
+//!
+//! Invariant: `get(b)` is `Some(rank)` iff `1 <= b.len() <= 8` and `b` is an ordinary token.
+//!
+//! Why it exists: most pieces of real text are short whole tokens (" the", " of", "ing"), so
+//! the first look-up of nearly every piece lands here. The general [`crate::token_table`]
+//! keeps only a rank and a fingerprint per slot and must then read the token's offset and its
+//! bytes to confirm a hit: three dependent cache misses. Here the slot holds the bytes
+//! themselves, so a hit or a miss is decided by one 16-byte slot, one cache line.
+
+const EMPTY: u64 = u64::MAX;
+const K: u64 = 0x9E37_79B9_7F4A_7C15;
+pub const MAX_LEN: usize = 8;
+
+pub struct ShortTable {
+    /// `[key, rank | len << 32]`; the second word is `EMPTY` in a free slot.
+    slots: Vec<[u64; 2]>,
+    shift: u32,
+}
+
+/// `b`'s bytes as a little-endian integer (`1 <= b.len() <= 8`), from two overlapping loads
+/// instead of a byte loop. Bytes past the end are zero; the length is compared separately.
+#[inline(always)]
+pub fn load(b: &[u8]) -> u64 {
+    let n = b.len();
+    debug_assert!((1..=MAX_LEN).contains(&n));
+    if n >= 4 {
+        let lo = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
+        let hi = u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]) as u64;
+        lo | (hi << (8 * (n - 4)))
+    } else if n >= 2 {
+        let lo = u16::from_le_bytes([b[0], b[1]]) as u64;
+        let hi = u16::from_le_bytes([b[n - 2], b[n - 1]]) as u64;
+        lo | (hi << (8 * (n - 2)))
+    } else {
+        b[0] as u64
+    }
+}
+
+impl ShortTable {
+    /// `tokens` yields `(bytes, rank)` with distinct bytes; those longer than 8 are skipped.
+    pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], u32)>) -> Self {
+        let short: Vec<(u64, u64)> = tokens
+            .filter(|(b, _)| (1..=MAX_LEN).contains(&b.len()))
+            .map(|(b, r)| (load(b), r as u64 | (b.len() as u64) << 32))
+            .collect();
+        let cap = (short.len() * 2).next_power_of_two().max(16);
+        let mut t = ShortTable {
+            slots: vec![[0, EMPTY]; cap],
+            shift: 64 - cap.trailing_zeros(),
+        };
+        for (key, value) in short {
+            let mut i = t.index(key, value >> 32);
+            while t.slots[i][1] != EMPTY {
+                i = (i + 1) & (cap - 1);
+            }
+            t.slots[i] = [key, value];
+        }
+        t
+    }
+
+    #[inline(always)]
+    fn index(&self, key: u64, len: u64) -> usize {
+        ((key ^ (len << 59)).wrapping_mul(K) >> self.shift) as usize
+    }
+
+    /// The rank of `b` (which must be 1 to 8 bytes long), if it is a token.
+    #[inline(always)]
+    pub fn get(&self, b: &[u8]) -> Option<u32> {
+        let (key, len) = (load(b), b.len() as u64);
+        let mask = self.slots.len() - 1;
+        let mut i = self.index(key, len);
+        loop {
+            let [k, v] = self.slots[i];
+            if v == EMPTY {
+                return None;
+            }
+            if k == key && v >> 32 == len {
+                return Some(v as u32);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.len() * 16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_exactly_the_short_tokens_including_zero_bytes() {
+        let toks: Vec<&[u8]> = vec![
+            b"a",
+            b"a\0",
+            b"\0a",
+            b"\0",
+            b"\0\0",
+            b"abc",
+            b"abcd",
+            b"abcde",
+            b"abcdefgh",
+            b"abcdefghi",
+            b"\xff\xfe",
+        ];
+        let t = ShortTable::new(toks.iter().enumerate().map(|(i, b)| (*b, i as u32)));
+        for (i, b) in toks.iter().enumerate() {
+            let want = (b.len() <= MAX_LEN).then_some(i as u32);
+            assert_eq!(t.get(b), want, "{b:?}");
+        }
+        for miss in [&b"b"[..], b"\0\0\0", b"ab", b"abcdefgg", b"a\0\0", b"\xff"] {
+            assert_eq!(t.get(miss), None, "{miss:?}");
+        }
+    }
+
+    #[test]
+    fn load_is_the_little_endian_value() {
+        for n in 1..=8 {
+            let b: Vec<u8> = (1..=n as u8).collect();
+            let want = b
+                .iter()
+                .enumerate()
+                .fold(0u64, |acc, (i, &x)| acc | (x as u64) << (8 * i));
+            assert_eq!(load(&b), want, "length {n}");
+        }
+    }
+}
