@@ -252,3 +252,20 @@ def test_special_tokens_with_huge_ids_like_tiktoken() -> None:
     assert ours_far.decode(ids) == text
     assert ours_far.n_vocab == theirs_far.n_vocab
     assert ours_far.decode_single_token_bytes(3_000_000_000) == b"<|far|>"
+
+
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
+    # Batches encode on Rust threads and finish out of order; the error must still be the
+    # one a sequential loop meets first, and nothing is returned half-done.
+    ranks = {bytes([b]): b for b in range(256) if b not in b"qz"}
+    enc = ferrotok.Encoding("no_q_z", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
+    texts = ["fine", "q" * 20_000, "also fine", "z"] * 4
+    with pytest.raises(ValueError, match="0x71"):
+        enc.encode_ordinary_batch(texts, num_threads=num_threads)
+    with pytest.raises(ValueError, match="0x71"):
+        enc.encode_batch(texts, num_threads=num_threads)
+    ok = ["fine", "also fine"] * 50
+    assert enc.encode_ordinary_batch(ok, num_threads=num_threads) == [
+        enc.encode_ordinary(t) for t in ok
+    ]

@@ -45,15 +45,18 @@ impl<'py> IntoPyObject<'py> for PyBytesKey {
 /// `RuntimeError` (a panic is a ferrotok bug, never the user's input).
 fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
     py.detach(|| catch_unwind(AssertUnwindSafe(f)))
-        .map_err(|p| {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            PyRuntimeError::new_err(format!("internal error in ferrotok (please report): {msg}"))
-        })?
+        .map_err(panic_error)?
         .map_err(PyErr::from)
+}
+
+/// A caught panic as the `RuntimeError` users see.
+fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    PyRuntimeError::new_err(format!("internal error in ferrotok (please report): {msg}"))
 }
 
 /// Runs `f` over `items` on rayon's threads, or in this thread when `num_threads <= 1`
@@ -110,10 +113,69 @@ impl IdInts {
         PyList::new(py, ids.iter().map(|&id| self.int(py, id)))
     }
 
-    fn lists<'py>(&self, py: Python<'py>, batch: &[Vec<Rank>]) -> PyResult<Bound<'py, PyList>> {
-        let lists = batch
-            .iter()
-            .map(|ids| self.list(py, ids))
+    /// `[encode(t) for t in texts]` as a list of lists, encoding on rayon's threads while this
+    /// thread turns each finished result into a Python list: list building (which needs the
+    /// GIL) overlaps encoding instead of following it. An error is the one of the first
+    /// failing text, as in a sequential loop.
+    fn encode_lists<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &[PyBackedStr],
+        num_threads: usize,
+        encode: impl Fn(&str) -> Result<Vec<Rank>, Error> + Sync + Send,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if num_threads <= 1 || texts.len() <= 1 {
+            let mut lists = Vec::with_capacity(texts.len());
+            for t in texts {
+                let ids = detached(py, || encode(t))?;
+                lists.push(self.list(py, &ids)?);
+            }
+            return PyList::new(py, lists);
+        }
+        type Done = (usize, std::thread::Result<Result<Vec<Rank>, Error>>);
+        let (tx, rx) = std::sync::mpsc::channel::<Done>();
+        let mut lists: Vec<Option<Bound<'py, PyList>>> = vec![None; texts.len()];
+        let mut failed: Option<(usize, PyErr)> = None;
+        std::thread::scope(|scope| -> PyResult<()> {
+            let encode = &encode;
+            scope.spawn(move || {
+                texts
+                    .par_iter()
+                    .enumerate()
+                    .for_each_with(tx, |tx, (i, t)| {
+                        let r = catch_unwind(AssertUnwindSafe(|| encode(t)));
+                        // The receiver only goes away once every result is in.
+                        let _ = tx.send((i, r));
+                    });
+            });
+            let mut rx = rx;
+            for _ in 0..texts.len() {
+                // Wait with the GIL released; the receiver moves in and out (it is not `Sync`).
+                let (got, back) = py.detach(move || (rx.recv(), rx));
+                rx = back;
+                let Ok((i, r)) = got else { break };
+                let result = match r {
+                    Ok(Ok(ids)) => self.list(py, &ids),
+                    Ok(Err(e)) => Err(e.into()),
+                    Err(p) => Err(panic_error(p)),
+                };
+                match result {
+                    Ok(list) => lists[i] = Some(list),
+                    Err(e) => {
+                        if failed.as_ref().is_none_or(|(j, _)| i < *j) {
+                            failed = Some((i, e));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        if let Some((_, e)) = failed {
+            return Err(e);
+        }
+        let lists = lists
+            .into_iter()
+            .map(|l| l.ok_or_else(|| panic_error(Box::new("a batch result went missing"))))
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
     }
@@ -318,10 +380,8 @@ impl PyCoreBPE {
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         let enc = &self.inner;
-        let batch = detached(py, || {
-            batch(&texts, num_threads, |t| enc.encode_ordinary(t))
-        })?;
-        self.ints.lists(py, &batch)
+        self.ints
+            .encode_lists(py, &texts, num_threads, |t| enc.encode_ordinary(t))
     }
 
     fn encode_batch<'py>(
@@ -333,11 +393,9 @@ impl PyCoreBPE {
     ) -> PyResult<Bound<'py, PyList>> {
         let allowed = self.allowed(allowed_special);
         let enc = &self.inner;
-        let batch = detached(py, || {
-            let a = allowed.as_allowed();
-            batch(&texts, num_threads, |t| enc.encode(t, a))
-        })?;
-        self.ints.lists(py, &batch)
+        let a = allowed.as_allowed();
+        self.ints
+            .encode_lists(py, &texts, num_threads, |t| enc.encode(t, a))
     }
 
     fn encode_with_unstable<'py>(
