@@ -24,6 +24,12 @@
 use crate::prefix_trie::PrefixTrie;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Entries of the `compatible` memo (512 KiB: stays in L2/L3, unlike the pair table).
+const MEMO_SLOTS: usize = 1 << 16;
+const MEMO_VALID: u64 = 1 << 63;
+const MEMO_YES: u64 = 1 << 42;
 
 pub struct Backtrack {
     /// Longest-prefix search over the reachable tokens' bytes.
@@ -35,6 +41,12 @@ pub struct Backtrack {
     split: Vec<(Rank, Rank)>,
     /// Per rank: byte length (0 for ids that are not ordinary tokens).
     len: Vec<u16>,
+    /// Recent answers of `compatible`, direct-mapped by the pair: `left | right << 21 |
+    /// answer << 42 | MEMO_VALID`. Text repeats its token pairs (a CJK run reuses the same
+    /// few thousand characters), and one probe here replaces an unwinding that touches the
+    /// pair table several times. Relaxed atomics: an entry is a pure function of its key, so
+    /// a racing overwrite can lose an answer but never give a wrong one.
+    memo: Box<[AtomicU64]>,
 }
 
 /// The last merge BPE makes on `bytes`, if BPE turns them into one token (`Some(None)` for a
@@ -100,6 +112,7 @@ impl Backtrack {
             next_prefix,
             split,
             len,
+            memo: (0..MEMO_SLOTS).map(|_| AtomicU64::new(0)).collect(),
         })
     }
 
@@ -109,16 +122,32 @@ impl Backtrack {
         self.trie.longest(text)
     }
 
-    /// Does BPE of `left`'s bytes followed by `right`'s give back `[left, right]`?
-    ///
-    /// Walks the two merge trees back in time, always undoing the later merge (the higher
+    /// Does BPE of `left`'s bytes followed by `right`'s give back `[left, right]`? From the
+    /// memo when it holds the pair, else by [`Backtrack::unwind`].
+    #[inline]
+    fn compatible(&self, vocab: &Vocab, left: Rank, right: Rank) -> bool {
+        let key = left as u64 | (right as u64) << 21;
+        let hash = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros());
+        let slot = &self.memo[hash as usize];
+        let e = slot.load(Ordering::Relaxed);
+        if e & !MEMO_YES == key | MEMO_VALID {
+            return e & MEMO_YES != 0;
+        }
+        let yes = self.unwind(vocab, left, right);
+        slot.store(
+            key | MEMO_VALID | if yes { MEMO_YES } else { 0 },
+            Ordering::Relaxed,
+        );
+        yes
+    }
+
+    /// `compatible` without the memo: walks the two merge trees back in time, always undoing the later merge (the higher
     /// rank; on equal ranks the right one, since ties merge leftmost first). After undoing a
     /// merge of rank `m`, the two parts now touching the boundary were both alive until `m`
     /// happened, so a token across the boundary with a rank below `m` (on the right side:
     /// at most `m`, as the boundary pair is further left and wins the tie) would have been
     /// merged first and the pair is not compatible.
-    #[inline]
-    fn compatible(&self, vocab: &Vocab, mut left: Rank, mut right: Rank) -> bool {
+    fn unwind(&self, vocab: &Vocab, mut left: Rank, mut right: Rank) -> bool {
         let mut limit = Rank::MAX;
         loop {
             if let Some(m) = vocab.pairs.get(left, right) {
@@ -214,5 +243,6 @@ impl Backtrack {
             + self.next_prefix.len() * 4
             + self.split.len() * 8
             + self.len.len() * 2
+            + self.memo.len() * 8
     }
 }

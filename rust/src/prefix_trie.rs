@@ -14,12 +14,12 @@
 use crate::vocab::{Rank, NO_RANK};
 
 pub struct PrefixTrie {
-    /// `first[i]..first[i + 1]`: node `i`'s children (one extra entry at the end).
-    first: Vec<u32>,
+    /// Per node `i`: `[first, rank]`. Its children are nodes `first..` up to the next node's
+    /// `first` (one extra entry at the end); `rank` is the token that ends at it, or
+    /// `NO_RANK`. One array, so a step reads one cache line for both.
+    node: Vec<[u32; 2]>,
     /// The byte on the edge into each node (the root's is unused).
     label: Vec<u8>,
-    /// The token that ends at each node, or `NO_RANK`.
-    rank: Vec<Rank>,
     /// The root's child for each byte (0 = none; the root itself is never a child).
     root: [u32; 256],
 }
@@ -34,10 +34,11 @@ impl PrefixTrie {
 
         // Breadth-first: each node of the current level is a range of `sorted` sharing its
         // prefix; tokens ending exactly there come first in the range (a prefix sorts first).
+        let mut first: Vec<u32> = Vec::with_capacity(tokens.len() * 3);
+        let mut rank: Vec<Rank> = vec![NO_RANK];
         let mut trie = PrefixTrie {
-            first: Vec::with_capacity(tokens.len() * 3),
+            node: Vec::new(),
             label: vec![0],
-            rank: vec![NO_RANK],
             root: [0; 256],
         };
         // Per node: the longest token on the path above it (for `shorter`).
@@ -51,16 +52,16 @@ impl PrefixTrie {
             for &(lo, hi) in &level {
                 let (mut lo, hi) = (lo as usize, hi as usize);
                 if depth > 0 && sorted[lo].0.len() == depth {
-                    trie.rank[node] = sorted[lo].1;
+                    rank[node] = sorted[lo].1;
                     shorter_sorted[lo] = above[node];
                     lo += 1;
                 }
-                let pass_down = if trie.rank[node] != NO_RANK {
-                    trie.rank[node]
+                let pass_down = if rank[node] != NO_RANK {
+                    rank[node]
                 } else {
                     above[node]
                 };
-                trie.first.push(trie.label.len() as u32);
+                first.push(trie.label.len() as u32);
                 let mut i = lo;
                 while i < hi {
                     let b = sorted[i].0[depth];
@@ -72,7 +73,7 @@ impl PrefixTrie {
                         trie.root[b as usize] = trie.label.len() as u32;
                     }
                     trie.label.push(b);
-                    trie.rank.push(NO_RANK);
+                    rank.push(NO_RANK);
                     above.push(pass_down);
                     next_level.push((i as u32, j as u32));
                     i = j;
@@ -83,12 +84,13 @@ impl PrefixTrie {
             next_level.clear();
             depth += 1;
         }
-        trie.first.push(trie.label.len() as u32);
+        first.push(trie.label.len() as u32);
+        rank.push(NO_RANK);
+        trie.node = first.into_iter().zip(rank).map(|(f, r)| [f, r]).collect();
         let mut shorter = vec![NO_RANK; tokens.len()];
         for (k, &i) in order.iter().enumerate() {
             shorter[i as usize] = shorter_sorted[k];
         }
-        trie.first.shrink_to_fit();
         (trie, shorter)
     }
 
@@ -100,15 +102,15 @@ impl PrefixTrie {
         if node == 0 {
             return None;
         }
-        let mut best = self.rank[node];
+        let mut best = self.node[node][1];
         for &b in rest {
-            let (a, z) = (self.first[node] as usize, self.first[node + 1] as usize);
+            let (a, z) = (self.node[node][0] as usize, self.node[node + 1][0] as usize);
             // Children are few below the first level; a short scan beats a binary search.
             match self.label[a..z].iter().position(|&l| l == b) {
                 Some(k) => node = a + k,
                 None => break,
             }
-            let r = self.rank[node];
+            let r = self.node[node][1];
             if r != NO_RANK {
                 best = r;
             }
@@ -118,7 +120,7 @@ impl PrefixTrie {
 
     /// Approximate heap memory, in bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.first.capacity() * 4 + self.label.capacity() + self.rank.capacity() * 4 + 1024
+        self.node.capacity() * 8 + self.label.capacity() + 1024
     }
 }
 
