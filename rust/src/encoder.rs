@@ -203,6 +203,11 @@ impl Encoder {
         Err(Error::UnknownBytes(bytes.to_vec()))
     }
 
+    /// Appends the bytes of `ids` to `out`.
+    pub fn decode_into(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<()> {
+        self.vocab.decode_into(ids, out)
+    }
+
     pub fn decode_bytes(&self, ids: &[Rank]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
         self.vocab.decode_into(ids, &mut out)?;

@@ -49,6 +49,56 @@ fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send
         .map_err(PyErr::from)
 }
 
+/// Reads `tokens` into `ids` when it is a list of plain ints that fit in a `u32` (what
+/// `encode` returns), straight from the list's item array: no iterator protocol and no
+/// reference counting per item. Returns `false` (with `ids` in any state) for anything else,
+/// which then takes pyo3's general extraction and gets its errors.
+fn ids_from_list(tokens: &Bound<'_, PyAny>, ids: &mut Vec<Rank>) -> bool {
+    let Ok(list) = tokens.cast_exact::<PyList>() else {
+        return false;
+    };
+    let n = list.len();
+    ids.clear();
+    ids.reserve(n);
+    for i in 0..n {
+        // SAFETY: we hold the GIL (`list` is a `Bound`) for the whole loop and nothing in it
+        // runs Python code — `PyLong_AsUnsignedLong` on an exact `int` only reads the value —
+        // so the list keeps its length `n > i` and its items; `PyList_GET_ITEM` returns a
+        // borrowed pointer to a live object that the list owns, and we only read through it.
+        let (exact, v) = unsafe {
+            let item = pyo3::ffi::PyList_GET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t);
+            if pyo3::ffi::PyLong_CheckExact(item) == 0 {
+                (false, 0)
+            } else {
+                (true, pyo3::ffi::PyLong_AsUnsignedLong(item))
+            }
+        };
+        if !exact || v > Rank::MAX as std::ffi::c_ulong {
+            // A negative int sets OverflowError (and returns the all-ones error value): drop
+            // it; the general extraction raises the proper error.
+            let _ = PyErr::take(list.py());
+            return false;
+        }
+        ids.push(v as Rank);
+    }
+    true
+}
+
+/// Per-thread buffers for `decode_bytes`, reused so that a large decode does not pay for
+/// fresh pages each time (dropped when they grow past [`SCRATCH_KEEP`]).
+struct DecodeScratch {
+    ids: Vec<Rank>,
+    bytes: Vec<u8>,
+}
+
+const SCRATCH_KEEP: usize = 16 << 20;
+
+thread_local! {
+    static DECODE_SCRATCH: std::cell::RefCell<DecodeScratch> = const {
+        std::cell::RefCell::new(DecodeScratch { ids: Vec::new(), bytes: Vec::new() })
+    };
+}
+
 /// A caught panic as the `RuntimeError` users see.
 fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
     let msg = p
@@ -84,33 +134,42 @@ fn batch<T: Send>(
 /// `(ids, offsets)` of a flat batch.
 type FlatBatch<'py> = (Bound<'py, PyArray1<Rank>>, Bound<'py, PyArray1<i64>>);
 
-/// Python int objects for ids, made on first use and shared by every list this encoder
-/// returns. Why: a list of fresh ints costs an allocation per id (about 10 ns, a quarter of
-/// encoding English); sharing the immutable ints, as CPython itself does for -5..=256, makes
-/// each list item one reference-count increment.
+/// Python int objects for the most frequent ids, shared by every list this encoder returns.
+///
+/// Why: a list of fresh ints costs an allocation per id and a free when the list dies.
+/// Ranks are merge order, so low ids are the frequent tokens: the first [`HOT_IDS`] ids cover
+/// most of any text. Their ints are made together on first use (so they sit next to each
+/// other in memory and stay in cache) and each list item is then one reference-count
+/// increment, as CPython itself does for -5..=256. Rarer ids get fresh ints.
 struct IdInts {
-    slots: Box<[OnceLock<Py<PyInt>>]>,
+    hot: OnceLock<Box<[Py<PyInt>]>>,
+    n_hot: usize,
 }
+
+/// Ids below this share their int objects (32768 ints: about 1 MB).
+const HOT_IDS: usize = 1 << 15;
 
 impl IdInts {
     fn new(n_ids: usize) -> Self {
         IdInts {
-            slots: (0..n_ids).map(|_| OnceLock::new()).collect(),
-        }
-    }
-
-    fn int<'py>(&self, py: Python<'py>, id: Rank) -> Bound<'py, PyInt> {
-        match self.slots.get(id as usize) {
-            Some(slot) => slot
-                .get_or_init(|| PyInt::new(py, id).unbind())
-                .bind(py)
-                .clone(),
-            None => PyInt::new(py, id),
+            hot: OnceLock::new(),
+            n_hot: n_ids.min(HOT_IDS),
         }
     }
 
     fn list<'py>(&self, py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, ids.iter().map(|&id| self.int(py, id)))
+        let hot = self.hot.get_or_init(|| {
+            (0..self.n_hot as Rank)
+                .map(|id| PyInt::new(py, id).unbind())
+                .collect()
+        });
+        PyList::new(
+            py,
+            ids.iter().map(|&id| match hot.get(id as usize) {
+                Some(int) => int.bind(py).clone(),
+                None => PyInt::new(py, id),
+            }),
+        )
     }
 
     /// `[encode(t) for t in texts]` as a list of lists, encoding on rayon's threads while this
@@ -430,11 +489,33 @@ impl PyCoreBPE {
     fn decode_bytes<'py>(
         &self,
         py: Python<'py>,
-        tokens: Vec<Rank>,
+        tokens: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let enc = &self.inner;
-        let bytes = detached(py, || enc.decode_bytes(&tokens))?;
-        Ok(PyBytes::new(py, &bytes))
+        DECODE_SCRATCH.with(|scratch| {
+            // Re-entry (not possible from Python, which holds one call per thread) would just
+            // use fresh buffers.
+            let mut fresh = DecodeScratch {
+                ids: Vec::new(),
+                bytes: Vec::new(),
+            };
+            let mut guard = scratch.try_borrow_mut().ok();
+            let s = guard.as_deref_mut().unwrap_or(&mut fresh);
+            if !ids_from_list(tokens, &mut s.ids) {
+                s.ids = tokens.extract::<Vec<Rank>>()?;
+            }
+            let (ids, bytes) = (&s.ids, &mut s.bytes);
+            bytes.clear();
+            detached(py, || enc.decode_into(ids, bytes))?;
+            let out = PyBytes::new(py, bytes);
+            if s.ids.capacity() * 4 > SCRATCH_KEEP || s.bytes.capacity() > SCRATCH_KEEP {
+                *s = DecodeScratch {
+                    ids: Vec::new(),
+                    bytes: Vec::new(),
+                };
+            }
+            Ok(out)
+        })
     }
 
     fn decode_bytes_batch<'py>(
