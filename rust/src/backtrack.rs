@@ -32,6 +32,10 @@ const MEMO_VALID: u64 = 1 << 63;
 const MEMO_YES: u64 = 1 << 42;
 
 pub struct Backtrack {
+    /// Every token at least this long is reachable, so for a piece at least this long that
+    /// is a whole token the walk itself returns that token: the caller may skip its separate
+    /// whole-token look-up (tiktoken's rule) — a cache miss for nearly every long piece.
+    pub whole_tokens_from: usize,
     /// Longest-prefix search over the reachable tokens' bytes.
     trie: PrefixTrie,
     /// Per rank: the longest reachable token that is a strict prefix of it, or `NO_RANK`.
@@ -91,9 +95,15 @@ impl Backtrack {
         let mut split = vec![(NO_RANK, NO_RANK); n];
         let mut len = vec![0u16; n];
         let mut reachable: Vec<(&[u8], Rank)> = Vec::new();
+        let mut whole_tokens_from = 1;
         for (r, m) in merges.iter().enumerate() {
             let r = r as Rank;
-            let Some((a, b)) = *m else { continue };
+            let Some((a, b)) = *m else {
+                if let Some(bytes) = vocab.ordinary_bytes(r) {
+                    whole_tokens_from = whole_tokens_from.max(bytes.len() + 1);
+                }
+                continue;
+            };
             if (a, b) != (r, r) && (a >= r || b >= r) {
                 return None;
             }
@@ -108,6 +118,7 @@ impl Backtrack {
             next_prefix[r as usize] = p;
         }
         Some(Backtrack {
+            whole_tokens_from,
             trie,
             next_prefix,
             split,

@@ -63,7 +63,7 @@ pub fn encode_piece(
         }
     }
     let h = hash_bytes(piece);
-    if piece.len() > crate::short_table::MAX_LEN {
+    if piece.len() > crate::short_table::MAX_LEN && !walk_finds_whole_token(vocab, piece) {
         if let Some(r) = vocab.rank_hashed(piece, h) {
             out.push(r);
             return Ok(());
@@ -80,6 +80,15 @@ pub fn encode_piece(
     } else {
         merge(vocab, piece, out)
     }
+}
+
+/// Will `merge` give a piece that is a whole token back as that one token, by itself?
+#[inline]
+fn walk_finds_whole_token(vocab: &Vocab, piece: &[u8]) -> bool {
+    piece.len() > SCAN_MAX
+        && vocab
+            .backtrack()
+            .is_some_and(|bt| piece.len() >= bt.whole_tokens_from)
 }
 
 #[inline]
