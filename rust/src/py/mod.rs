@@ -209,9 +209,18 @@ impl IdInts {
             });
             let mut rx = rx;
             for _ in 0..texts.len() {
-                // Wait with the GIL released; the receiver moves in and out (it is not `Sync`).
-                let (got, back) = py.detach(move || (rx.recv(), rx));
-                rx = back;
+                // Take a finished result while holding the GIL if one is ready; only when none
+                // is, wait with the GIL released (the receiver moves in and out: it is not
+                // `Sync`). Releasing and retaking the GIL for every text would cost more than
+                // building a short list.
+                let got = match rx.try_recv() {
+                    Ok(done) => Ok(done),
+                    Err(_) => {
+                        let (got, back) = py.detach(move || (rx.recv(), rx));
+                        rx = back;
+                        got
+                    }
+                };
                 let Ok((i, r)) = got else { break };
                 let result = match r {
                     Ok(Ok(ids)) => self.list(py, &ids),
