@@ -13,10 +13,15 @@ GOALS = {  # speed ratios unless lower is better
     "vs tiktoken r50k/p50k": 8.0,
     "vs tiktoken custom": 3.0,
     "batch / own 1 thread": 1.8,
+    "flat / fastest peer flat": 1.0,
+    "decode_bytes GB/s": 1.0,
+    "cold load / tiktoken's": 1.0,  # time, lower is better
+    "memory / tiktoken's": 1.0,  # RSS added, lower is better
     "time / fastest exact peer": 2.0,  # adversarial
     "linearity (whole/half)": 2.3,  # adversarial
 }
-LOWER_IS_BETTER = {"time / fastest exact peer", "linearity (whole/half)"}
+LOWER_IS_BETTER = {"time / fastest exact peer", "linearity (whole/half)",
+                   "cold load / tiktoken's", "memory / tiktoken's"}
 HEADERS = {  # several goals share a column
     "vs tiktoken": "vs tiktoken >=10x (r50k/p50k >=8x, custom >=3x)",
     "vs tiktoken r50k/p50k": "vs tiktoken >=10x (r50k/p50k >=8x, custom >=3x)",
@@ -40,7 +45,8 @@ def check(target: str, section: str, cell: str, value: float | None,
 
 def evaluate(res: dict[str, Any]) -> list[dict[str, Any]]:
     return [*_single(res.get("single", [])), *_batch(res.get("batch", [])),
-            *_adversarial(res.get("adversarial", []))]
+            *_adversarial(res.get("adversarial", [])), *_decode(res.get("decode", [])),
+            *_load(res.get("load"))]
 
 
 def _single(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -69,7 +75,7 @@ def _batch(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for c in cells:
         where = f"{c['encoding']}/{c['corpus']}"
         out.append(check("batch / own 1 thread", "batch", where, c["batch_speedup"]))
-        out.append(check("flat / fastest peer flat (no goal set)", "batch", where,
+        out.append(check("flat / fastest peer flat", "batch", where,
                          c["flat_vs_best_peer_flat"], c["best_peer_flat"]))
     return out
 
@@ -88,7 +94,7 @@ def _adversarial(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def tables(checks: list[dict[str, Any]]) -> list[Table]:
     """One table per section: a row per cell, a column per target ('figure VERDICT')."""
     out = []
-    for section in ("single", "batch", "adversarial"):
+    for section in ("single", "batch", "adversarial", "decode", "load"):
         rows = [x for x in checks if x["section"] == section]
         if rows:
             out.append(_table(section, rows))
@@ -115,7 +121,8 @@ def _header(target: str) -> str:
     goal = GOALS.get(target)
     if target in HEADERS or goal is None:
         return HEADERS.get(target, target)
-    return f"{target} {'<=' if target in LOWER_IS_BETTER else '>='}{goal}x"
+    unit = "" if target.endswith("GB/s") else "x"
+    return f"{target} {'<=' if target in LOWER_IS_BETTER else '>='}{goal}{unit}"
 
 
 def _fmt(x: dict[str, Any] | None) -> str:
@@ -123,7 +130,33 @@ def _fmt(x: dict[str, Any] | None) -> str:
         return ""
     if x["target"] == "ids == tiktoken":
         return "PASS" if x["verdict"] == "PASS" else f"FAIL ({x['detail']})"
-    fig = fmt_ratio(x["value"])
+    if x["target"].endswith("GB/s") and x["value"] is not None:
+        fig = f"{x['value']:.2f} GB/s"
+    else:
+        fig = fmt_ratio(x["value"])
     if x["detail"] and x["value"] is not None:
         fig += f" ({x['detail'].split()[0]})"
     return fig if x["verdict"] == "INFO" else f"{fig} {x['verdict']}"
+
+
+def _decode(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for c in cells:
+        where = f"{c['encoding']}/{c['corpus']}"
+        for how in ("per doc", "one list"):
+            r = c["results"].get(f"ferrotok {how}", {})
+            out.append(check("decode_bytes GB/s", "decode", f"{where} ({how})", r.get("gbps")))
+    return out
+
+
+def _load(load: dict[str, Any] | None) -> list[dict[str, Any]]:
+    if not load or "median" not in load:
+        return []
+    ft, tt = load["median"].get("ferrotok"), load["median"].get("tiktoken")
+    if not ft or not tt:
+        return []
+    where = load["encoding"]
+    return [
+        check("cold load / tiktoken's", "load", where, ft["load_s"] / tt["load_s"]),
+        check("memory / tiktoken's", "load", where, ft["rss_delta"] / tt["rss_delta"]),
+    ]
