@@ -4,7 +4,7 @@
 
 use crate::encoder::{Allowed, Encoder};
 use crate::error::Error;
-use crate::vocab::Rank;
+use crate::vocab::{Rank, Vocab};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -49,6 +49,30 @@ fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send
         .map_err(PyErr::from)
 }
 
+/// The `i`th item of `list` if it is an exact `int` that fits in a `u32`.
+#[inline(always)]
+fn list_id(list: &Bound<'_, PyList>, i: usize) -> Option<Rank> {
+    // SAFETY: the caller holds the GIL (`list` is a `Bound`) and checks `i < list.len()`, and
+    // nothing here runs Python code (`PyLong_AsUnsignedLong` on an exact `int` only reads
+    // it), so the list still has that item; `PyList_GET_ITEM` returns a borrowed pointer to a
+    // live object the list owns, and we only read through it.
+    let (exact, v) = unsafe {
+        let item = pyo3::ffi::PyList_GET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t);
+        if pyo3::ffi::PyLong_CheckExact(item) == 0 {
+            (false, 0)
+        } else {
+            (true, pyo3::ffi::PyLong_AsUnsignedLong(item))
+        }
+    };
+    if !exact || v > Rank::MAX as std::ffi::c_ulong {
+        // A negative int sets OverflowError (and returns the all-ones error value): drop it;
+        // the general extraction raises the proper error.
+        let _ = PyErr::take(list.py());
+        return None;
+    }
+    Some(v as Rank)
+}
+
 /// Reads `tokens` into `ids` when it is a list of plain ints that fit in a `u32` (what
 /// `encode` returns), straight from the list's item array: no iterator protocol and no
 /// reference counting per item. Returns `false` (with `ids` in any state) for anything else,
@@ -57,29 +81,39 @@ fn ids_from_list(tokens: &Bound<'_, PyAny>, ids: &mut Vec<Rank>) -> bool {
     let Ok(list) = tokens.cast_exact::<PyList>() else {
         return false;
     };
-    let n = list.len();
     ids.clear();
-    ids.reserve(n);
-    for i in 0..n {
-        // SAFETY: we hold the GIL (`list` is a `Bound`) for the whole loop and nothing in it
-        // runs Python code — `PyLong_AsUnsignedLong` on an exact `int` only reads the value —
-        // so the list keeps its length `n > i` and its items; `PyList_GET_ITEM` returns a
-        // borrowed pointer to a live object that the list owns, and we only read through it.
-        let (exact, v) = unsafe {
-            let item = pyo3::ffi::PyList_GET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t);
-            if pyo3::ffi::PyLong_CheckExact(item) == 0 {
-                (false, 0)
-            } else {
-                (true, pyo3::ffi::PyLong_AsUnsignedLong(item))
-            }
-        };
-        if !exact || v > Rank::MAX as std::ffi::c_ulong {
-            // A negative int sets OverflowError (and returns the all-ones error value): drop
-            // it; the general extraction raises the proper error.
-            let _ = PyErr::take(list.py());
-            return false;
+    ids.reserve(list.len());
+    for i in 0..list.len() {
+        match list_id(list, i) {
+            Some(id) => ids.push(id),
+            None => return false,
         }
-        ids.push(v as Rank);
+    }
+    true
+}
+
+/// Lists up to this long are decoded as they are read, with the GIL held (a few
+/// microseconds); longer ones are read first and decoded with the GIL released.
+const DECODE_IN_PLACE: usize = 1 << 16;
+
+/// Decodes a short list of plain ints in one pass over its items into `out`; `false` (with
+/// `out` in any state) if some item is not a plain int or not a known id, so the caller
+/// takes the general path, which reports errors in tiktoken's order (all ids are read before
+/// any is looked up).
+fn decode_list_in_place(vocab: &Vocab, tokens: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> bool {
+    let Ok(list) = tokens.cast_exact::<PyList>() else {
+        return false;
+    };
+    if list.len() > DECODE_IN_PLACE {
+        return false;
+    }
+    out.clear();
+    out.reserve(list.len() * 4 + 16);
+    for i in 0..list.len() {
+        match list_id(list, i) {
+            Some(id) if vocab.decode_push(id, out) => {}
+            _ => return false,
+        }
     }
     true
 }
@@ -510,13 +544,15 @@ impl PyCoreBPE {
             };
             let mut guard = scratch.try_borrow_mut().ok();
             let s = guard.as_deref_mut().unwrap_or(&mut fresh);
-            if !ids_from_list(tokens, &mut s.ids) {
-                s.ids = tokens.extract::<Vec<Rank>>()?;
+            if !decode_list_in_place(&enc.vocab, tokens, &mut s.bytes) {
+                if !ids_from_list(tokens, &mut s.ids) {
+                    s.ids = tokens.extract::<Vec<Rank>>()?;
+                }
+                let (ids, bytes) = (&s.ids, &mut s.bytes);
+                bytes.clear();
+                detached(py, || enc.decode_into(ids, bytes))?;
             }
-            let (ids, bytes) = (&s.ids, &mut s.bytes);
-            bytes.clear();
-            detached(py, || enc.decode_into(ids, bytes))?;
-            let out = PyBytes::new(py, bytes);
+            let out = PyBytes::new(py, &s.bytes);
             if s.ids.capacity() * 4 > SCRATCH_KEEP || s.bytes.capacity() > SCRATCH_KEEP {
                 *s = DecodeScratch {
                     ids: Vec::new(),
