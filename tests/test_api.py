@@ -269,3 +269,38 @@ def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
     assert enc.encode_ordinary_batch(ok, num_threads=num_threads) == [
         enc.encode_ordinary(t) for t in ok
     ]
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        [15339, 1917],
+        (15339, 1917),
+        [True, 15339],
+        [],
+        [100257, 15339],
+        [-1],
+        [2**40],
+        ["a"],
+        [1.5],
+        [10**6],
+        [15339, 10**6],
+        [10**6, "a"],
+        [15339] * 70_000 + [10**6],
+        [15339] * 70_000 + ["a"],
+    ],
+    ids=repr,
+)
+def test_decode_bytes_results_and_errors_match_tiktoken(tokens: list) -> None:
+    # decode_bytes reads plain-int lists straight from the list (and short ones decode as they
+    # are read); anything unusual must still give tiktoken's bytes or tiktoken's error type.
+    ours, theirs = pair("cl100k_base")
+    try:
+        want: bytes | type[BaseException] = theirs.decode_bytes(tokens)
+    except BaseException as e:  # noqa: BLE001 - the type is what is compared
+        want = type(e)
+    try:
+        got: bytes | type[BaseException] = ours.decode_bytes(tokens)
+    except BaseException as e:  # noqa: BLE001
+        got = type(e)
+    assert got == want
