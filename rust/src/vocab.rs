@@ -252,13 +252,17 @@ impl Vocab {
         self.backtrack.get_or_init(|| Backtrack::new(self)).as_ref()
     }
 
-    /// Approximate heap memory of the vocabulary, in bytes.
+    /// Approximate heap memory of the vocabulary, in bytes (with the backtracking tables
+    /// once they are built).
     pub fn memory_bytes(&self) -> usize {
+        let backtrack = self.backtrack.get().and_then(Option::as_ref);
         self.table.memory_bytes()
             + self.short.memory_bytes()
+            + self.pairs.memory_bytes()
             + self.bytes.len()
             + self.offsets.len() * 4
             + self.is_special.len()
+            + backtrack.map_or(0, Backtrack::memory_bytes)
     }
 
     /// Concatenated bytes of `ids`, failing on the first unknown id.
