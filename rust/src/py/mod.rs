@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 mod train;
@@ -206,10 +207,11 @@ impl IdInts {
         )
     }
 
-    /// `[encode(t) for t in texts]` as a list of lists, encoding on rayon's threads while this
-    /// thread turns each finished result into a Python list: list building (which needs the
-    /// GIL) overlaps encoding instead of following it. An error is the one of the first
-    /// failing text, as in a sequential loop.
+    /// `[encode(t) for t in texts]` as a list of lists, on `num_threads` threads: this one
+    /// and helpers that take texts from a shared counter. This thread also builds every list
+    /// (which needs the GIL) as results come in, so list building overlaps encoding instead
+    /// of following it. An error is the one of the first failing text, as in a sequential
+    /// loop.
     fn encode_lists<'py>(
         &self,
         py: Python<'py>,
@@ -225,53 +227,81 @@ impl IdInts {
             }
             return PyList::new(py, lists);
         }
-        type Done = (usize, std::thread::Result<Result<Vec<Rank>, Error>>);
-        let (tx, rx) = std::sync::mpsc::channel::<Done>();
-        let mut lists: Vec<Option<Bound<'py, PyList>>> = vec![None; texts.len()];
+        type Done = std::thread::Result<Result<Vec<Rank>, Error>>;
+        let n = texts.len();
+        // This thread works too, so `num_threads - 1` helpers, and no more than the machine
+        // has cores for (tiktoken's default is 8).
+        let helpers = (num_threads - 1)
+            .min(rayon::current_num_threads().saturating_sub(1))
+            .clamp(1, n - 1);
+        let next = AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Done)>();
+        let mut lists: Vec<Option<Bound<'py, PyList>>> = vec![None; n];
         let mut failed: Option<(usize, PyErr)> = None;
-        std::thread::scope(|scope| -> PyResult<()> {
-            let encode = &encode;
-            scope.spawn(move || {
-                texts
-                    .par_iter()
-                    .enumerate()
-                    .for_each_with(tx, |tx, (i, t)| {
-                        let r = catch_unwind(AssertUnwindSafe(|| encode(t)));
-                        // The receiver only goes away once every result is in.
-                        let _ = tx.send((i, r));
-                    });
-            });
-            let mut rx = rx;
-            for _ in 0..texts.len() {
-                // Take a finished result while holding the GIL if one is ready; only when none
-                // is, wait with the GIL released (the receiver moves in and out: it is not
-                // `Sync`). Releasing and retaking the GIL for every text would cost more than
-                // building a short list.
-                let got = match rx.try_recv() {
-                    Ok(done) => Ok(done),
-                    Err(_) => {
-                        let (got, back) = py.detach(move || (rx.recv(), rx));
-                        rx = back;
-                        got
-                    }
-                };
-                let Ok((i, r)) = got else { break };
-                let result = match r {
-                    Ok(Ok(ids)) => self.list(py, &ids),
-                    Ok(Err(e)) => Err(e.into()),
-                    Err(p) => Err(panic_error(p)),
-                };
-                match result {
-                    Ok(list) => lists[i] = Some(list),
-                    Err(e) => {
-                        if failed.as_ref().is_none_or(|(j, _)| i < *j) {
-                            failed = Some((i, e));
-                        }
+        let mut record = |i: usize, r: Done| {
+            let result = match r {
+                Ok(Ok(ids)) => self.list(py, &ids),
+                Ok(Err(e)) => Err(e.into()),
+                Err(p) => Err(panic_error(p)),
+            };
+            match result {
+                Ok(list) => lists[i] = Some(list),
+                Err(e) => {
+                    if failed.as_ref().is_none_or(|(j, _)| i < *j) {
+                        failed = Some((i, e));
                     }
                 }
             }
-            Ok(())
-        })?;
+        };
+        std::thread::scope(|scope| {
+            let (encode, next) = (&encode, &next);
+            for _ in 0..helpers {
+                let tx = tx.clone();
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let r = catch_unwind(AssertUnwindSafe(|| encode(&texts[i])));
+                    if tx.send((i, r)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            // This thread turns the helpers' results into lists (that needs the GIL) and, when
+            // none is waiting, encodes a text itself with the GIL released: list building and
+            // encoding share the cores instead of list building waiting for all the encoding.
+            let mut rx = rx;
+            let mut done = 0;
+            while done < n {
+                while let Ok((i, r)) = rx.try_recv() {
+                    record(i, r);
+                    done += 1;
+                }
+                if done == n {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i < n {
+                    let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))));
+                    record(i, r);
+                    done += 1;
+                } else {
+                    // Nothing left to take: wait for the helpers (the receiver moves in and
+                    // out of the GIL-free closure: it is not `Sync`).
+                    let (got, back) = py.detach(move || (rx.recv(), rx));
+                    rx = back;
+                    match got {
+                        Ok((i, r)) => {
+                            record(i, r);
+                            done += 1;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+        });
         if let Some((_, e)) = failed {
             return Err(e);
         }
