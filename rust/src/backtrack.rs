@@ -43,8 +43,6 @@ pub struct Backtrack {
     /// Per rank: the two tokens its last merge joined; `(r, r)` for a single byte (or an
     /// unreachable token, which the walk never proposes).
     split: Vec<(Rank, Rank)>,
-    /// Per rank: byte length (0 for ids that are not ordinary tokens).
-    len: Vec<u16>,
     /// Recent answers of `compatible`, direct-mapped by the pair: `left | right << 21 |
     /// answer << 42 | MEMO_VALID`. Text repeats its token pairs (a CJK run reuses the same
     /// few thousand characters), and one probe here replaces an unwinding that touches the
@@ -79,8 +77,7 @@ fn last_merge(vocab: &Vocab, bytes: &[u8]) -> Option<Option<(Rank, Rank)>> {
 
 impl Backtrack {
     /// Build the tables for `vocab`, or `None` if some token's last merge joins a part whose
-    /// rank is not below the token's (then the unwinding in `compatible` would be wrong), or
-    /// a token is longer than 65535 bytes.
+    /// rank is not below the token's (then the unwinding in `compatible` would be wrong).
     pub fn new(vocab: &Vocab) -> Option<Backtrack> {
         let n = vocab.n_ids();
         // Per rank: Some(split) for reachable ordinary tokens.
@@ -93,7 +90,6 @@ impl Backtrack {
             })
             .collect();
         let mut split = vec![(NO_RANK, NO_RANK); n];
-        let mut len = vec![0u16; n];
         let mut reachable: Vec<(&[u8], Rank)> = Vec::new();
         let mut whole_tokens_from = 1;
         for (r, m) in merges.iter().enumerate() {
@@ -108,7 +104,6 @@ impl Backtrack {
                 return None;
             }
             let bytes = vocab.ordinary_bytes(r)?;
-            len[r as usize] = u16::try_from(bytes.len()).ok()?;
             split[r as usize] = (a, b);
             reachable.push((bytes, r));
         }
@@ -122,7 +117,6 @@ impl Backtrack {
             trie,
             next_prefix,
             split,
-            len,
             memo: (0..MEMO_SLOTS).map(|_| AtomicU64::new(0)).collect(),
         })
     }
@@ -215,7 +209,7 @@ impl Backtrack {
                 return false;
             };
             loop {
-                let end = pos + self.len[t as usize] as usize;
+                let end = pos + vocab.token_len(t);
                 let alive = dead[end / 64] & (1 << (end % 64)) == 0;
                 if alive && (out.len() == base || self.compatible(vocab, out[out.len() - 1], t)) {
                     out.push(t);
@@ -240,7 +234,7 @@ impl Backtrack {
                 let Some(last) = out.pop() else {
                     return false;
                 };
-                pos -= self.len[last as usize] as usize;
+                pos -= vocab.token_len(last);
                 next = Some(last);
                 break;
             }
@@ -253,7 +247,6 @@ impl Backtrack {
         self.trie.memory_bytes()
             + self.next_prefix.len() * 4
             + self.split.len() * 8
-            + self.len.len() * 2
             + self.memo.len() * 8
     }
 }

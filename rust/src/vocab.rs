@@ -220,6 +220,13 @@ impl Vocab {
             .get_hashed(bytes, h, |r| self.token_bytes_unchecked(r))
     }
 
+    /// Byte length of an id known to be in range (0 for an id with no token).
+    #[inline(always)]
+    pub fn token_len(&self, id: Rank) -> usize {
+        let i = id as usize;
+        (self.offsets[i + 1] - self.offsets[i]) as usize
+    }
+
     /// Bytes of an id known to be in range (the table only holds valid ranks).
     #[inline(always)]
     fn token_bytes_unchecked(&self, id: Rank) -> &[u8] {
