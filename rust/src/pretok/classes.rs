@@ -79,6 +79,9 @@ impl CharClasses {
     /// End of the maximal run of chars whose class has `bit`, starting at `k`.
     #[inline(always)]
     pub(crate) fn run_end(&self, b: &[u8], mut k: usize, bit: u8) -> usize {
+        if bit == L {
+            k = ascii_run_end(b, k, AsciiRun::Letter);
+        }
         loop {
             let (d, l) = self.at(b, k);
             if d & bit == 0 {
@@ -185,6 +188,56 @@ impl CharClasses {
     }
 }
 
+/// Which ASCII bytes [`ascii_run_end`] skips.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AsciiRun {
+    /// `A-Z` and `a-z`.
+    Letter,
+    /// `A-Z`.
+    Upper,
+    /// `a-z`.
+    Lower,
+}
+
+const HI: u64 = 0x8080_8080_8080_8080;
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// High bit of each byte lane of `x` (every lane < 0x80) set iff that lane is in `lo..=hi`
+/// (ASCII bounds). Adding `0x80 - lo` to a lane below 0x80 sets its high bit iff the lane
+/// is at least `lo`, and never carries into the next lane (at most 0x7F + 0x80 = 0xFF).
+#[inline(always)]
+fn lanes_in(x: u64, lo: u8, hi: u8) -> u64 {
+    let ge_lo = x.wrapping_add((0x80 - lo as u64) * ONES);
+    let gt_hi = x.wrapping_add((0x80 - (hi as u64 + 1)) * ONES);
+    ge_lo & !gt_hi & HI
+}
+
+/// Skips the ASCII bytes of kind `run` from `k`, eight at a time: returns the first position
+/// at or after `k` whose byte is not of that kind, or where fewer than eight bytes remain
+/// (callers finish the run byte by byte, which also handles non-ASCII chars).
+///
+/// Why: a word's end is a data-dependent branch per byte in a byte loop, and the predictor
+/// misses it about once a word; here the end of a short run is a count of trailing zeros.
+#[inline(always)]
+pub(crate) fn ascii_run_end(b: &[u8], mut k: usize, run: AsciiRun) -> usize {
+    while let Some(w) = b.get(k..).and_then(|r| r.first_chunk::<8>()) {
+        let v = u64::from_le_bytes(*w);
+        let ascii = !v & HI;
+        let x = v & !HI;
+        let inside = match run {
+            AsciiRun::Letter => lanes_in(x | (0x20 * ONES), b'a', b'z'),
+            AsciiRun::Upper => lanes_in(x, b'A', b'Z'),
+            AsciiRun::Lower => lanes_in(x, b'a', b'z'),
+        } & ascii;
+        let outside = !inside & HI;
+        if outside != 0 {
+            return k + (outside.trailing_zeros() / 8) as usize;
+        }
+        k += 8;
+    }
+    k
+}
+
 /// Decodes the non-ASCII char whose first byte `b0` is at `i` (valid UTF-8
 /// assumed; never panics, and always returns a length of at least 1).
 #[inline(always)]
@@ -262,6 +315,33 @@ fn bad_boundary(start: usize, end: usize) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascii_runs_stop_where_the_byte_loop_stops() {
+        let is = |run: AsciiRun, x: u8| match run {
+            AsciiRun::Letter => x.is_ascii_alphabetic(),
+            AsciiRun::Upper => x.is_ascii_uppercase(),
+            AsciiRun::Lower => x.is_ascii_lowercase(),
+        };
+        // Every byte value at every lane, after runs of every length up to 17.
+        for run in [AsciiRun::Letter, AsciiRun::Upper, AsciiRun::Lower] {
+            let fill = if run == AsciiRun::Upper { b'Q' } else { b'q' };
+            for stop in 0..=255u8 {
+                for n in 0..18 {
+                    let mut b = vec![fill; n];
+                    b.push(stop);
+                    b.extend_from_slice(b"xxxxxxxx");
+                    let got = ascii_run_end(&b, 0, run);
+                    let want = (0..b.len()).find(|&k| !is(run, b[k])).unwrap_or(b.len());
+                    // It may stop early only where fewer than 8 bytes remain.
+                    assert!(
+                        got <= want && (got == want || b.len() - got < 8),
+                        "{n} {stop}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn ascii_classes() {

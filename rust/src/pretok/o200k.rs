@@ -43,7 +43,7 @@
 //! C (`(?i:'s|'t|'re|'ve|'m|'ll|'d)`) uses regex-syntax's simple case folding,
 //! which adds only `ſ` (U+017F) to the ASCII pairs of these letters.
 
-use super::classes::{drive, CharClasses, END, L, N, NL, S, U, W};
+use super::classes::{ascii_run_end, drive, AsciiRun, CharClasses, END, L, N, NL, S, U, W};
 use crate::error::Result;
 
 /// The o200k splitter.
@@ -317,11 +317,13 @@ fn ascii_piece(b: &[u8], i: usize) -> Option<usize> {
             k - 1
         });
     };
-    let mut a = p;
+    // The SWAR skips only ASCII letters of the run's case; the byte loops finish the run
+    // (and give up at a non-ASCII byte, as before).
+    let mut a = ascii_run_end(b, p, AsciiRun::Upper);
     while kind(b, a)? & UP != 0 {
         a += 1;
     }
-    let mut e = a;
+    let mut e = ascii_run_end(b, a, AsciiRun::Lower);
     while kind(b, e)? & LO != 0 {
         e += 1;
     }
