@@ -62,8 +62,16 @@ pub fn encode_piece(
             return Ok(());
         }
     }
+    // The next most common whole tokens, 9-16 bytes, are one slot of the mid table; a miss
+    // there is a sure miss, so such a piece skips the general table.
+    if piece.len() <= crate::mid_table::MAX_LEN {
+        if let Some(r) = vocab.mid_rank(piece) {
+            out.push(r);
+            return Ok(());
+        }
+    }
     let h = hash_bytes(piece);
-    if piece.len() > crate::short_table::MAX_LEN && !walk_finds_whole_token(vocab, piece) {
+    if piece.len() > crate::mid_table::MAX_LEN && !walk_finds_whole_token(vocab, piece) {
         if let Some(r) = vocab.rank_hashed(piece, h) {
             out.push(r);
             return Ok(());

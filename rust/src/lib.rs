@@ -9,6 +9,7 @@ pub mod backtrack;
 pub mod bpe;
 pub mod encoder;
 pub mod error;
+pub mod mid_table;
 pub mod pair_table;
 pub mod piece_cache;
 pub mod prefix_trie;

@@ -9,6 +9,7 @@
 
 use crate::backtrack::Backtrack;
 use crate::error::{Error, Result};
+use crate::mid_table::MidTable;
 use crate::pair_table::PairTable;
 use crate::short_table::{self, ShortTable};
 use crate::token_table::TokenTable;
@@ -28,6 +29,8 @@ pub struct Vocab {
     table: TokenTable,
     /// Ordinary tokens of at most 8 bytes, bytes inline: one cache line per look-up.
     short: ShortTable,
+    /// Tokens of 9-16 bytes, bytes in the slot.
+    mid: MidTable,
     /// Ordinary tokens, (left rank, right rank) -> rank of the concatenation.
     pub pairs: PairTable,
     /// Number of ordinary tokens.
@@ -138,6 +141,7 @@ impl Vocab {
         let mut vocab = Vocab {
             table: TokenTable::new(std::iter::empty()),
             short: ShortTable::new(std::iter::empty()),
+            mid: MidTable::new(std::iter::empty()),
             pairs: PairTable::empty(),
             n_ordinary,
             specials,
@@ -157,6 +161,11 @@ impl Vocab {
                 .map(|&r| (vocab.token_bytes(r).unwrap_or_default(), r)),
         );
         vocab.short = ShortTable::new(
+            ordinary
+                .iter()
+                .map(|&r| (vocab.token_bytes(r).unwrap_or_default(), r)),
+        );
+        vocab.mid = MidTable::new(
             ordinary
                 .iter()
                 .map(|&r| (vocab.token_bytes(r).unwrap_or_default(), r)),
@@ -213,6 +222,12 @@ impl Vocab {
         self.short.get(bytes)
     }
 
+    /// `rank` for 9 to 16 bytes (`None` for any other length).
+    #[inline(always)]
+    pub fn mid_rank(&self, bytes: &[u8]) -> Option<Rank> {
+        self.mid.get(bytes)
+    }
+
     /// `rank` with the hash of `bytes` already computed.
     #[inline(always)]
     pub fn rank_hashed(&self, bytes: &[u8], h: u64) -> Option<Rank> {
@@ -265,6 +280,7 @@ impl Vocab {
         let backtrack = self.backtrack.get().and_then(Option::as_ref);
         self.table.memory_bytes()
             + self.short.memory_bytes()
+            + self.mid.memory_bytes()
             + self.pairs.memory_bytes()
             + self.bytes.len()
             + self.offsets.len() * 4
