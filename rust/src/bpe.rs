@@ -18,8 +18,8 @@
 //!   every vocabulary it accepts); the heap is the fallback for the vocabularies it refuses.
 //!
 //! Before any of these, [`encode_piece`] answers whole-token pieces with one probe (the
-//! short-token table for pieces of up to 8 bytes) and repeated multi-token pieces from the
-//! per-thread [`PieceCache`].
+//! short-token table for pieces of up to 8 bytes, the mid table for 9-16) and repeated
+//! multi-token pieces from the per-thread [`PieceCache`].
 
 use crate::error::{Error, Result};
 use crate::piece_cache::PieceCache;
