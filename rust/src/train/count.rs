@@ -291,6 +291,18 @@ impl Counter {
         }
     }
 
+    /// Counts the pieces of one window of text on the pool (see [`Self::count_prefix`]) and
+    /// adds them to the totals; returns how many bytes of `text` that covered.
+    fn count_window(&mut self, text: &str, last: bool) -> Result<usize> {
+        let (consumed, local) = self.install(|| {
+            let mut local = LocalMap::default();
+            self.count_prefix(text, last, &mut local)
+                .map(|c| (c, local))
+        })?;
+        self.absorb(local);
+        Ok(consumed)
+    }
+
     /// Counts each text as one document.
     /// Texts longer than a window are counted window by window, with `hook` called after
     /// each (so a single huge string shows progress and can be interrupted).
@@ -318,12 +330,7 @@ impl Counter {
             }
             let last = end == doc.len();
             let text = &doc[pos..end];
-            let (consumed, local) = self.install(|| {
-                let mut local = LocalMap::default();
-                self.count_prefix(text, last, &mut local)
-                    .map(|c| (c, local))
-            })?;
-            self.absorb(local);
+            let consumed = self.count_window(text, last)?;
             if consumed == 0 && !last {
                 want = want.saturating_mul(2); // one piece longer than the window
                 continue;
@@ -430,12 +437,7 @@ impl Counter {
                 Err(e) => return Err(utf8_error(path, file_off, &e)),
             };
             let last = eof && text.len() == buf.len();
-            let (consumed, local) = self.install(|| {
-                let mut local = LocalMap::default();
-                self.count_prefix(text, last, &mut local)
-                    .map(|c| (c, local))
-            })?;
-            self.absorb(local);
+            let consumed = self.count_window(text, last)?;
             if last {
                 self.bytes += buf.len() as u64;
                 return progress(self.bytes - start_bytes);
