@@ -271,6 +271,10 @@ def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
     ]
 
 
+class IntSubclass(int):
+    """An int that is not exactly `int`: readers must take the general path for it."""
+
+
 @pytest.mark.parametrize(
     "tokens",
     [
@@ -288,6 +292,18 @@ def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
         [10**6, "a"],
         [15339] * 70_000 + [10**6],
         [15339] * 70_000 + ["a"],
+        # Ints are read straight from CPython's int objects: zero, one digit, the 30-bit digit
+        # boundary, two digits whose low digit alone is a real id, negatives, subclasses.
+        [0, 15339, 0],
+        [2**30 - 1],
+        [2**30],
+        [2**30 + 15339],
+        [2**32 + 15339],
+        [2**60 + 15339],
+        [-15339],
+        [15339, -(2**30)],
+        [IntSubclass(15339), 1917],
+        [15339] * 70_000 + [2**32 + 15339],
     ],
     ids=repr,
 )
