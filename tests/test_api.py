@@ -3,6 +3,7 @@ unstable completions, pickling, threads, and the private attributes real code re
 
 from __future__ import annotations
 
+import gc
 import pickle
 import threading
 
@@ -252,6 +253,39 @@ def test_special_tokens_with_huge_ids_like_tiktoken() -> None:
     assert ours_far.decode(ids) == text
     assert ours_far.n_vocab == theirs_far.n_vocab
     assert ours_far.decode_single_token_bytes(3_000_000_000) == b"<|far|>"
+
+
+def test_returned_ids_are_plain_ints_that_outlive_their_encoding() -> None:
+    # encode hands out shared int objects that ferrotok lays out itself and never frees: they
+    # must behave as ordinary ints, and stay valid after their Encoding and every list holding
+    # them are gone (a reference-count slip would crash or corrupt here).
+    _, theirs = pair("cl100k_base")
+    kwargs = {
+        "name": "short_lived",
+        "pat_str": theirs._pat_str,
+        "mergeable_ranks": theirs._mergeable_ranks,
+        "special_tokens": {"<|endoftext|>": 100257},
+    }
+    text = "Hello, wörld! 0 1 255 256 ids: 日本語 " * 50 + "<|endoftext|>"
+    want = theirs.encode(text, allowed_special="all")
+    enc = ferrotok.Encoding(**kwargs)
+    ids = enc.encode(text, allowed_special="all")
+    batch = enc.encode_batch([text, text[::-1]], allowed_special="all", num_threads=2)
+    del enc
+    gc.collect()
+    assert ids == want and batch[0] == want
+    assert all(type(i) is int for i in ids + batch[1])
+    assert [int(str(i)) for i in ids] == [i + 0 for i in ids] == [0 - (0 - i) for i in ids] == want
+    assert {i: None for i in ids}.keys() == set(want)
+    assert [i.bit_length() for i in ids] == [w.bit_length() for w in want]
+    assert pickle.loads(pickle.dumps(ids)) == want
+    assert ids.count(100257) == 1 and ids.count(0) == want.count(0)
+    for _ in range(3):
+        del ids, batch
+        gc.collect()
+        ids = ferrotok.Encoding(**kwargs).encode(text, allowed_special="all")
+        batch = [ids[:], list(reversed(ids))]
+    assert ids == want and batch[1][::-1] == want
 
 
 @pytest.mark.parametrize("num_threads", [1, 2])

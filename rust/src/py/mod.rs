@@ -9,14 +9,15 @@ use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+mod ints;
 mod train;
 
 impl From<Error> for PyErr {
@@ -50,133 +51,6 @@ fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send
         .map_err(PyErr::from)
 }
 
-/// Where this interpreter keeps a small `int`'s value, so that ids can be read straight from
-/// the object instead of through a `PyLong_AsUnsignedLong` call per item (that call was half
-/// of `decode_bytes`'s time).
-///
-/// On CPython with 30-bit digits, the machine word after the object header is followed by
-/// the first digit (a `u32`), and the word says how to read it:
-/// - up to 3.11 it is `ob_size`: the digit count, negative for a negative int;
-/// - from 3.12 it is `lv_tag`: the digit count shifted left by 3, and the sign in the low two
-///   bits (0 positive, 1 zero, 2 negative); bit 2 is reserved for an immortality flag.
-///
-/// Both are CPython's `Include/cpython/longintrepr.h`; orjson reads ints the same way.
-/// Other interpreters, 15-bit digits and versions after the last one checked use the C API.
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum IntLayout {
-    ObSize,
-    LvTag,
-    CApi,
-}
-
-static INT_LAYOUT: OnceLock<IntLayout> = OnceLock::new();
-
-fn int_layout(py: Python<'_>) -> IntLayout {
-    *INT_LAYOUT.get_or_init(|| detect_int_layout(py).unwrap_or(IntLayout::CApi))
-}
-
-fn detect_int_layout(py: Python<'_>) -> PyResult<IntLayout> {
-    let sys = py.import("sys")?;
-    let implementation: String = sys.getattr("implementation")?.getattr("name")?.extract()?;
-    let bits: u32 = sys
-        .getattr("int_info")?
-        .getattr("bits_per_digit")?
-        .extract()?;
-    let digit_size: u32 = sys
-        .getattr("int_info")?
-        .getattr("sizeof_digit")?
-        .extract()?;
-    if implementation != "cpython" || bits != 30 || digit_size != 4 {
-        return Ok(IntLayout::CApi);
-    }
-    let v = py.version_info();
-    Ok(if v < (3, 12) {
-        IntLayout::ObSize
-    } else if v < (3, 15) {
-        IntLayout::LvTag
-    } else {
-        IntLayout::CApi
-    })
-}
-
-// `IntLayout` as const-generic parameters, so that each reading loop is compiled once per
-// layout with no per-item branch on it.
-const OB_SIZE: u8 = 0;
-const LV_TAG: u8 = 1;
-const C_API: u8 = 2;
-
-/// Calls `f` with each item of `list` as an id, in order. Stops and returns `false` at the
-/// first item that is not an exact `int` fitting in a `u32`, or as soon as `f` returns
-/// `false`.
-#[inline(always)]
-fn each_list_id(list: &Bound<'_, PyList>, f: impl FnMut(Rank) -> bool) -> bool {
-    match int_layout(list.py()) {
-        IntLayout::ObSize => each_id::<OB_SIZE>(list, f),
-        IntLayout::LvTag => each_id::<LV_TAG>(list, f),
-        IntLayout::CApi => each_id::<C_API>(list, f),
-    }
-}
-
-#[inline(always)]
-fn each_id<const LAYOUT: u8>(list: &Bound<'_, PyList>, mut f: impl FnMut(Rank) -> bool) -> bool {
-    for i in 0..list.len() {
-        match list_id::<LAYOUT>(list, i) {
-            Some(id) if f(id) => {}
-            _ => return false,
-        }
-    }
-    true
-}
-
-/// The `i`th item of `list` if it is an exact `int` that fits in a `u32`.
-#[inline(always)]
-fn list_id<const LAYOUT: u8>(list: &Bound<'_, PyList>, i: usize) -> Option<Rank> {
-    // SAFETY: the caller holds the GIL (`list` is a `Bound`) and checks `i < list.len()`, and
-    // nothing here runs Python code (`PyLong_AsUnsignedLong` on an exact `int` only reads
-    // it), so the list still has that item; `PyList_GET_ITEM` returns a borrowed pointer to a
-    // live object the list owns, and we only read through it.
-    //
-    // The direct reads: once `PyLong_CheckExact` holds, the object is a `PyLongObject` (ints
-    // are immutable, so nothing changes it while we read). Its layout is `PyObject` (whose
-    // size pyo3's `ffi::PyObject` has for the interpreter this module was built for, free-
-    // threaded or not), then one `usize` word (`ob_size` or `lv_tag`), then the digits;
-    // `IntLayout` is only `ObSize`/`LvTag` on the CPython versions and digit size where that
-    // holds (see `detect_int_layout`). The header is pointer-sized, so the word is aligned,
-    // and the digit after it is 4-byte aligned. CPython always allocates at least one digit,
-    // and the digit is only used when the word says there is exactly one.
-    let (exact, v) = unsafe {
-        let item = pyo3::ffi::PyList_GET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t);
-        if pyo3::ffi::PyLong_CheckExact(item) == 0 {
-            (false, 0)
-        } else {
-            let word_ptr = item
-                .cast::<u8>()
-                .add(std::mem::size_of::<pyo3::ffi::PyObject>());
-            let word = word_ptr.cast::<usize>().read();
-            let digit = || {
-                word_ptr
-                    .add(std::mem::size_of::<usize>())
-                    .cast::<u32>()
-                    .read()
-            };
-            match LAYOUT {
-                OB_SIZE if word == 0 => return Some(0),
-                OB_SIZE if word == 1 => return Some(digit()),
-                LV_TAG if word < 16 && word & 3 == 1 => return Some(0),
-                LV_TAG if word < 16 && word & 3 == 0 => return Some(digit()),
-                _ => (true, pyo3::ffi::PyLong_AsUnsignedLong(item)),
-            }
-        }
-    };
-    if !exact || v > Rank::MAX as std::ffi::c_ulong {
-        // A negative int sets OverflowError (and returns the all-ones error value): drop it;
-        // the general extraction raises the proper error.
-        let _ = PyErr::take(list.py());
-        return None;
-    }
-    Some(v as Rank)
-}
-
 /// Reads `tokens` into `ids` when it is a list of plain ints that fit in a `u32` (what
 /// `encode` returns), straight from the list's item array: no iterator protocol and no
 /// reference counting per item. Returns `false` (with `ids` in any state) for anything else,
@@ -188,7 +62,7 @@ fn ids_from_list(tokens: &Bound<'_, PyAny>, ids: &mut Vec<Rank>) -> bool {
     let mut buf = std::mem::take(ids);
     buf.clear();
     buf.reserve(list.len());
-    let ok = each_list_id(list, |id| {
+    let ok = ints::each_list_id(list, |id| {
         buf.push(id);
         true
     });
@@ -216,7 +90,7 @@ fn decode_list_in_place(vocab: &Vocab, tokens: &Bound<'_, PyAny>, out: &mut Vec<
     let mut buf = std::mem::take(out);
     buf.clear();
     buf.reserve(list.len() * 4 + 16);
-    let ok = each_list_id(list, |id| vocab.decode_push(id, &mut buf));
+    let ok = ints::each_list_id(list, |id| vocab.decode_push(id, &mut buf));
     *out = buf;
     ok
 }
@@ -271,157 +145,119 @@ fn batch<T: Send>(
 /// `(ids, offsets)` of a flat batch.
 type FlatBatch<'py> = (Bound<'py, PyArray1<Rank>>, Bound<'py, PyArray1<i64>>);
 
-/// One Python int object per id, made the first time the id is returned and then shared by
-/// every list this encoder returns.
-///
-/// Why: a list of fresh ints costs an allocation per id and a free when the list dies; a
-/// shared int is one reference-count increment, as CPython itself does for -5..=256. Sharing
-/// only the 32,768 lowest (most frequent) ids was measured to leave 30% of multilingual ids as
-/// fresh ints, and a fresh int costs several times a shared one. Ints are made lazily, so a
-/// short text pays only for its own ids; the slots cost 16 bytes an id (3.2 MB for o200k).
-struct IdInts {
-    ints: Box<[OnceLock<Py<PyInt>>]>,
-}
-
-impl IdInts {
-    fn new(n_ids: usize) -> Self {
-        IdInts {
-            ints: (0..n_ids).map(|_| OnceLock::new()).collect(),
+/// `[encode(t) for t in texts]` as a list of lists, on `num_threads` threads: this one and
+/// helpers that take texts from a shared counter. This thread also builds every list (which
+/// needs the GIL) as results come in, so list building overlaps encoding instead of
+/// following it. An error is the one of the first failing text, as in a sequential loop.
+fn encode_lists<'py>(
+    py: Python<'py>,
+    texts: &[PyBackedStr],
+    num_threads: usize,
+    encode: impl Fn(&str) -> Result<Vec<Rank>, Error> + Sync + Send,
+) -> PyResult<Bound<'py, PyList>> {
+    if num_threads <= 1 || texts.len() <= 1 {
+        let mut lists = Vec::with_capacity(texts.len());
+        for t in texts {
+            let ids = detached(py, || encode(t))?;
+            lists.push(ints::id_list(py, &ids)?);
         }
+        return PyList::new(py, lists);
     }
-
-    fn list<'py>(&self, py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(
-            py,
-            ids.iter().map(|&id| match self.ints.get(id as usize) {
-                Some(slot) => slot
-                    .get_or_init(|| PyInt::new(py, id).unbind())
-                    .bind(py)
-                    .clone(),
-                None => PyInt::new(py, id),
-            }),
-        )
-    }
-
-    /// `[encode(t) for t in texts]` as a list of lists, on `num_threads` threads: this one
-    /// and helpers that take texts from a shared counter. This thread also builds every list
-    /// (which needs the GIL) as results come in, so list building overlaps encoding instead
-    /// of following it. An error is the one of the first failing text, as in a sequential
-    /// loop.
-    fn encode_lists<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &[PyBackedStr],
-        num_threads: usize,
-        encode: impl Fn(&str) -> Result<Vec<Rank>, Error> + Sync + Send,
-    ) -> PyResult<Bound<'py, PyList>> {
-        if num_threads <= 1 || texts.len() <= 1 {
-            let mut lists = Vec::with_capacity(texts.len());
-            for t in texts {
-                let ids = detached(py, || encode(t))?;
-                lists.push(self.list(py, &ids)?);
-            }
-            return PyList::new(py, lists);
-        }
-        type Done = std::thread::Result<Result<Vec<Rank>, Error>>;
-        let n = texts.len();
-        // This thread works too, so `num_threads - 1` helpers, and no more than the machine
-        // has cores for (tiktoken's default is 8).
-        let helpers = (num_threads - 1)
-            .min(rayon::current_num_threads().saturating_sub(1))
-            .clamp(1, n - 1);
-        let next = AtomicUsize::new(0);
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Done)>();
-        let mut lists: Vec<Option<Bound<'py, PyList>>> = vec![None; n];
-        let mut failed: Option<(usize, PyErr)> = None;
-        let mut record = |i: usize, r: Done| {
-            let result = match r {
-                Ok(Ok(ids)) => self.list(py, &ids),
-                Ok(Err(e)) => Err(e.into()),
-                Err(p) => Err(panic_error(p)),
-            };
-            match result {
-                Ok(list) => lists[i] = Some(list),
-                Err(e) => {
-                    if failed.as_ref().is_none_or(|(j, _)| i < *j) {
-                        failed = Some((i, e));
-                    }
-                }
-            }
+    type Done = std::thread::Result<Result<Vec<Rank>, Error>>;
+    let n = texts.len();
+    // This thread works too, so `num_threads - 1` helpers, and no more than the machine
+    // has cores for (tiktoken's default is 8).
+    let helpers = (num_threads - 1)
+        .min(rayon::current_num_threads().saturating_sub(1))
+        .clamp(1, n - 1);
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Done)>();
+    let mut lists: Vec<Option<Bound<'py, PyList>>> = vec![None; n];
+    let mut failed: Option<(usize, PyErr)> = None;
+    let mut record = |i: usize, r: Done| {
+        let result = match r {
+            Ok(Ok(ids)) => ints::id_list(py, &ids),
+            Ok(Err(e)) => Err(e.into()),
+            Err(p) => Err(panic_error(p)),
         };
-        std::thread::scope(|scope| {
-            let (encode, next) = (&encode, &next);
-            for _ in 0..helpers {
-                let tx = tx.clone();
-                scope.spawn(move || loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        break;
-                    }
-                    let r = catch_unwind(AssertUnwindSafe(|| encode(&texts[i])));
-                    if tx.send((i, r)).is_err() {
-                        break;
-                    }
-                });
-            }
-            drop(tx);
-            // This thread turns the helpers' results into lists (that needs the GIL) and, when
-            // none is waiting, encodes a text itself with the GIL released: list building and
-            // encoding share the cores instead of list building waiting for all the encoding.
-            let mut rx = rx;
-            let mut done = 0;
-            while done < n {
-                while let Ok((i, r)) = rx.try_recv() {
-                    record(i, r);
-                    done += 1;
+        match result {
+            Ok(list) => lists[i] = Some(list),
+            Err(e) => {
+                if failed.as_ref().is_none_or(|(j, _)| i < *j) {
+                    failed = Some((i, e));
                 }
-                if done == n {
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        let (encode, next) = (&encode, &next);
+        for _ in 0..helpers {
+            let tx = tx.clone();
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
                     break;
                 }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i < n {
-                    let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))));
-                    record(i, r);
-                    done += 1;
-                } else {
-                    // Nothing left to take: wait for the helpers (the receiver moves in and
-                    // out of the GIL-free closure: it is not `Sync`).
-                    let (got, back) = py.detach(move || (rx.recv(), rx));
-                    rx = back;
-                    match got {
-                        Ok((i, r)) => {
-                            record(i, r);
-                            done += 1;
-                        }
-                        Err(_) => break,
+                let r = catch_unwind(AssertUnwindSafe(|| encode(&texts[i])));
+                if tx.send((i, r)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        // This thread turns the helpers' results into lists (that needs the GIL) and, when
+        // none is waiting, encodes a text itself with the GIL released: list building and
+        // encoding share the cores instead of list building waiting for all the encoding.
+        let mut rx = rx;
+        let mut done = 0;
+        while done < n {
+            while let Ok((i, r)) = rx.try_recv() {
+                record(i, r);
+                done += 1;
+            }
+            if done == n {
+                break;
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i < n {
+                let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))));
+                record(i, r);
+                done += 1;
+            } else {
+                // Nothing left to take: wait for the helpers (the receiver moves in and
+                // out of the GIL-free closure: it is not `Sync`).
+                let (got, back) = py.detach(move || (rx.recv(), rx));
+                rx = back;
+                match got {
+                    Ok((i, r)) => {
+                        record(i, r);
+                        done += 1;
                     }
+                    Err(_) => break,
                 }
             }
-        });
-        if let Some((_, e)) = failed {
-            return Err(e);
         }
-        let lists = lists
-            .into_iter()
-            .map(|l| l.ok_or_else(|| panic_error(Box::new("a batch result went missing"))))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, lists)
+    });
+    if let Some((_, e)) = failed {
+        return Err(e);
     }
+    let lists = lists
+        .into_iter()
+        .map(|l| l.ok_or_else(|| panic_error(Box::new("a batch result went missing"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, lists)
 }
 
 /// The compiled encoder behind `ferrotok.Encoding` (tiktoken's `CoreBPE`).
 #[pyclass(frozen, module = "ferrotok._core", name = "CoreBPE")]
 pub struct PyCoreBPE {
     inner: Arc<Encoder>,
-    ints: IdInts,
 }
 
 impl PyCoreBPE {
     fn wrap(inner: Encoder) -> Self {
-        let ints = IdInts::new(inner.vocab.n_ids());
         PyCoreBPE {
             inner: Arc::new(inner),
-            ints,
         }
     }
 }
@@ -573,7 +409,7 @@ impl PyCoreBPE {
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let enc = &self.inner;
         let ids = detached(py, || enc.encode_ordinary(text))?;
-        self.ints.list(py, &ids)
+        ints::id_list(py, &ids)
     }
 
     fn encode<'py>(
@@ -585,7 +421,7 @@ impl PyCoreBPE {
         let allowed = self.allowed(allowed_special);
         let enc = &self.inner;
         let ids = detached(py, || enc.encode(text, allowed.as_allowed()))?;
-        self.ints.list(py, &ids)
+        ints::id_list(py, &ids)
     }
 
     fn encode_to_numpy<'py>(
@@ -608,8 +444,7 @@ impl PyCoreBPE {
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         let enc = &self.inner;
-        self.ints
-            .encode_lists(py, &texts, num_threads, |t| enc.encode_ordinary(t))
+        encode_lists(py, &texts, num_threads, |t| enc.encode_ordinary(t))
     }
 
     fn encode_batch<'py>(
@@ -622,8 +457,7 @@ impl PyCoreBPE {
         let allowed = self.allowed(allowed_special);
         let enc = &self.inner;
         let a = allowed.as_allowed();
-        self.ints
-            .encode_lists(py, &texts, num_threads, |t| enc.encode(t, a))
+        encode_lists(py, &texts, num_threads, |t| enc.encode(t, a))
     }
 
     fn encode_with_unstable<'py>(
@@ -652,7 +486,7 @@ impl PyCoreBPE {
     fn encode_bytes<'py>(&self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyList>> {
         let enc = &self.inner;
         let ids = detached(py, || enc.encode_bytes(bytes))?;
-        self.ints.list(py, &ids)
+        ints::id_list(py, &ids)
     }
 
     fn decode_bytes<'py>(
