@@ -171,14 +171,21 @@ def test_pickling() -> None:
     )
 
 
-def test_custom_encoding_like_tiktoken() -> None:
-    _, theirs = pair("cl100k_base")
-    kwargs = {
-        "name": "cl100k_im",
+def variant_of(base: str, name: str, special_tokens: dict[str, int]) -> dict:
+    """`Encoding` arguments for `base`'s pattern and ranks with other special tokens."""
+    _, theirs = pair(base)
+    return {
+        "name": name,
         "pat_str": theirs._pat_str,
         "mergeable_ranks": theirs._mergeable_ranks,
-        "special_tokens": {**theirs._special_tokens, "<|im_start|>": 100264, "<|im_end|>": 100265},
+        "special_tokens": special_tokens,
     }
+
+
+def test_custom_encoding_like_tiktoken() -> None:
+    _, theirs = pair("cl100k_base")
+    specials = {**theirs._special_tokens, "<|im_start|>": 100264, "<|im_end|>": 100265}
+    kwargs = variant_of("cl100k_base", "cl100k_im", specials)
     ours_c = ferrotok.Encoding(**kwargs)
     theirs_c = tiktoken.Encoding(**kwargs)
     text = "<|im_start|>user\nhi there<|im_end|>"
@@ -239,13 +246,7 @@ def test_registered_encodings_build_ranks_lazily_and_equal_the_file() -> None:
 
 
 def test_special_tokens_with_huge_ids_like_tiktoken() -> None:
-    _, theirs = pair("r50k_base")
-    kwargs = {
-        "name": "far",
-        "pat_str": theirs._pat_str,
-        "mergeable_ranks": theirs._mergeable_ranks,
-        "special_tokens": {"<|far|>": 3_000_000_000, "<|endoftext|>": 50256},
-    }
+    kwargs = variant_of("r50k_base", "far", {"<|far|>": 3_000_000_000, "<|endoftext|>": 50256})
     ours_far, theirs_far = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
     text = "a<|far|>b<|endoftext|>"
     ids = ours_far.encode(text, allowed_special="all")
@@ -260,12 +261,7 @@ def test_returned_ids_are_plain_ints_that_outlive_their_encoding() -> None:
     # must behave as ordinary ints, and stay valid after their Encoding and every list holding
     # them are gone (a reference-count slip would crash or corrupt here).
     _, theirs = pair("cl100k_base")
-    kwargs = {
-        "name": "short_lived",
-        "pat_str": theirs._pat_str,
-        "mergeable_ranks": theirs._mergeable_ranks,
-        "special_tokens": {"<|endoftext|>": 100257},
-    }
+    kwargs = variant_of("cl100k_base", "short_lived", {"<|endoftext|>": 100257})
     text = "Hello, wörld! 0 1 255 256 ids: 日本語 " * 50 + "<|endoftext|>"
     want = theirs.encode(text, allowed_special="all")
     enc = ferrotok.Encoding(**kwargs)
