@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 ///
 /// Both are CPython's `Include/cpython/longintrepr.h`; orjson reads ints the same way.
 /// Other interpreters, 15-bit digits and versions after the last one checked use the C API.
-#[derive(Clone, Copy, PartialEq, Debug)]
+#[derive(Clone, Copy)]
 pub(super) enum IntLayout {
     ObSize,
     LvTag,
@@ -40,14 +40,9 @@ fn int_layout(py: Python<'_>) -> IntLayout {
 fn detect_int_layout(py: Python<'_>) -> PyResult<IntLayout> {
     let sys = py.import("sys")?;
     let implementation: String = sys.getattr("implementation")?.getattr("name")?.extract()?;
-    let bits: u32 = sys
-        .getattr("int_info")?
-        .getattr("bits_per_digit")?
-        .extract()?;
-    let digit_size: u32 = sys
-        .getattr("int_info")?
-        .getattr("sizeof_digit")?
-        .extract()?;
+    let int_info = sys.getattr("int_info")?;
+    let bits: u32 = int_info.getattr("bits_per_digit")?.extract()?;
+    let digit_size: u32 = int_info.getattr("sizeof_digit")?.extract()?;
     if implementation != "cpython" || bits != 30 || digit_size != 4 {
         return Ok(IntLayout::CApi);
     }
