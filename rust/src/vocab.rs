@@ -21,8 +21,8 @@ pub type Rank = u32;
 /// Sentinel rank: "this pair does not merge".
 pub const NO_RANK: Rank = Rank::MAX;
 
-/// Tokens up to this long are decoded by one fixed-size copy.
-const DECODE_BLOCK: usize = 16;
+/// Bytes in a `decode_slots` entry: tokens of up to one less are decoded by one copy.
+const DECODE_SLOT: usize = 16;
 
 pub struct Vocab {
     /// Ordinary tokens, bytes -> rank.
@@ -46,7 +46,7 @@ pub struct Vocab {
     /// Per id, a token of 1-15 bytes packed in one 16-byte slot for `decode_push`: the bytes
     /// from the start, the length in the last byte; all zero for anything else (longer
     /// tokens and holes go through `offsets`).
-    decode_slots: Vec<[u8; 16]>,
+    decode_slots: Vec<[u8; DECODE_SLOT]>,
     /// Ordinary tokens' ranks in the order of their bytes (for `encode_with_unstable` and
     /// `token_byte_values`), built on first use: most programs never need it.
     sorted: OnceLock<Vec<Rank>>,
@@ -117,7 +117,7 @@ impl Vocab {
             is_special[rank as usize] = true;
         }
         let total: usize = entries.iter().flatten().map(|b| b.len()).sum();
-        if total > (u32::MAX as usize) - DECODE_BLOCK {
+        if total > u32::MAX as usize {
             return Err(Error::Vocab("token bytes exceed 4 GiB".into()));
         }
         let mut bytes = Vec::with_capacity(total);
@@ -133,9 +133,6 @@ impl Vocab {
             .iter()
             .map(|e| decode_slot(e.unwrap_or_default()))
             .collect();
-        // Slack after the last token, so decoding can copy every short token as one 16-byte
-        // block (see `decode_into`).
-        bytes.extend_from_slice(&[0; DECODE_BLOCK]);
 
         let mut byte_ranks = [NO_RANK; 256];
         for (b, slot) in byte_ranks.iter_mut().enumerate() {
@@ -303,7 +300,7 @@ impl Vocab {
         // A local buffer, so that its length stays in a register through the loop rather
         // than being stored back through `out` after every token.
         let mut buf = std::mem::take(out);
-        buf.reserve(ids.len() * 4 + DECODE_BLOCK);
+        buf.reserve(ids.len() * 4 + DECODE_SLOT);
         let bad = ids.iter().find(|&&id| !self.decode_push(id, &mut buf));
         *out = buf;
         match bad {
@@ -314,28 +311,17 @@ impl Vocab {
 
     /// Appends token `id`'s bytes to `out`; `false` (and nothing appended) for an unknown id.
     ///
-    /// Why it is fast: a token of up to 7 bytes (most of them in running text) is one read
-    /// of its packed word and one 8-byte store, cut back to the token's length at once; no
-    /// dependent read of `offsets` then `bytes`. A token of up to 16 bytes is copied as one
-    /// 16-byte block — a single vector move instead of a `memcpy` call — running past the
-    /// token into the next token's bytes (or the slack after the last token).
+    /// Why it is fast: a token of up to 15 bytes (nearly all) is one read of its slot and
+    /// one 16-byte store — a single vector move, no `memcpy` call and no dependent read of
+    /// `offsets` then `bytes` — cut back to the token's length at once.
     #[inline(always)]
     pub fn decode_push(&self, id: Rank, out: &mut Vec<u8>) -> bool {
         let i = id as usize;
         if let Some(slot) = self.decode_slots.get(i) {
-            let len = slot[15] as usize;
+            let len = slot[DECODE_SLOT - 1] as usize;
             if len != 0 {
                 let end = out.len() + len;
                 out.extend_from_slice(slot);
-                out.truncate(end);
-                return true;
-            }
-        }
-        if i + 1 < self.offsets.len() {
-            let (a, b) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
-            if b - a <= DECODE_BLOCK && a != b {
-                let end = out.len() + (b - a);
-                out.extend_from_slice(&self.bytes[a..a + DECODE_BLOCK]);
                 out.truncate(end);
                 return true;
             }
@@ -357,11 +343,11 @@ impl Vocab {
 
 /// `bytes` packed for `Vocab::decode_slots`: 1-15 bytes from the start and the length in
 /// the last byte, or all zero when the token does not fit.
-fn decode_slot(bytes: &[u8]) -> [u8; 16] {
-    let mut slot = [0u8; 16];
-    if !bytes.is_empty() && bytes.len() < 16 {
+fn decode_slot(bytes: &[u8]) -> [u8; DECODE_SLOT] {
+    let mut slot = [0u8; DECODE_SLOT];
+    if !bytes.is_empty() && bytes.len() < DECODE_SLOT {
         slot[..bytes.len()].copy_from_slice(bytes);
-        slot[15] = bytes.len() as u8;
+        slot[DECODE_SLOT - 1] = bytes.len() as u8;
     }
     slot
 }
@@ -372,7 +358,7 @@ mod tests {
 
     #[test]
     fn decode_copies_short_and_long_tokens_and_rejects_unknown_ids() {
-        let long = b"a token much longer than one sixteen-byte block".to_vec();
+        let long = b"a token much longer than one sixteen-byte slot".to_vec();
         let mut ranks: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
         for b in 0..=255u8 {
             ranks.insert(vec![b], b as Rank);
@@ -399,7 +385,7 @@ mod tests {
         v.decode_into(&ids, &mut got).unwrap();
         assert_eq!(&got[..6], b"prefix");
         assert_eq!(&got[6..], &want[..]);
-        // The last token is a short one: nothing of the 16-byte block's excess remains.
+        // The last token is a short one: nothing of the 16-byte slot's excess remains.
         let mut end = Vec::new();
         v.decode_into(&[256], &mut end).unwrap();
         assert_eq!(end, b"xy");
