@@ -429,8 +429,28 @@ const FRAGMENTS: &[&str] = &[
 
 fn random_text(rng: &mut Rng) -> String {
     let mut s = String::new();
-    let n = 1 + rng.below(24);
+    // Every third string is long and every fifth all ASCII, so that the splitters' 64-byte
+    // ASCII windows are exercised too.
+    let most = if rng.below(3) == 0 { 160 } else { 24 };
+    let n = 1 + rng.below(most);
+    let ascii_only = rng.below(5) == 0;
     for _ in 0..n {
+        if ascii_only {
+            match rng.below(8) {
+                0 => s.push(rng.below(0x80) as u8 as char),
+                _ => loop {
+                    let f = *rng.pick(FRAGMENTS);
+                    if f.is_ascii() {
+                        let repeats = 1 + rng.below(2) * rng.below(4);
+                        for _ in 0..repeats {
+                            s.push_str(f);
+                        }
+                        break;
+                    }
+                },
+            }
+            continue;
+        }
         match rng.below(20) {
             0 => {
                 // any char at all

@@ -62,7 +62,7 @@ pub(crate) struct SpaceRun {
 }
 
 pub(crate) struct CharClasses {
-    ascii: [u8; 128],
+    pub(crate) ascii: [u8; 128],
     /// Block number of each 256-code-point block.
     index: Box<[u16]>,
     /// The distinct blocks, `BLOCK` entries each.

@@ -14,6 +14,7 @@
 //! - everything else runs on fancy-regex, the reference.
 
 pub mod cl100k;
+mod cl100k_block;
 mod classes;
 pub mod general;
 pub mod o200k;
