@@ -28,8 +28,9 @@
 //!    last `\r`/`\n` in the run, if any → the run up to and including it.
 //!    7: run of ≥ 2 chars → all but its last char. 8: the single char.
 
-use super::cl100k_block::{boundaries, WINDOW};
-use super::classes::{piece, CharClasses, END, L, N, NL, S};
+use super::ascii_window::drive_windows;
+use super::cl100k_block::boundaries;
+use super::classes::{CharClasses, END, L, N, NL, S};
 use crate::error::Result;
 
 /// The cl100k splitter.
@@ -51,47 +52,15 @@ impl Cl100k {
         }
     }
 
-    /// Calls `f` with each piece of `text`, in order.
-    ///
-    /// Where 64 bytes of ASCII lie ahead, their pieces come from [`cl100k_block`] all at
-    /// once; the rest (and whatever that path is not sure of) piece by piece.
+    /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
+    /// from [`cl100k_block`](super::cl100k_block) all at once, else one by one.
     #[inline]
     pub fn for_each_piece<'t>(
         &self,
         text: &'t str,
-        mut f: impl FnMut(&'t str) -> Result<()>,
+        f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
-        let b = text.as_bytes();
-        let mut i = 0;
-        // Where to try a window again after one gave nothing: past it, so that text that is
-        // mostly not ASCII pays for one failed window per 64 bytes at most.
-        let mut retry_at = 0;
-        while i < b.len() {
-            if i >= retry_at && b[i] < 0x80 {
-                if let Some(w) = b.get(i..).and_then(|r| r.first_chunk::<WINDOW>()) {
-                    match boundaries(w) {
-                        Some((starts, last)) => {
-                            let mut rest = starts & !1;
-                            let mut from = i;
-                            while rest != 0 {
-                                let to = i + rest.trailing_zeros() as usize;
-                                rest &= rest - 1;
-                                f(piece(text, from, to)?)?;
-                                from = to;
-                            }
-                            debug_assert_eq!(from, i + last as usize);
-                            i = from;
-                            continue;
-                        }
-                        None => retry_at = i + WINDOW,
-                    }
-                }
-            }
-            let end = self.piece_end(b, i);
-            f(piece(text, i, end)?)?;
-            i = end;
-        }
-        Ok(())
+        drive_windows(text, boundaries, |b, i| self.piece_end(b, i), f)
     }
 
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.

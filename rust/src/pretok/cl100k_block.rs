@@ -8,7 +8,7 @@
 //!
 //! Why: the scalar splitter (`cl100k.rs`) decides each piece by branching on the class of its
 //! first chars, and those branches follow the text, so the predictor misses about once a
-//! piece. Here the classes of 64 bytes come from a few vector compares, the boundaries from
+//! piece. Here the classes of 64 bytes come from [`super::ascii_window`], the boundaries from
 //! shifts and masks, and what is left per piece is slicing. English and code are more than
 //! 99.6% ASCII; anything else (and every case this file is not sure of) goes to the scalar
 //! splitter.
@@ -30,114 +30,8 @@
 //!   last char (`\s+(?!\S)` gives it back). A run must end inside the window before any of
 //!   this is sure; 5 (`\s++$`) cannot apply, since a char follows the run.
 
+use super::ascii_window::{masks, span, WINDOW};
 use super::cl100k::contraction_ci;
-
-/// Window length: one bit of a `u64` per byte.
-pub const WINDOW: usize = 64;
-
-/// Class masks of a window (bit `q` = byte `q`); `non_ascii` marks bytes >= 0x80, for which
-/// the other masks mean nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Masks {
-    pub non_ascii: u64,
-    pub letter: u64,
-    pub digit: u64,
-    pub space: u64,
-    pub newline: u64,
-    pub blank: u64,
-    pub apostrophe: u64,
-}
-
-/// `\s` among ASCII bytes (Unicode White_Space: `\t \n \v \f \r` and the space).
-#[inline(always)]
-fn is_space(x: u8) -> bool {
-    matches!(x, 0x09..=0x0D | b' ')
-}
-
-/// The masks, byte by byte (the reference for the vector version, and the path on targets
-/// without SSE2).
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-pub(crate) fn masks_scalar(w: &[u8; WINDOW]) -> Masks {
-    let mut m = Masks {
-        non_ascii: 0,
-        letter: 0,
-        digit: 0,
-        space: 0,
-        newline: 0,
-        blank: 0,
-        apostrophe: 0,
-    };
-    for (q, &x) in w.iter().enumerate() {
-        let bit = 1u64 << q;
-        let set = |mask: &mut u64, on: bool| *mask |= if on { bit } else { 0 };
-        set(&mut m.non_ascii, x >= 0x80);
-        set(&mut m.letter, x.is_ascii_alphabetic());
-        set(&mut m.digit, x.is_ascii_digit());
-        set(&mut m.space, is_space(x));
-        set(&mut m.newline, x == b'\r' || x == b'\n');
-        set(&mut m.blank, x == b' ');
-        set(&mut m.apostrophe, x == b'\'');
-    }
-    m
-}
-
-/// The masks, 16 bytes per step with SSE2 (part of every x86_64 target).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn masks(w: &[u8; WINDOW]) -> Masks {
-    use std::arch::x86_64::*;
-    let mut m = [0u64; 7];
-    for (part, chunk) in w.chunks_exact(16).enumerate() {
-        // SAFETY: SSE2 is enabled on every x86_64 target, `chunk` is 16 readable bytes and
-        // `_mm_loadu_si128` takes any alignment; the rest are register operations.
-        let bits = unsafe {
-            let v = _mm_loadu_si128(chunk.as_ptr().cast());
-            // `x` in `lo..lo + n` (ASCII): shift the range to the bottom of the signed bytes
-            // and compare once. Bytes >= 0x80 may land anywhere; `non_ascii` masks them.
-            let in_range = |x: __m128i, lo: u8, n: u8| {
-                let shifted = _mm_add_epi8(x, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
-                _mm_cmplt_epi8(shifted, _mm_set1_epi8((0x80u8 + n) as i8))
-            };
-            let eq = |x: __m128i, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
-            let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
-            let blank = eq(v, b' ');
-            [
-                _mm_movemask_epi8(v),
-                _mm_movemask_epi8(in_range(lower, b'a', 26)),
-                _mm_movemask_epi8(in_range(v, b'0', 10)),
-                _mm_movemask_epi8(_mm_or_si128(in_range(v, 0x09, 5), blank)),
-                _mm_movemask_epi8(_mm_or_si128(eq(v, b'\n'), eq(v, b'\r'))),
-                _mm_movemask_epi8(blank),
-                _mm_movemask_epi8(eq(v, b'\'')),
-            ]
-        };
-        for (mask, b) in m.iter_mut().zip(bits) {
-            *mask |= ((b as u32 & 0xFFFF) as u64) << (16 * part);
-        }
-    }
-    let [non_ascii, letter, digit, space, newline, blank, apostrophe] = m;
-    Masks {
-        non_ascii,
-        letter,
-        digit,
-        space,
-        newline,
-        blank,
-        apostrophe,
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-pub(crate) fn masks(w: &[u8; WINDOW]) -> Masks {
-    masks_scalar(w)
-}
-
-/// Bits `lo..hi` (`lo <= hi < 64`).
-#[inline(always)]
-fn span(lo: u32, hi: u32) -> u64 {
-    ((1u64 << hi) - 1) & !((1u64 << lo) - 1)
-}
 
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
 #[inline(always)]
@@ -228,27 +122,6 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pretok::classes::{CharClasses, L, N, NL, S};
-
-    #[test]
-    fn ascii_classes_match_the_pattern_classes() {
-        let t = CharClasses::get();
-        for x in 0u8..0x80 {
-            let mut w = [b'a'; WINDOW];
-            w[5] = x;
-            let c = t.ascii[x as usize];
-            for m in [masks(&w), masks_scalar(&w)] {
-                let bit = |mask: u64| mask >> 5 & 1 == 1;
-                assert!(!bit(m.non_ascii), "{x:#x}");
-                assert_eq!(bit(m.letter), c & L != 0, "{x:#x} letter");
-                assert_eq!(bit(m.digit), c & N != 0, "{x:#x} digit");
-                assert_eq!(bit(m.space), c & S != 0, "{x:#x} space");
-                assert_eq!(bit(m.newline), c & NL != 0, "{x:#x} newline");
-                assert_eq!(bit(m.blank), x == b' ', "{x:#x} blank");
-                assert_eq!(bit(m.apostrophe), x == b'\'', "{x:#x} apostrophe");
-            }
-        }
-    }
 
     /// The invariant, directly: on windows of edge-case ASCII followed by every kind of
     /// continuation, each position up to `last` is a start iff the scalar splitter, run on
@@ -330,20 +203,5 @@ mod tests {
             }
         }
         assert!(checked > 30_000, "only {checked} windows had boundaries");
-    }
-
-    #[test]
-    fn vector_masks_equal_scalar_masks() {
-        let mut rng = 0x2545_F491_4F6C_DD1Du64;
-        for _ in 0..2000 {
-            let mut w = [0u8; WINDOW];
-            for x in &mut w {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                *x = rng as u8;
-            }
-            assert_eq!(masks(&w), masks_scalar(&w));
-        }
     }
 }

@@ -13,11 +13,13 @@
 //!   and harmless possessives, runs on regex-automata;
 //! - everything else runs on fancy-regex, the reference.
 
+mod ascii_window;
 pub mod cl100k;
 mod cl100k_block;
 mod classes;
 pub mod general;
 pub mod o200k;
+mod o200k_block;
 pub mod r50k;
 
 use crate::error::{Error, Result};

@@ -43,7 +43,9 @@
 //! C (`(?i:'s|'t|'re|'ve|'m|'ll|'d)`) uses regex-syntax's simple case folding,
 //! which adds only `ſ` (U+017F) to the ASCII pairs of these letters.
 
-use super::classes::{ascii_run_end, drive, AsciiRun, CharClasses, END, L, N, NL, S, U, W};
+use super::ascii_window::drive_windows;
+use super::classes::{ascii_run_end, AsciiRun, CharClasses, END, L, N, NL, S, U, W};
+use super::o200k_block::boundaries;
 use crate::error::Result;
 
 /// The o200k splitter.
@@ -65,19 +67,20 @@ impl O200k {
         }
     }
 
-    /// Calls `f` with each piece of `text`, in order.
+    /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
+    /// from [`o200k_block`](super::o200k_block) all at once, else one by one.
     #[inline]
     pub fn for_each_piece<'t>(
         &self,
         text: &'t str,
         f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
-        drive(text, |b, i| self.piece_end(b, i), f)
+        drive_windows(text, boundaries, |b, i| self.piece_end(b, i), f)
     }
 
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
-    fn piece_end(&self, b: &[u8], i: usize) -> usize {
+    pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
         if let Some(e) = ascii_piece(b, i) {
             return e;
         }

@@ -1,0 +1,218 @@
+//! Class masks of a 64-byte window of text, one bit a byte: what the splitters' ASCII fast
+//! paths (`cl100k_block.rs`, `o200k_block.rs`) compute their piece boundaries from.
+//!
+//! Invariant: for every byte `x < 0x80` at position `q`, bit `q` of each mask says whether `x`
+//! is in that class, exactly as the patterns' classes ([`super::classes`]) have it; bytes
+//! `>= 0x80` are marked in `non_ascii` and mean nothing in the other masks.
+//!
+//! Why: 64 bytes classified by a few SSE2 compares (part of every x86_64 target) cost less
+//! than one table look-up a byte, and a `u64` per class lets a splitter find every boundary of
+//! the window with shifts and masks instead of a branch a char.
+
+use super::classes::piece;
+use crate::error::Result;
+
+/// Window length: one bit of a `u64` per byte.
+pub const WINDOW: usize = 64;
+
+/// Class masks of a window (bit `q` = byte `q`); `non_ascii` marks bytes >= 0x80, for which
+/// the other masks mean nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Masks {
+    pub non_ascii: u64,
+    pub letter: u64,
+    /// `A-Z` (o200k splits words where a lowercase letter meets an uppercase one).
+    pub upper: u64,
+    pub digit: u64,
+    pub space: u64,
+    pub newline: u64,
+    pub blank: u64,
+    pub apostrophe: u64,
+    /// `/` (o200k's pieces of punctuation take it after their `\r\n`).
+    pub slash: u64,
+}
+
+/// `\s` among ASCII bytes (Unicode White_Space: `\t \n \v \f \r` and the space).
+#[inline(always)]
+fn is_space(x: u8) -> bool {
+    matches!(x, 0x09..=0x0D | b' ')
+}
+
+/// The masks, byte by byte (the reference for the vector version, and the path on targets
+/// without SSE2).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+pub(crate) fn masks_scalar(w: &[u8; WINDOW]) -> Masks {
+    let mut m = Masks {
+        non_ascii: 0,
+        letter: 0,
+        digit: 0,
+        space: 0,
+        newline: 0,
+        blank: 0,
+        apostrophe: 0,
+        upper: 0,
+        slash: 0,
+    };
+    for (q, &x) in w.iter().enumerate() {
+        let bit = 1u64 << q;
+        let set = |mask: &mut u64, on: bool| *mask |= if on { bit } else { 0 };
+        set(&mut m.non_ascii, x >= 0x80);
+        set(&mut m.letter, x.is_ascii_alphabetic());
+        set(&mut m.digit, x.is_ascii_digit());
+        set(&mut m.space, is_space(x));
+        set(&mut m.newline, x == b'\r' || x == b'\n');
+        set(&mut m.blank, x == b' ');
+        set(&mut m.apostrophe, x == b'\'');
+        set(&mut m.upper, x.is_ascii_uppercase());
+        set(&mut m.slash, x == b'/');
+    }
+    m
+}
+
+/// The masks, 16 bytes per step with SSE2 (part of every x86_64 target).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn masks(w: &[u8; WINDOW]) -> Masks {
+    use std::arch::x86_64::*;
+    let mut m = [0u64; 9];
+    for (part, chunk) in w.chunks_exact(16).enumerate() {
+        // SAFETY: SSE2 is enabled on every x86_64 target, `chunk` is 16 readable bytes and
+        // `_mm_loadu_si128` takes any alignment; the rest are register operations.
+        let bits = unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast());
+            // `x` in `lo..lo + n` (ASCII): shift the range to the bottom of the signed bytes
+            // and compare once. Bytes >= 0x80 may land anywhere; `non_ascii` masks them.
+            let in_range = |x: __m128i, lo: u8, n: u8| {
+                let shifted = _mm_add_epi8(x, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
+                _mm_cmplt_epi8(shifted, _mm_set1_epi8((0x80u8 + n) as i8))
+            };
+            let eq = |x: __m128i, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
+            let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            let blank = eq(v, b' ');
+            [
+                _mm_movemask_epi8(v),
+                _mm_movemask_epi8(in_range(lower, b'a', 26)),
+                _mm_movemask_epi8(in_range(v, b'0', 10)),
+                _mm_movemask_epi8(_mm_or_si128(in_range(v, 0x09, 5), blank)),
+                _mm_movemask_epi8(_mm_or_si128(eq(v, b'\n'), eq(v, b'\r'))),
+                _mm_movemask_epi8(blank),
+                _mm_movemask_epi8(eq(v, b'\'')),
+                _mm_movemask_epi8(in_range(v, b'A', 26)),
+                _mm_movemask_epi8(eq(v, b'/')),
+            ]
+        };
+        for (mask, b) in m.iter_mut().zip(bits) {
+            *mask |= ((b as u32 & 0xFFFF) as u64) << (16 * part);
+        }
+    }
+    let [non_ascii, letter, digit, space, newline, blank, apostrophe, upper, slash] = m;
+    Masks {
+        non_ascii,
+        letter,
+        upper,
+        digit,
+        space,
+        newline,
+        blank,
+        apostrophe,
+        slash,
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn masks(w: &[u8; WINDOW]) -> Masks {
+    masks_scalar(w)
+}
+
+/// Bits `lo..hi` (`lo <= hi < 64`).
+#[inline(always)]
+pub(crate) fn span(lo: u32, hi: u32) -> u64 {
+    ((1u64 << hi) - 1) & !((1u64 << lo) - 1)
+}
+
+/// Calls `f` with each piece of `text`, in order. Where a window of [`WINDOW`] bytes lies
+/// ahead and starts with an ASCII byte, `window` gives its pieces (see the `*_block.rs`
+/// invariants); everywhere else, and wherever it gives none, `piece_end(bytes, i)` gives the
+/// end of the one piece that starts at `i`.
+#[inline(always)]
+pub(crate) fn drive_windows<'t>(
+    text: &'t str,
+    window: impl Fn(&[u8; WINDOW]) -> Option<(u64, u32)>,
+    mut piece_end: impl FnMut(&[u8], usize) -> usize,
+    mut f: impl FnMut(&'t str) -> Result<()>,
+) -> Result<()> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    // Where to try a window again after one gave nothing: past it, so that text that is
+    // mostly not ASCII pays for at most one failed window per 64 bytes.
+    let mut retry_at = 0;
+    while i < b.len() {
+        if i >= retry_at && b[i] < 0x80 {
+            if let Some(w) = b.get(i..).and_then(|r| r.first_chunk::<WINDOW>()) {
+                match window(w) {
+                    Some((starts, _)) => {
+                        let mut rest = starts & !1;
+                        let mut from = i;
+                        while rest != 0 {
+                            let to = i + rest.trailing_zeros() as usize;
+                            rest &= rest - 1;
+                            f(piece(text, from, to)?)?;
+                            from = to;
+                        }
+                        i = from;
+                        continue;
+                    }
+                    None => retry_at = i + WINDOW,
+                }
+            }
+        }
+        let end = piece_end(b, i);
+        f(piece(text, i, end)?)?;
+        i = end;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretok::classes::{CharClasses, L, N, NL, S, U, W};
+
+    #[test]
+    fn ascii_classes_match_the_pattern_classes() {
+        let t = CharClasses::get();
+        for x in 0u8..0x80 {
+            let mut w = [b'a'; WINDOW];
+            w[5] = x;
+            let c = t.ascii[x as usize];
+            for m in [masks(&w), masks_scalar(&w)] {
+                let bit = |mask: u64| mask >> 5 & 1 == 1;
+                assert!(!bit(m.non_ascii), "{x:#x}");
+                assert_eq!(bit(m.letter), c & L != 0, "{x:#x} letter");
+                assert_eq!(bit(m.digit), c & N != 0, "{x:#x} digit");
+                assert_eq!(bit(m.space), c & S != 0, "{x:#x} space");
+                assert_eq!(bit(m.newline), c & NL != 0, "{x:#x} newline");
+                assert_eq!(bit(m.blank), x == b' ', "{x:#x} blank");
+                assert_eq!(bit(m.apostrophe), x == b'\'', "{x:#x} apostrophe");
+                assert_eq!(bit(m.upper), c & U != 0 && c & W == 0, "{x:#x} upper");
+                assert_eq!(bit(m.slash), x == b'/', "{x:#x} slash");
+            }
+        }
+    }
+
+    #[test]
+    fn vector_masks_equal_scalar_masks() {
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..2000 {
+            let mut w = [0u8; WINDOW];
+            for x in &mut w {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                *x = rng as u8;
+            }
+            assert_eq!(masks(&w), masks_scalar(&w));
+        }
+    }
+}

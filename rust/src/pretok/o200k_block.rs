@@ -1,0 +1,270 @@
+//! The o200k splitter's fast path: every piece boundary in 64 bytes of ASCII at once.
+//!
+//! Invariant: given a window `w` of 64 bytes of text that starts at a piece boundary,
+//! [`boundaries`] returns `Some((starts, last))` where `starts` has bit `q` set iff a piece of
+//! [`O200K_PATTERN`](super::O200K_PATTERN) starts at `w[q]`, for every `q <= last`, and
+//! `last > 0`; or `None` when it cannot be sure of any boundary after 0. Which bytes follow
+//! the window never changes a boundary at or before `last`.
+//!
+//! Why: as for cl100k (see `cl100k_block.rs`), a branch per piece on its first chars is
+//! missed about once a piece; masks and shifts are not.
+//!
+//! The rules for ASCII, with `o200k.rs`'s names (`A1`-`A7`); bit `q` of a mask is `w[q]`,
+//! `prev(m)` is `m << 1`, `U` = `A-Z`, `W` = `a-z`, `P` = not a letter, digit or space,
+//! `X` = `P` or a space other than `\r\n`:
+//! - A1/A2: a word is a run of `U` then a run of `W`, so a letter starts a piece where the
+//!   char before is not a letter, or where it is a `W` and the letter a `U`; except that an
+//!   `X` char that starts a piece takes the word after it, as in cl100k.
+//! - C: a `'` right after a word's last letter, followed by `s t m d` / `re ve ll` (any case),
+//!   belongs to that word with those letters, and the char after them starts a piece. The
+//!   letters of a contraction end no word, so a `'` after them starts its own piece (and
+//!   may take a word, then its own contraction): the `'`s are taken in order.
+//! - A3: runs of digits split every three chars from their first.
+//! - A4: a `P` char starts a piece unless the char before is in the same `P` run, or is a
+//!   space (which takes the run). After the run, the run of `\r`, `\n` and `/` that begins
+//!   with a `\r\n` belongs to the piece too.
+//! - A5-A7: what is left of a whitespace run splits as in cl100k: at its start, after its last
+//!   `\r\n`, and before its last char if at least two chars follow that `\r\n`.
+
+use super::ascii_window::{masks, span, WINDOW};
+use super::cl100k::contraction_ci;
+
+/// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
+#[inline(always)]
+pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
+    let m = masks(w);
+    let valid_len = m.non_ascii.trailing_zeros();
+    if valid_len == 0 {
+        return None;
+    }
+    let valid = if valid_len == 64 {
+        u64::MAX
+    } else {
+        (1u64 << valid_len) - 1
+    };
+    let (letter, upper, digit) = (m.letter & valid, m.upper & valid, m.digit & valid);
+    let (space, newline, blank) = (m.space & valid, m.newline & valid, m.blank & valid);
+    let lower = letter & !upper;
+    let punct = valid & !(letter | digit | space);
+    let prev = |x: u64| x << 1;
+    // Only the last classified byte can be a start that the bytes after decide nothing of;
+    // a `'` near the end may be a contraction that needs them (see below).
+    let mut sure = valid;
+
+    // C, in order: `inside` marks each contraction's `'` and letters, `after` the char that
+    // follows it.
+    let (mut inside, mut after) = (0u64, 0u64);
+    let mut quotes = m.apostrophe & prev(letter) & valid;
+    while quotes != 0 {
+        let q = quotes.trailing_zeros();
+        quotes &= quotes - 1;
+        if inside >> (q - 1) & 1 == 1 {
+            continue; // after a contraction's letter: no word ends here
+        }
+        if q + 2 >= valid_len {
+            // `'ll` (or `'ſ`) may need a byte that is not classified.
+            sure &= (1u64 << q) - 1;
+            break;
+        }
+        if let Some(end) = contraction_ci(w, q as usize) {
+            let end = end as u32; // <= q + 3 < 66
+            inside |= span(q, end.min(63)) | if end >= 64 { 1 << 63 } else { 0 };
+            if end < 64 {
+                after |= 1 << end;
+            }
+        }
+    }
+
+    // A4's tail: from a `\r\n` right after a `P` char, the run of `\r\n/`.
+    let tail_chars = newline | (m.slash & valid);
+    let mut tail = 0u64;
+    let mut seeds = newline & prev(punct);
+    while seeds != 0 {
+        let s = seeds.trailing_zeros();
+        let end = s + (!(tail_chars >> s)).trailing_zeros();
+        let run = if end >= 64 { !0u64 << s } else { span(s, end) };
+        tail |= run;
+        seeds &= !run;
+    }
+
+    // A4.
+    let punct_run = punct & !tail & !inside;
+    let punct_start = punct_run & !prev(punct_run) & !prev(blank);
+
+    // A1/A2.
+    let letter_start = letter
+        & !inside
+        & ((!prev(letter) & !prev(punct_start) & !prev(space & !newline)) | (upper & prev(lower)));
+
+    // A3.
+    let mut digit_start = 0u64;
+    let mut runs = digit & !prev(digit);
+    while runs != 0 {
+        let s = runs.trailing_zeros();
+        runs &= runs - 1;
+        let len = (!(digit >> s)).trailing_zeros();
+        for k in (s..s + len).step_by(3) {
+            digit_start |= 1 << k;
+        }
+    }
+
+    // A5-A7.
+    let rest = space & !tail;
+    let run_start = rest & !prev(rest);
+    let mut space_start = run_start;
+    let mut long_runs = run_start & (rest >> 1);
+    while long_runs != 0 {
+        let s = long_runs.trailing_zeros();
+        long_runs &= long_runs - 1;
+        let r = s + (!(rest >> s)).trailing_zeros();
+        if r >= valid_len {
+            continue; // may go on past what is classified: only its start is sure
+        }
+        let nl = newline & span(s, r);
+        let last_nl_end = if nl == 0 { s } else { 64 - nl.leading_zeros() };
+        if last_nl_end < r {
+            space_start |= 1 << last_nl_end;
+        }
+        if r >= last_nl_end + 2 {
+            space_start |= 1 << (r - 1);
+        }
+    }
+
+    let starts = (1 | punct_start | letter_start | digit_start | space_start | after) & sure;
+    let last = 63 - starts.leading_zeros();
+    (last > 0).then_some((starts, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The invariant, directly: on windows of edge-case ASCII followed by every kind of
+    /// continuation, each position up to `last` is a start iff the scalar splitter, run on
+    /// the whole text, starts a piece there.
+    #[test]
+    fn boundaries_are_the_scalar_splitters_up_to_last() {
+        const PARTS: &[&str] = &[
+            "a",
+            "Z",
+            "s",
+            "S",
+            "t",
+            "d",
+            "m",
+            "l",
+            "L",
+            "v",
+            "e",
+            "E",
+            "r",
+            "'",
+            " ",
+            "  ",
+            "\n",
+            "\r",
+            "\t",
+            "\x0b",
+            "1",
+            "22",
+            "4444",
+            ".",
+            "!?",
+            "/",
+            "//",
+            "\x00",
+            "'s",
+            "'ll",
+            "'VE",
+            "'Re",
+            "'x",
+            " '",
+            "\n\n",
+            " \n ",
+            "    ",
+            "aB",
+            "ABc",
+            "HTTPServer",
+            "camelCase",
+            "don't",
+            "IT'S",
+            "x's's",
+            ".\n/",
+            "\n/\n",
+            ";\n",
+        ];
+        const TAILS: &[&str] = &[
+            "",
+            " ",
+            "  x",
+            "a",
+            "A",
+            "'",
+            "ll",
+            "e",
+            "1",
+            "\n",
+            "/",
+            ".",
+            "\u{a0}",
+            "\u{3000}x",
+            "ſ",
+            "é",
+            "É",
+            "中",
+            "\u{2028}",
+            "²",
+            "—",
+            "\u{301}",
+            "ʰ",
+        ];
+        let scalar = super::super::o200k::O200k::new();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n as u64) as usize
+        };
+        let mut checked = 0;
+        for _ in 0..50_000 {
+            let mut text = String::new();
+            while text.len() < WINDOW {
+                text.push_str(PARTS[next(PARTS.len())]);
+            }
+            if next(4) == 0 {
+                let at = next(WINDOW);
+                let tail = text.split_off(at);
+                text.push_str(TAILS[next(TAILS.len())]);
+                text.push_str(&tail);
+            }
+            for _ in 0..1 + next(3) {
+                text.push_str(TAILS[next(TAILS.len())]);
+            }
+            let b = text.as_bytes();
+            let Some(w) = b.first_chunk::<WINDOW>() else {
+                continue;
+            };
+            if w[0] >= 0x80 {
+                continue;
+            }
+            let mut want = 0u64;
+            let mut i = 0;
+            while i < WINDOW {
+                want |= 1 << i;
+                i = scalar.piece_end(b, i);
+            }
+            if let Some((starts, last)) = boundaries(w) {
+                let upto = if last == 63 {
+                    u64::MAX
+                } else {
+                    (2u64 << last) - 1
+                };
+                assert_eq!(starts, want & upto, "{text:?} (last {last})");
+                assert!(starts >> last & 1 == 1);
+                checked += 1;
+            }
+        }
+        assert!(checked > 30_000, "only {checked} windows had boundaries");
+    }
+}
