@@ -9,7 +9,7 @@
 //! than one table look-up a byte, and a `u64` per class lets a splitter find every boundary of
 //! the window with shifts and masks instead of a branch a char.
 
-use super::classes::piece;
+use super::classes::scanned_piece;
 use crate::error::Result;
 
 /// Window length: one bit of a `u64` per byte.
@@ -157,7 +157,7 @@ pub(crate) fn drive_windows<'t>(
                         while rest != 0 {
                             let to = i + rest.trailing_zeros() as usize;
                             rest &= rest - 1;
-                            f(piece(text, from, to)?)?;
+                            f(scanned_piece(text, from, to)?)?;
                             from = to;
                         }
                         i = from;
@@ -168,7 +168,7 @@ pub(crate) fn drive_windows<'t>(
             }
         }
         let end = piece_end(b, i);
-        f(piece(text, i, end)?)?;
+        f(scanned_piece(text, i, end)?)?;
         i = end;
     }
     Ok(())

@@ -271,32 +271,14 @@ pub(crate) fn class_ranges(src: &str) -> Vec<(u32, u32)> {
     }
 }
 
-/// Runs a scanner over `text`: `end_of(bytes, i)` gives the end of the piece
-/// starting at char boundary `i`, and `f` gets each piece in order.
-///
-/// A scanner bug (an end that is not a char boundary after `i`) becomes an
-/// error instead of a panic or an endless loop.
+/// A scanner's piece `text[start..end]`, which is never empty: a bad or empty range (a
+/// scanner bug) is an error instead of a panic or an endless loop.
 #[inline(always)]
-pub(crate) fn drive<'t>(
-    text: &'t str,
-    mut end_of: impl FnMut(&[u8], usize) -> usize,
-    mut f: impl FnMut(&'t str) -> Result<()>,
-) -> Result<()> {
-    let b = text.as_bytes();
-    let mut rest = text;
-    let mut i = 0;
-    while i < b.len() {
-        let end = end_of(b, i);
-        let (p, r) = end
-            .checked_sub(i)
-            .filter(|&n| n > 0)
-            .and_then(|n| rest.split_at_checked(n))
-            .ok_or_else(|| bad_boundary(i, end))?;
-        f(p)?;
-        rest = r;
-        i = end;
+pub(crate) fn scanned_piece(text: &str, start: usize, end: usize) -> Result<&str> {
+    if end <= start {
+        return Err(bad_boundary(start, end));
     }
-    Ok(())
+    piece(text, start, end)
 }
 
 /// `text[start..end]`, or an error instead of a panic for a bad boundary (a bug).

@@ -21,6 +21,7 @@ pub mod general;
 pub mod o200k;
 mod o200k_block;
 pub mod r50k;
+mod r50k_block;
 
 use crate::error::{Error, Result};
 

@@ -27,7 +27,9 @@
 //!    (A run's last char, left over, then starts the next piece: glued to the
 //!    following word by 2-4 if it is ` `, else alone by 7.)
 
-use super::classes::{drive, CharClasses, END, L, N, S};
+use super::ascii_window::drive_windows;
+use super::classes::{CharClasses, END, L, N, S};
+use super::r50k_block::boundaries;
 use crate::error::Result;
 
 /// The r50k/p50k/gpt2 splitter.
@@ -49,19 +51,20 @@ impl R50k {
         }
     }
 
-    /// Calls `f` with each piece of `text`, in order.
+    /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
+    /// from [`r50k_block`](super::r50k_block) all at once, else one by one.
     #[inline]
     pub fn for_each_piece<'t>(
         &self,
         text: &'t str,
         f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
-        drive(text, |b, i| self.piece_end(b, i), f)
+        drive_windows(text, boundaries, |b, i| self.piece_end(b, i), f)
     }
 
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
-    fn piece_end(&self, b: &[u8], i: usize) -> usize {
+    pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
         let t = self.t;
         let c0 = b[i];
         if c0 == b'\'' {

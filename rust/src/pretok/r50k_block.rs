@@ -1,0 +1,177 @@
+//! The r50k / p50k / gpt2 splitter's fast path: every piece boundary in 64 bytes of ASCII at
+//! once.
+//!
+//! Invariant: given a window `w` of 64 bytes of text that starts at a piece boundary,
+//! [`boundaries`] returns `Some((starts, last))` where `starts` has bit `q` set iff a piece of
+//! [`R50K_PATTERN`](super::R50K_PATTERN) starts at `w[q]`, for every `q <= last`, and
+//! `last > 0`; or `None` when it cannot be sure of any boundary after 0. Which bytes follow
+//! the window never changes a boundary at or before `last`.
+//!
+//! Why: as for cl100k (see `cl100k_block.rs`), a branch per piece on its first chars is
+//! missed about once a piece; masks and shifts are not.
+//!
+//! The rules for ASCII, with `r50k.rs`'s numbers; bit `q` of a mask is `w[q]`, `prev(m)` is
+//! `m << 1`, `L` letters, `N` digits, `P` anything else but whitespace:
+//! - 2-4: a letter, digit or `P` char starts a piece unless the char before is of the same
+//!   class (the possessive run goes on) or a space (the last char of a whitespace run, always
+//!   the start of a piece, takes the run after it).
+//! - 1: a `'` that starts a piece, followed by `s d m t` / `ll ve re` (this case only), is a
+//!   2- or 3-char piece; the char after it starts a piece.
+//! - 5-7: a whitespace run starts a piece and, if it has at least two chars, so does its last
+//!   char. A run must end inside the window before that is sure; 5 (`\s++$`) cannot apply,
+//!   since a char follows the run.
+
+use super::ascii_window::{masks, WINDOW};
+
+/// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
+#[inline(always)]
+pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
+    let m = masks(w);
+    let valid_len = m.non_ascii.trailing_zeros();
+    if valid_len == 0 {
+        return None;
+    }
+    let valid = if valid_len == 64 {
+        u64::MAX
+    } else {
+        (1u64 << valid_len) - 1
+    };
+    let (letter, digit, space, blank) = (
+        m.letter & valid,
+        m.digit & valid,
+        m.space & valid,
+        m.blank & valid,
+    );
+    let punct = valid & !(letter | digit | space);
+    let prev = |x: u64| x << 1;
+    let mut sure = valid;
+
+    // 2-4.
+    let run_start = |class: u64| class & !prev(class) & !prev(blank);
+    let punct_start = run_start(punct);
+
+    // 1: the letters of a contraction start nothing; the char after it does.
+    let (mut inside, mut after) = (0u64, 0u64);
+    let mut quotes = punct_start & m.apostrophe;
+    while quotes != 0 {
+        let q = quotes.trailing_zeros();
+        quotes &= quotes - 1;
+        if q + 2 >= valid_len {
+            // `'ll` may need a byte that is not classified.
+            sure &= (1u64 << q) - 1;
+            break;
+        }
+        let end = match (w[q as usize + 1], w[q as usize + 2]) {
+            (b's' | b'd' | b'm' | b't', _) => q + 2,
+            (b'l', b'l') | (b'v', b'e') | (b'r', b'e') => q + 3,
+            _ => continue,
+        };
+        inside |= ((1u64 << (end - q - 1)) - 1) << (q + 1);
+        if end < 64 {
+            after |= 1 << end;
+        }
+    }
+
+    // 5-7.
+    let space_run = space & !prev(space);
+    let mut space_start = space_run;
+    let mut long_runs = space_run & (space >> 1);
+    while long_runs != 0 {
+        let s = long_runs.trailing_zeros();
+        long_runs &= long_runs - 1;
+        let r = s + (!(space >> s)).trailing_zeros();
+        if r < valid_len {
+            space_start |= 1 << (r - 1);
+        } // else the run may go on past what is classified: only its start is sure
+    }
+
+    let starts = ((1 | run_start(letter) | run_start(digit) | punct_start | space_start) & !inside
+        | after)
+        & sure;
+    // A window starting with a `'` it cannot decide on gives no boundary at all.
+    (starts > 1).then(|| (starts, 63 - starts.leading_zeros()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The invariant, directly: on windows of edge-case ASCII followed by every kind of
+    /// continuation, each position up to `last` is a start iff the scalar splitter, run on
+    /// the whole text, starts a piece there.
+    #[test]
+    fn boundaries_are_the_scalar_splitters_up_to_last() {
+        const PARTS: &[&str] = &[
+            "a", "Z", "s", "S", "t", "d", "m", "l", "L", "v", "e", "r", "'", " ", "  ", "\n", "\r",
+            "\t", "\x0b", "1", "22", "4444", ".", "!?", "/", "\x00", "'s", "'ll", "'LL", "'ve",
+            "'re", "'x", " '", "\n\n", " \n ", "    ", "don't", "x's's", " 1", " .",
+        ];
+        const TAILS: &[&str] = &[
+            "",
+            " ",
+            "  x",
+            "a",
+            "'",
+            "ll",
+            "e",
+            "1",
+            "\n",
+            ".",
+            "\u{a0}",
+            "\u{3000}x",
+            "é",
+            "中",
+            "\u{2028}",
+            "²",
+            "—",
+        ];
+        let scalar = super::super::r50k::R50k::new();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n as u64) as usize
+        };
+        let mut checked = 0;
+        for _ in 0..50_000 {
+            let mut text = String::new();
+            while text.len() < WINDOW {
+                text.push_str(PARTS[next(PARTS.len())]);
+            }
+            if next(4) == 0 {
+                let at = next(WINDOW);
+                let tail = text.split_off(at);
+                text.push_str(TAILS[next(TAILS.len())]);
+                text.push_str(&tail);
+            }
+            for _ in 0..1 + next(3) {
+                text.push_str(TAILS[next(TAILS.len())]);
+            }
+            let b = text.as_bytes();
+            let Some(w) = b.first_chunk::<WINDOW>() else {
+                continue;
+            };
+            if w[0] >= 0x80 {
+                continue;
+            }
+            let mut want = 0u64;
+            let mut i = 0;
+            while i < WINDOW {
+                want |= 1 << i;
+                i = scalar.piece_end(b, i);
+            }
+            if let Some((starts, last)) = boundaries(w) {
+                let upto = if last == 63 {
+                    u64::MAX
+                } else {
+                    (2u64 << last) - 1
+                };
+                assert_eq!(starts, want & upto, "{text:?} (last {last})");
+                assert!(starts >> last & 1 == 1);
+                checked += 1;
+            }
+        }
+        assert!(checked > 30_000, "only {checked} windows had boundaries");
+    }
+}
