@@ -7,7 +7,10 @@
 //!
 //! `Splitter::new` picks the fastest path that keeps this invariant:
 //! - the three OpenAI patterns, recognised by exact string, get hand-written
-//!   scanners ([`r50k`], [`cl100k`], [`o200k`]; each file argues its equivalence);
+//!   scanners ([`r50k`], [`cl100k`], [`o200k`]; each file argues its equivalence).
+//!   Where 64 bytes of ASCII lie ahead, each finds all their pieces at once from class
+//!   masks (`ascii_window.rs`, with the rules per pattern in `*_block.rs`), and goes char by
+//!   char only elsewhere;
 //! - any other pattern that [`general`] can prove equivalent to a plain
 //!   (non-backtracking) regex, possibly after rewriting the `\s+(?!\S)` idiom
 //!   and harmless possessives, runs on regex-automata;
