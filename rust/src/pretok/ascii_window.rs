@@ -131,6 +131,128 @@ pub(crate) fn span(lo: u32, hi: u32) -> u64 {
     ((1u64 << hi) - 1) & !((1u64 << lo) - 1)
 }
 
+/// How many leading bytes of the window are classified (those before the first non-ASCII
+/// byte), and their mask.
+#[inline(always)]
+pub(crate) fn classified(m: &Masks) -> (u32, u64) {
+    let len = m.non_ascii.trailing_zeros();
+    (
+        len,
+        if len == 64 {
+            u64::MAX
+        } else {
+            (1u64 << len) - 1
+        },
+    )
+}
+
+/// Where runs of digits split into `\p{N}{1,3}` pieces: at each run's first digit and every
+/// third one after it (cl100k and o200k).
+#[inline(always)]
+pub(crate) fn digit_group_starts(digit: u64) -> u64 {
+    let mut starts = 0u64;
+    let mut runs = digit & !(digit << 1);
+    while runs != 0 {
+        let s = runs.trailing_zeros();
+        runs &= runs - 1;
+        let len = (!(digit >> s)).trailing_zeros();
+        for k in (s..s + len).step_by(3) {
+            starts |= 1 << k;
+        }
+    }
+    starts
+}
+
+/// Where whitespace splits under cl100k's and o200k's rules, given `rest`, the whitespace no
+/// earlier piece took: each run of `rest` starts a piece, so does the char after its last
+/// `\r\n` (if inside the run), and, if at least two chars follow that `\r\n` (or the run's
+/// start), the run's last char (`\s+(?!\S)` gives it back). A run that reaches `valid_len` may
+/// go on past what is classified (more spaces after the window, or a non-ASCII space), so
+/// only its start is sure.
+#[inline(always)]
+pub(crate) fn space_run_starts(rest: u64, newline: u64, valid_len: u32) -> u64 {
+    let run_start = rest & !(rest << 1);
+    let mut starts = run_start;
+    let mut long_runs = run_start & (rest >> 1);
+    while long_runs != 0 {
+        let s = long_runs.trailing_zeros();
+        long_runs &= long_runs - 1;
+        let r = s + (!(rest >> s)).trailing_zeros();
+        if r >= valid_len {
+            continue;
+        }
+        let nl = newline & span(s, r);
+        let after_nl = if nl == 0 { s } else { 64 - nl.leading_zeros() };
+        if after_nl < r {
+            starts |= 1 << after_nl;
+        }
+        if r >= after_nl + 2 {
+            starts |= 1 << (r - 1);
+        }
+    }
+    starts
+}
+
+/// Checks a `*_block.rs` invariant directly: on windows built from `parts` (edge-case ASCII),
+/// sometimes with a `tails` string inside and always with some after, each position up to the
+/// window's `last` is a start iff `piece_end` (the scalar splitter), run from 0 over the whole
+/// text, starts a piece there.
+#[cfg(test)]
+pub(crate) fn check_against_scalar(
+    parts: &[&str],
+    tails: &[&str],
+    boundaries: fn(&[u8; WINDOW]) -> Option<(u64, u32)>,
+    piece_end: impl Fn(&[u8], usize) -> usize,
+) {
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    let mut checked = 0;
+    for _ in 0..50_000 {
+        let mut text = String::new();
+        while text.len() < WINDOW {
+            text.push_str(parts[next(parts.len())]);
+        }
+        if next(4) == 0 {
+            let at = next(WINDOW);
+            let rest = text.split_off(at);
+            text.push_str(tails[next(tails.len())]);
+            text.push_str(&rest);
+        }
+        for _ in 0..1 + next(3) {
+            text.push_str(tails[next(tails.len())]);
+        }
+        let b = text.as_bytes();
+        let Some(w) = b.first_chunk::<WINDOW>() else {
+            continue;
+        };
+        if w[0] >= 0x80 {
+            continue;
+        }
+        let mut want = 0u64;
+        let mut i = 0;
+        while i < WINDOW {
+            want |= 1 << i;
+            i = piece_end(b, i);
+        }
+        if let Some((starts, last)) = boundaries(w) {
+            let upto = if last == 63 {
+                u64::MAX
+            } else {
+                (2u64 << last) - 1
+            };
+            assert_eq!(starts, want & upto, "{text:?} (last {last})");
+            assert!(starts >> last & 1 == 1);
+            checked += 1;
+        }
+    }
+    assert!(checked > 30_000, "only {checked} windows had boundaries");
+}
+
 /// Calls `f` with each piece of `text`, in order. Where a window of [`WINDOW`] bytes lies
 /// ahead and starts with an ASCII byte, `window` gives its pieces (see the `*_block.rs`
 /// invariants); everywhere else, and wherever it gives none, `piece_end(bytes, i)` gives the

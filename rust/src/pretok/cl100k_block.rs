@@ -30,7 +30,7 @@
 //!   last char (`\s+(?!\S)` gives it back). A run must end inside the window before any of
 //!   this is sure; 5 (`\s++$`) cannot apply, since a char follows the run.
 
-use super::ascii_window::{masks, span, WINDOW};
+use super::ascii_window::{classified, digit_group_starts, masks, space_run_starts, WINDOW};
 use super::cl100k::contraction_ci;
 
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
@@ -38,15 +38,10 @@ use super::cl100k::contraction_ci;
 pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
     let m = masks(w);
     // Only bytes before the first non-ASCII one are classified.
-    let valid_len = m.non_ascii.trailing_zeros();
+    let (valid_len, valid) = classified(&m);
     if valid_len == 0 {
         return None;
     }
-    let valid = if valid_len == 64 {
-        u64::MAX
-    } else {
-        (1u64 << valid_len) - 1
-    };
     let (letter, digit, space) = (m.letter & valid, m.digit & valid, m.space & valid);
     let (newline, blank) = (m.newline & valid, m.blank & valid);
     let punct = valid & !(letter | digit | space);
@@ -70,43 +65,14 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
     let letter_start = letter & !prev(letter) & !prev(punct_start) & !prev(space & !newline);
 
     // 3.
-    let mut digit_start = 0u64;
-    let mut runs = digit & !prev(digit);
-    while runs != 0 {
-        let s = runs.trailing_zeros();
-        runs &= runs - 1;
-        let len = (!(digit >> s)).trailing_zeros();
-        for k in (s..s + len).step_by(3) {
-            digit_start |= 1 << k;
-        }
-    }
+    let digit_start = digit_group_starts(digit);
 
     // 5-8. `\r\n` runs right after a `P` char go with its piece: adding a run's first bit
     // carries through the run, so the xor marks exactly the run.
     let seeds = newline & prev(punct);
     let taken = (newline.wrapping_add(seeds) ^ newline) & newline;
     let rest = space & !taken;
-    let run_start = rest & !prev(rest);
-    let mut space_start = run_start;
-    let mut long_runs = run_start & (rest >> 1);
-    while long_runs != 0 {
-        let s = long_runs.trailing_zeros();
-        long_runs &= long_runs - 1;
-        let r = s + (!(rest >> s)).trailing_zeros();
-        if r >= valid_len {
-            // This run may go on past what is classified (more spaces after the window, or
-            // a non-ASCII space), so only its start is sure.
-            continue;
-        }
-        let nl = newline & span(s, r);
-        let tail = if nl == 0 { s } else { 64 - nl.leading_zeros() };
-        if tail < r {
-            space_start |= 1 << tail;
-        }
-        if r >= tail + 2 {
-            space_start |= 1 << (r - 1);
-        }
-    }
+    let space_start = space_run_starts(rest, newline, valid_len);
 
     // Every rule above decides a boundary from the chars before it, except the contraction
     // (up to two chars ahead) and the whitespace runs (their end and the char after it). A
@@ -121,6 +87,7 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::ascii_window::check_against_scalar;
     use super::*;
 
     /// The invariant, directly: on windows of edge-case ASCII followed by every kind of
@@ -155,53 +122,6 @@ mod tests {
             "—",
         ];
         let scalar = super::super::cl100k::Cl100k::new();
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |n: usize| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng % n as u64) as usize
-        };
-        let mut checked = 0;
-        for _ in 0..50_000 {
-            let mut text = String::new();
-            while text.len() < WINDOW {
-                text.push_str(PARTS[next(PARTS.len())]);
-            }
-            // Sometimes a non-ASCII char inside the window, too.
-            if next(4) == 0 {
-                let at = next(WINDOW);
-                let tail = text.split_off(at);
-                text.push_str(TAILS[next(TAILS.len())]);
-                text.push_str(&tail);
-            }
-            for _ in 0..1 + next(3) {
-                text.push_str(TAILS[next(TAILS.len())]);
-            }
-            let b = text.as_bytes();
-            let Some(w) = b.first_chunk::<WINDOW>() else {
-                continue;
-            };
-            if w[0] >= 0x80 {
-                continue;
-            }
-            let mut want = 0u64;
-            let mut i = 0;
-            while i < WINDOW {
-                want |= 1 << i;
-                i = scalar.piece_end(b, i);
-            }
-            if let Some((starts, last)) = boundaries(w) {
-                let upto = if last == 63 {
-                    u64::MAX
-                } else {
-                    (2u64 << last) - 1
-                };
-                assert_eq!(starts, want & upto, "{text:?} (last {last})");
-                assert!(starts >> last & 1 == 1);
-                checked += 1;
-            }
-        }
-        assert!(checked > 30_000, "only {checked} windows had boundaries");
+        check_against_scalar(PARTS, TAILS, boundaries, |b, i| scalar.piece_end(b, i));
     }
 }

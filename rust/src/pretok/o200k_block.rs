@@ -26,22 +26,17 @@
 //! - A5-A7: what is left of a whitespace run splits as in cl100k: at its start, after its last
 //!   `\r\n`, and before its last char if at least two chars follow that `\r\n`.
 
-use super::ascii_window::{masks, span, WINDOW};
+use super::ascii_window::{classified, digit_group_starts, masks, space_run_starts, span, WINDOW};
 use super::cl100k::contraction_ci;
 
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
 #[inline(always)]
 pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
     let m = masks(w);
-    let valid_len = m.non_ascii.trailing_zeros();
+    let (valid_len, valid) = classified(&m);
     if valid_len == 0 {
         return None;
     }
-    let valid = if valid_len == 64 {
-        u64::MAX
-    } else {
-        (1u64 << valid_len) - 1
-    };
     let (letter, upper, digit) = (m.letter & valid, m.upper & valid, m.digit & valid);
     let (space, newline, blank) = (m.space & valid, m.newline & valid, m.blank & valid);
     let lower = letter & !upper;
@@ -97,38 +92,11 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
         & ((!prev(letter) & !prev(punct_start) & !prev(space & !newline)) | (upper & prev(lower)));
 
     // A3.
-    let mut digit_start = 0u64;
-    let mut runs = digit & !prev(digit);
-    while runs != 0 {
-        let s = runs.trailing_zeros();
-        runs &= runs - 1;
-        let len = (!(digit >> s)).trailing_zeros();
-        for k in (s..s + len).step_by(3) {
-            digit_start |= 1 << k;
-        }
-    }
+    let digit_start = digit_group_starts(digit);
 
     // A5-A7.
     let rest = space & !tail;
-    let run_start = rest & !prev(rest);
-    let mut space_start = run_start;
-    let mut long_runs = run_start & (rest >> 1);
-    while long_runs != 0 {
-        let s = long_runs.trailing_zeros();
-        long_runs &= long_runs - 1;
-        let r = s + (!(rest >> s)).trailing_zeros();
-        if r >= valid_len {
-            continue; // may go on past what is classified: only its start is sure
-        }
-        let nl = newline & span(s, r);
-        let last_nl_end = if nl == 0 { s } else { 64 - nl.leading_zeros() };
-        if last_nl_end < r {
-            space_start |= 1 << last_nl_end;
-        }
-        if r >= last_nl_end + 2 {
-            space_start |= 1 << (r - 1);
-        }
-    }
+    let space_start = space_run_starts(rest, newline, valid_len);
 
     let starts = (1 | punct_start | letter_start | digit_start | space_start | after) & sure;
     let last = 63 - starts.leading_zeros();
@@ -137,6 +105,7 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::ascii_window::check_against_scalar;
     use super::*;
 
     /// The invariant, directly: on windows of edge-case ASCII followed by every kind of
@@ -219,52 +188,6 @@ mod tests {
             "ʰ",
         ];
         let scalar = super::super::o200k::O200k::new();
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |n: usize| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng % n as u64) as usize
-        };
-        let mut checked = 0;
-        for _ in 0..50_000 {
-            let mut text = String::new();
-            while text.len() < WINDOW {
-                text.push_str(PARTS[next(PARTS.len())]);
-            }
-            if next(4) == 0 {
-                let at = next(WINDOW);
-                let tail = text.split_off(at);
-                text.push_str(TAILS[next(TAILS.len())]);
-                text.push_str(&tail);
-            }
-            for _ in 0..1 + next(3) {
-                text.push_str(TAILS[next(TAILS.len())]);
-            }
-            let b = text.as_bytes();
-            let Some(w) = b.first_chunk::<WINDOW>() else {
-                continue;
-            };
-            if w[0] >= 0x80 {
-                continue;
-            }
-            let mut want = 0u64;
-            let mut i = 0;
-            while i < WINDOW {
-                want |= 1 << i;
-                i = scalar.piece_end(b, i);
-            }
-            if let Some((starts, last)) = boundaries(w) {
-                let upto = if last == 63 {
-                    u64::MAX
-                } else {
-                    (2u64 << last) - 1
-                };
-                assert_eq!(starts, want & upto, "{text:?} (last {last})");
-                assert!(starts >> last & 1 == 1);
-                checked += 1;
-            }
-        }
-        assert!(checked > 30_000, "only {checked} windows had boundaries");
+        check_against_scalar(PARTS, TAILS, boundaries, |b, i| scalar.piece_end(b, i));
     }
 }
