@@ -165,8 +165,8 @@ pub(crate) fn digit_group_starts(digit: u64) -> u64 {
     starts
 }
 
-/// Where whitespace splits under cl100k's and o200k's rules, given `rest`, the whitespace no
-/// earlier piece took: each run of `rest` starts a piece, so does the char after its last
+/// Where whitespace splits under cl100k's and o200k's rules (r50k's with `newline` = 0),
+/// given `rest`, the whitespace no earlier piece took: each run of `rest` starts a piece, so does the char after its last
 /// `\r\n` (if inside the run), and, if at least two chars follow that `\r\n` (or the run's
 /// start), the run's last char (`\s+(?!\S)` gives it back). A run that reaches `valid_len` may
 /// go on past what is classified (more spaces after the window, or a non-ASCII space), so

@@ -90,9 +90,7 @@ mod tests {
     use super::super::ascii_window::check_against_scalar;
     use super::*;
 
-    /// The invariant, directly: on windows of edge-case ASCII followed by every kind of
-    /// continuation, each position up to `last` is a start iff the scalar splitter, run on
-    /// the whole text, starts a piece there.
+    /// The invariant, on cl100k's edge cases (see [`check_against_scalar`]).
     #[test]
     fn boundaries_are_the_scalar_splitters_up_to_last() {
         const PARTS: &[&str] = &[

@@ -117,7 +117,7 @@ impl R50k {
 
 /// `'(?:[sdmt]|ll|ve|re)` at `i` (where `b[i] == '\''`).
 #[inline(always)]
-fn contraction(b: &[u8], i: usize) -> Option<usize> {
+pub(super) fn contraction(b: &[u8], i: usize) -> Option<usize> {
     match (b.get(i + 1), b.get(i + 2)) {
         (Some(b's' | b'd' | b'm' | b't'), _) => Some(i + 2),
         (Some(b'l'), Some(b'l')) | (Some(b'v'), Some(b'e')) | (Some(b'r'), Some(b'e')) => {

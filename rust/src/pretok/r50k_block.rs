@@ -21,7 +21,8 @@
 //!   char. A run must end inside the window before that is sure; 5 (`\s++$`) cannot apply,
 //!   since a char follows the run.
 
-use super::ascii_window::{classified, masks, WINDOW};
+use super::ascii_window::{classified, masks, space_run_starts, WINDOW};
+use super::r50k::contraction;
 
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
 #[inline(always)]
@@ -56,29 +57,18 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
             sure &= (1u64 << q) - 1;
             break;
         }
-        let end = match (w[q as usize + 1], w[q as usize + 2]) {
-            (b's' | b'd' | b'm' | b't', _) => q + 2,
-            (b'l', b'l') | (b'v', b'e') | (b'r', b'e') => q + 3,
-            _ => continue,
+        let Some(end) = contraction(w, q as usize) else {
+            continue;
         };
+        let end = end as u32;
         inside |= ((1u64 << (end - q - 1)) - 1) << (q + 1);
         if end < 64 {
             after |= 1 << end;
         }
     }
 
-    // 5-7.
-    let space_run = space & !prev(space);
-    let mut space_start = space_run;
-    let mut long_runs = space_run & (space >> 1);
-    while long_runs != 0 {
-        let s = long_runs.trailing_zeros();
-        long_runs &= long_runs - 1;
-        let r = s + (!(space >> s)).trailing_zeros();
-        if r < valid_len {
-            space_start |= 1 << (r - 1);
-        } // else the run may go on past what is classified: only its start is sure
-    }
+    // 5-7: no `\r\n` rule here, so every run splits only at its start and its last char.
+    let space_start = space_run_starts(space, 0, valid_len);
 
     let starts = ((1 | run_start(letter) | run_start(digit) | punct_start | space_start) & !inside
         | after)
@@ -92,9 +82,7 @@ mod tests {
     use super::super::ascii_window::check_against_scalar;
     use super::*;
 
-    /// The invariant, directly: on windows of edge-case ASCII followed by every kind of
-    /// continuation, each position up to `last` is a start iff the scalar splitter, run on
-    /// the whole text, starts a piece there.
+    /// The invariant, on r50k's edge cases (see [`check_against_scalar`]).
     #[test]
     fn boundaries_are_the_scalar_splitters_up_to_last() {
         const PARTS: &[&str] = &[
