@@ -19,7 +19,8 @@
 //!
 //! Before any of these, [`encode_piece`] answers whole-token pieces with one probe (the
 //! short-token table for pieces of up to 8 bytes, the mid table for 9-16) and repeated
-//! multi-token pieces from the per-thread [`PieceCache`].
+//! multi-token pieces from the per-thread [`PieceCache`]; and in front of it, for pieces cut
+//! out of a text, [`encode_piece_in`] answers most short whole tokens with one compare.
 
 use crate::error::{Error, Result};
 use crate::piece_cache::PieceCache;
@@ -37,6 +38,42 @@ pub const SCAN_MAX: usize = 16;
 /// Where backtracking does not apply (see `Backtrack::new`), pieces longer than this use the
 /// heap, shorter ones the scan.
 pub const HEAP_THRESHOLD: usize = 32;
+
+/// [`encode_piece`] for a piece the splitter cut out of `text`, with one more fast path in
+/// front: a short whole token found in its home slot of the short table, decided without a
+/// branch on the piece's length or bytes.
+///
+/// Why: the pieces' lengths follow no pattern, so the length tests at the top of
+/// `encode_piece` (and the short table's own load of 1-8 bytes) are mispredicted about once a
+/// piece. Here the key is the 8 bytes at the piece's start, masked to its length, which
+/// `text` can give without a length test whenever 8 bytes remain. The short table holds the
+/// lowest ranks (the most frequent tokens) in their home slots, so one compare settles most
+/// pieces; anything else, a piece of over 8 bytes included, goes to `encode_piece`.
+/// `piece` should be a subslice of `text` (every splitter's pieces are). The fast path is
+/// right for any `piece` anyway: it is taken only if `piece` starts at some byte `off` of
+/// `text` with 8 bytes from there on, and then `piece`'s first 1-8 bytes are those bytes.
+#[inline(always)]
+pub fn encode_piece_in(
+    vocab: &Vocab,
+    text: &[u8],
+    piece: &[u8],
+    cache: Option<&PieceCache>,
+    out: &mut Vec<Rank>,
+) -> Result<()> {
+    let off = (piece.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    if let Some(word) = text.get(off..).and_then(|rest| rest.first_chunk::<8>()) {
+        let len = piece.len();
+        if (1..=8).contains(&len) {
+            let key = u64::from_le_bytes(*word) & (u64::MAX >> (64 - 8 * len));
+            let r = vocab.short_home(key, len);
+            if r != NO_RANK {
+                out.push(r);
+                return Ok(());
+            }
+        }
+    }
+    encode_piece(vocab, piece, cache, out)
+}
 
 /// Encode one piece, appending its tokens to `out`. `cache` remembers multi-token pieces.
 #[inline]
@@ -330,6 +367,42 @@ mod tests {
                 })
                 .collect();
             both(&v, &piece);
+        }
+    }
+
+    #[test]
+    fn piece_inside_text_encodes_as_the_piece_alone() {
+        // Tokens of every length up to 9, some ending or starting in a zero byte, so that a
+        // key masked to the wrong length would find the wrong token.
+        let v = vocab(&[
+            b"ab",
+            b"a\0",
+            b"\0a",
+            b"aab",
+            b"abab",
+            b"ab\0ab",
+            b"abababa",
+            b"abababab",
+            b"abababab\0",
+            b"abababa\0",
+            b"ba",
+            b"bab",
+        ]);
+        let text: Vec<u8> = b"abababab\0aab\0\0abab aa\0ababab bab\0".to_vec();
+        let elsewhere = text.clone();
+        for start in 0..text.len() {
+            for end in start + 1..=text.len().min(start + 12) {
+                let piece = &text[start..end];
+                let mut alone = Vec::new();
+                encode_piece(&v, piece, None, &mut alone).unwrap();
+                let mut inside = Vec::new();
+                encode_piece_in(&v, &text, piece, None, &mut inside).unwrap();
+                assert_eq!(inside, alone, "{piece:?} at {start}");
+                // A piece from another buffer (the fast path must not read `text` for it).
+                let mut other = Vec::new();
+                encode_piece_in(&v, &text, &elsewhere[start..end], None, &mut other).unwrap();
+                assert_eq!(other, alone, "{piece:?} from another buffer");
+            }
         }
     }
 

@@ -6,7 +6,7 @@
 //! special token), each piece is a whole token if it is one, else its BPE.
 //! Decoding is the concatenation of token bytes.
 
-use crate::bpe::encode_piece;
+use crate::bpe::{encode_piece, encode_piece_in};
 use crate::error::{Error, Result};
 use crate::piece_cache::PieceCache;
 use crate::pretok::Splitter;
@@ -100,7 +100,7 @@ impl Encoder {
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<Rank>) -> Result<()> {
         let (vocab, cache) = (&self.vocab, Some(&self.cache));
         self.splitter.for_each_piece(text, |piece| {
-            encode_piece(vocab, piece.as_bytes(), cache, out)
+            encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), cache, out)
         })
     }
 
@@ -149,7 +149,7 @@ impl Encoder {
         let mut last = 0;
         self.splitter.for_each_piece(text, |piece| {
             let before = out.len();
-            encode_piece(vocab, piece.as_bytes(), cache, out)?;
+            encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), cache, out)?;
             last = out.len() - before;
             Ok(())
         })?;

@@ -82,6 +82,20 @@ impl ShortTable {
         }
     }
 
+    /// The rank of the token with this `key` (see [`load`]) and `len` if it sits in its home
+    /// slot, else `u32::MAX`: one slot read, no probing. Tokens inserted first get their
+    /// home slots, so the vocabulary inserts them in rank order.
+    #[inline(always)]
+    pub fn home(&self, key: u64, len: u64) -> u32 {
+        let i = self.index(key, len);
+        let [k, v] = self.slots[i];
+        if k == key && v >> 32 == len {
+            v as u32
+        } else {
+            u32::MAX
+        }
+    }
+
     pub fn memory_bytes(&self) -> usize {
         self.slots.len() * 16
     }
@@ -114,6 +128,33 @@ mod tests {
         for miss in [&b"b"[..], b"\0\0\0", b"ab", b"abcdefgg", b"a\0\0", b"\xff"] {
             assert_eq!(t.get(miss), None, "{miss:?}");
         }
+    }
+
+    #[test]
+    fn home_gives_a_token_in_its_home_slot_and_nothing_else() {
+        // 64 tokens in a 128-slot table: some must share a home slot with an earlier one.
+        let toks: Vec<Vec<u8>> = (0..64u32).map(|i| format!("t{i}").into_bytes()).collect();
+        let t = ShortTable::new(toks.iter().enumerate().map(|(i, b)| (&b[..], i as u32)));
+        let mut homed = 0;
+        for (i, b) in toks.iter().enumerate() {
+            match t.home(load(b), b.len() as u64) {
+                u32::MAX => {}
+                r => {
+                    assert_eq!(r, i as u32, "{b:?}");
+                    homed += 1;
+                }
+            }
+        }
+        assert!(homed > 32 && homed < 64, "{homed} of 64 at home");
+        assert_eq!(
+            t.home(load(b"t0"), 2),
+            0,
+            "the first token inserted is at home"
+        );
+        for miss in [&b"t64"[..], b"t", b"t1\0"] {
+            assert_eq!(t.home(load(miss), miss.len() as u64), u32::MAX, "{miss:?}");
+        }
+        assert_eq!(t.home(load(b"t1"), 3), u32::MAX, "same key, other length");
     }
 
     #[test]

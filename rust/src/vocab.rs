@@ -159,7 +159,10 @@ impl Vocab {
             byte_ranks,
             backtrack: OnceLock::new(),
         };
-        let ordinary: Vec<Rank> = ranks.values().copied().collect();
+        // In rank order, so that the tables' open addressing gives the lowest ranks (BPE's
+        // earliest merges, the most frequent tokens) their home slots: see `short_home`.
+        let mut ordinary: Vec<Rank> = ranks.values().copied().collect();
+        ordinary.sort_unstable();
         drop(ranks);
         vocab.table = TokenTable::new(
             ordinary
@@ -226,6 +229,12 @@ impl Vocab {
     #[inline(always)]
     pub fn short_rank(&self, bytes: &[u8]) -> Option<Rank> {
         self.short.get(bytes)
+    }
+
+    /// The short table's home slot for `key` / `len` only: a rank or `NO_RANK`.
+    #[inline(always)]
+    pub fn short_home(&self, key: u64, len: usize) -> Rank {
+        self.short.home(key, len as u64)
     }
 
     /// `rank` for 9 to 16 bytes (`None` for any other length).
