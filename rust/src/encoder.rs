@@ -110,16 +110,42 @@ impl Encoder {
         Ok(out)
     }
 
-    /// Encode with special tokens; returns how many tokens the last ordinary
-    /// piece produced (0 if the text ends in a special token).
-    pub fn encode_into(
+    /// Encode with special tokens: the text between allowed special tokens is split and
+    /// encoded on its own, so pieces never cross a special token.
+    pub fn encode_into(&self, text: &str, allowed: Allowed<'_>, out: &mut Vec<Rank>) -> Result<()> {
+        self.encode_segments(text, allowed, out, |segment, out| {
+            self.encode_ordinary_into(segment, out).map(|()| 0)
+        })
+        .map(|_| ())
+    }
+
+    /// [`Encoder::encode_into`], also returning how many tokens the last ordinary piece
+    /// produced (0 if the text ends in a special token), which `encode_bytes` and
+    /// `encode_with_unstable` need. A path of its own because keeping that count after every
+    /// piece made `encode` and `count` ~10% slower.
+    pub fn encode_into_tracking_last(
         &self,
         text: &str,
         allowed: Allowed<'_>,
         out: &mut Vec<Rank>,
     ) -> Result<usize> {
+        self.encode_segments(text, allowed, out, |segment, out| {
+            self.encode_tracking_last(segment, out)
+        })
+    }
+
+    /// Cuts `text` at the allowed special tokens: pushes their ids and hands each segment
+    /// between them to `ordinary`; returns what `ordinary` returned for the last segment if
+    /// the text ends in one, else 0.
+    fn encode_segments(
+        &self,
+        text: &str,
+        allowed: Allowed<'_>,
+        out: &mut Vec<Rank>,
+        mut ordinary: impl FnMut(&str, &mut Vec<Rank>) -> Result<usize>,
+    ) -> Result<usize> {
         if allowed.is_none() {
-            return self.encode_tracking_last(text, out);
+            return ordinary(text, out);
         }
         let mut start = 0;
         let mut last_piece_len = 0;
@@ -128,7 +154,7 @@ impl Encoder {
                 .specials
                 .find_allowed(text, start, &|i| allowed.admits(i));
             let end = next.map_or(text.len(), |(s, _, _)| s);
-            let n = self.encode_tracking_last(&text[start..end], out)?;
+            let n = ordinary(&text[start..end], out)?;
             if start < end {
                 last_piece_len = n;
             }
@@ -242,7 +268,7 @@ impl Encoder {
                 // The prefix is valid UTF-8 by construction.
                 let text = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
                 let mut tokens = Vec::new();
-                let last = self.encode_into(text, Allowed::None, &mut tokens)?;
+                let last = self.encode_into_tracking_last(text, Allowed::None, &mut tokens)?;
                 let last = self.widen_last_piece(&tokens, last);
                 let mut unstable = Vec::new();
                 if !tokens.is_empty() && last > 0 {
@@ -267,7 +293,7 @@ impl Encoder {
         allowed: Allowed<'_>,
     ) -> Result<(Vec<Rank>, FxHashSet<Vec<Rank>>)> {
         let mut tokens = Vec::new();
-        let last = self.encode_into(text, allowed, &mut tokens)?;
+        let last = self.encode_into_tracking_last(text, allowed, &mut tokens)?;
         let mut completions = FxHashSet::default();
         if last == 0 {
             return Ok((tokens, completions));
