@@ -195,14 +195,37 @@ pub(crate) fn space_run_starts(rest: u64, newline: u64, valid_len: u32) -> u64 {
     starts
 }
 
+/// Continuations every pattern family's window must stop short of or handle: ASCII that
+/// extends a piece, and non-ASCII spaces, letters, CJK, numbers and punctuation.
+#[cfg(test)]
+const COMMON_TAILS: &[&str] = &[
+    "",
+    " ",
+    "  x",
+    "a",
+    "'",
+    "ll",
+    "e",
+    "1",
+    "\n",
+    ".",
+    "\u{a0}",
+    "\u{3000}x",
+    "é",
+    "中",
+    "\u{2028}",
+    "²",
+    "—",
+];
+
 /// Checks a `*_block.rs` invariant directly: on windows built from `parts` (edge-case ASCII),
-/// sometimes with a `tails` string inside and always with some after, each position up to the
-/// window's `last` is a start iff `piece_end` (the scalar splitter), run from 0 over the whole
-/// text, starts a piece there.
+/// sometimes with a tail (one of [`COMMON_TAILS`] or `extra_tails`) inside and always with
+/// some after, each position up to the window's `last` is a start iff `piece_end` (the scalar
+/// splitter), run from 0 over the whole text, starts a piece there.
 #[cfg(test)]
 pub(crate) fn check_against_scalar(
     parts: &[&str],
-    tails: &[&str],
+    extra_tails: &[&str],
     boundaries: fn(&[u8; WINDOW]) -> Option<(u64, u32)>,
     piece_end: impl Fn(&[u8], usize) -> usize,
 ) {
@@ -213,6 +236,7 @@ pub(crate) fn check_against_scalar(
         rng ^= rng << 17;
         (rng % n as u64) as usize
     };
+    let tails = [COMMON_TAILS, extra_tails].concat();
     let mut checked = 0;
     for _ in 0..50_000 {
         let mut text = String::new();
