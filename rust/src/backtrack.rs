@@ -121,9 +121,9 @@ impl Backtrack {
         })
     }
 
-    /// The longest reachable token that `text` starts with.
+    /// The longest reachable token that `text` starts with, and its length.
     #[inline]
-    fn longest_match(&self, text: &[u8]) -> Option<Rank> {
+    fn longest_match(&self, text: &[u8]) -> Option<(Rank, usize)> {
         self.trie.longest(text)
     }
 
@@ -204,12 +204,12 @@ impl Backtrack {
         let mut pos = 0usize;
         let mut next = self.longest_match(piece);
         while pos < n {
-            let Some(mut t) = next else {
+            let Some((mut t, mut len)) = next else {
                 out.truncate(base);
                 return false;
             };
             loop {
-                let end = pos + vocab.token_len(t);
+                let end = pos + len;
                 let alive = dead[end / 64] & (1 << (end % 64)) == 0;
                 if alive && (out.len() == base || self.compatible(vocab, out[out.len() - 1], t)) {
                     out.push(t);
@@ -224,6 +224,7 @@ impl Backtrack {
                 let shorter = self.next_prefix[t as usize];
                 if shorter != NO_RANK {
                     t = shorter;
+                    len = vocab.token_len(t);
                     continue;
                 }
                 // No token starts here in any BPE sequence: retreat by one token.
@@ -234,8 +235,9 @@ impl Backtrack {
                 let Some(last) = out.pop() else {
                     return false;
                 };
-                pos -= vocab.token_len(last);
-                next = Some(last);
+                let last_len = vocab.token_len(last);
+                pos -= last_len;
+                next = Some((last, last_len));
                 break;
             }
         }
