@@ -21,15 +21,10 @@
 //! merge to join parts of lower rank than its result, as training always produces; `new`
 //! returns `None` for a vocabulary where that fails, and such vocabularies keep the heap.
 
+use crate::pair_memo::PairMemo;
 use crate::prefix_trie::PrefixTrie;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Entries of the `compatible` memo (512 KiB: stays in L2/L3, unlike the pair table).
-const MEMO_SLOTS: usize = 1 << 16;
-const MEMO_VALID: u64 = 1 << 63;
-const MEMO_YES: u64 = 1 << 42;
 
 pub struct Backtrack {
     /// Every token at least this long is reachable, so for a piece at least this long that
@@ -43,12 +38,10 @@ pub struct Backtrack {
     /// Per rank: the two tokens its last merge joined; `(r, r)` for a single byte (or an
     /// unreachable token, which the walk never proposes).
     split: Vec<(Rank, Rank)>,
-    /// Recent answers of `compatible`, direct-mapped by the pair: `left | right << 21 |
-    /// answer << 42 | MEMO_VALID`. Text repeats its token pairs (a CJK run reuses the same
-    /// few thousand characters), and one probe here replaces an unwinding that touches the
-    /// pair table several times. Relaxed atomics: an entry is a pure function of its key, so
-    /// a racing overwrite can lose an answer but never give a wrong one.
-    memo: Box<[AtomicU64]>,
+    /// Recent answers of `compatible` (512 KiB: stays in L2/L3, unlike the pair table).
+    /// Text repeats its token pairs (a CJK run reuses the same few thousand characters), and
+    /// one probe here replaces an unwinding that touches the pair table several times.
+    memo: PairMemo,
 }
 
 /// The last merge BPE makes on `bytes`, if BPE turns them into one token (`Some(None)` for a
@@ -117,7 +110,7 @@ impl Backtrack {
             trie,
             next_prefix,
             split,
-            memo: (0..MEMO_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            memo: PairMemo::default(),
         })
     }
 
@@ -131,18 +124,11 @@ impl Backtrack {
     /// memo when it holds the pair, else by [`Backtrack::unwind`].
     #[inline]
     fn compatible(&self, vocab: &Vocab, left: Rank, right: Rank) -> bool {
-        let key = left as u64 | (right as u64) << 21;
-        let hash = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros());
-        let slot = &self.memo[hash as usize];
-        let e = slot.load(Ordering::Relaxed);
-        if e & !MEMO_YES == key | MEMO_VALID {
-            return e & MEMO_YES != 0;
+        if let Some(yes) = self.memo.get(left, right) {
+            return yes;
         }
         let yes = self.unwind(vocab, left, right);
-        slot.store(
-            key | MEMO_VALID | if yes { MEMO_YES } else { 0 },
-            Ordering::Relaxed,
-        );
+        self.memo.put(left, right, yes);
         yes
     }
 
@@ -249,6 +235,6 @@ impl Backtrack {
         self.trie.memory_bytes()
             + self.next_prefix.len() * 4
             + self.split.len() * 8
-            + self.memo.len() * 8
+            + self.memo.memory_bytes()
     }
 }
