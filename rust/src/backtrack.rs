@@ -132,12 +132,12 @@ impl Backtrack {
         yes
     }
 
-    /// `compatible` without the memo: walks the two merge trees back in time, always undoing the later merge (the higher
-    /// rank; on equal ranks the right one, since ties merge leftmost first). After undoing a
-    /// merge of rank `m`, the two parts now touching the boundary were both alive until `m`
-    /// happened, so a token across the boundary with a rank below `m` (on the right side:
-    /// at most `m`, as the boundary pair is further left and wins the tie) would have been
-    /// merged first and the pair is not compatible.
+    /// `compatible` without the memo: walks the two merge trees back in time, always undoing
+    /// the later merge (the higher rank; on equal ranks the right one, since ties merge
+    /// leftmost first). After undoing a merge of rank `m`, the two parts now touching the
+    /// boundary were both alive until `m` happened, so a token across the boundary with a rank
+    /// below `m` (on the right side: at most `m`, as the boundary pair is further left and
+    /// wins the tie) would have been merged first and the pair is not compatible.
     fn unwind(&self, vocab: &Vocab, mut left: Rank, mut right: Rank) -> bool {
         let mut limit = Rank::MAX;
         loop {

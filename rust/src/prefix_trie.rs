@@ -1,8 +1,8 @@
 //! Longest-token-prefix look-up: a byte trie in breadth-first order.
 //!
-//! Invariant: `longest(text)` is the rank and length of the longest inserted token that `text`
-//! starts with, and `shorter(rank)` the rank of the longest inserted token that is a strict prefix
-//! of that token (`NO_RANK` when there is none).
+//! Invariant: `longest(text)` is the rank and length of the longest inserted token that
+//! `text` starts with, and `shorter(rank)` the rank of the longest inserted token that is a
+//! strict prefix of that token (`NO_RANK` when there is none).
 //!
 //! Layout (why it is small and quick to build): nodes are numbered level by level, and within
 //! a level in byte order, so the children of node `i` are the consecutive nodes
