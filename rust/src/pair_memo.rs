@@ -16,8 +16,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Ids are below 2^21 (`pair_table::MAX_IDS`).
-const ID_BITS: u32 = 21;
+/// Ids are below 2^21, the pair table's limit.
+const ID_BITS: u32 = crate::pair_table::MAX_IDS.trailing_zeros();
 const KEY_BITS: u32 = 2 * ID_BITS;
 const KEY_MASK: u64 = (1 << KEY_BITS) - 1;
 const SET_BITS: u32 = 16;
@@ -31,11 +31,11 @@ pub struct PairMemo {
 }
 
 /// A bijection of `0..2^42` that spreads nearby pairs over the sets: multiplying by an odd
-/// number and xor-ing in a right shift can each be undone modulo 2^42.
+/// number and xor-ing in a right shift by half the width can each be undone modulo 2^42.
 #[inline(always)]
 fn mix(key: u64) -> u64 {
     let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) & KEY_MASK;
-    let h = h ^ (h >> 21);
+    let h = h ^ (h >> ID_BITS);
     h.wrapping_mul(0xD6E8_FEB8_6659_FD93) & KEY_MASK
 }
 
@@ -103,7 +103,7 @@ mod tests {
         };
         let unmix = |h: u64| {
             let h = h.wrapping_mul(inverse(0xD6E8_FEB8_6659_FD93)) & KEY_MASK;
-            let h = h ^ (h >> 21);
+            let h = h ^ (h >> ID_BITS);
             h.wrapping_mul(inverse(0x9E37_79B9_7F4A_7C15)) & KEY_MASK
         };
         let mut x: u64 = 1;
@@ -114,7 +114,7 @@ mod tests {
             let key = x >> 22;
             assert_eq!(unmix(mix(key)), key);
         }
-        for key in [0, 1, KEY_MASK, 1 << 21, (1 << 21) - 1] {
+        for key in [0, 1, KEY_MASK, 1 << ID_BITS, (1 << ID_BITS) - 1] {
             assert_eq!(unmix(mix(key)), key);
         }
     }
@@ -129,7 +129,7 @@ mod tests {
         assert_eq!(memo.get(4, 3), Some(false));
         assert_eq!(memo.get(3, 5), None);
         // Find two more pairs in the set of (3, 4): the set keeps the newest two.
-        let set_of = |a: u32, b: u32| mix(a as u64 | (b as u64) << 21) >> TAG_BITS;
+        let set_of = |a: u32, b: u32| mix(a as u64 | (b as u64) << ID_BITS) >> TAG_BITS;
         let home = set_of(3, 4);
         let others: Vec<u32> = (5..).filter(|&b| set_of(3, b) == home).take(2).collect();
         memo.put(3, others[0], false);
@@ -140,7 +140,7 @@ mod tests {
         assert_eq!(memo.get(3, others[0]), Some(false));
         assert_eq!(memo.get(3, others[1]), Some(true));
         // The largest ids fit.
-        let top = (1 << 21) - 1;
+        let top = (1 << ID_BITS) - 1;
         memo.put(top, top, true);
         assert_eq!(memo.get(top, top), Some(true));
         assert_eq!(memo.get(top, top - 1), None);
