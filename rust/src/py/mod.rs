@@ -74,25 +74,29 @@ fn ids_from_list(tokens: &Bound<'_, PyAny>, ids: &mut Vec<Rank>) -> bool {
 /// microseconds); longer ones are read first and decoded with the GIL released.
 const DECODE_IN_PLACE: usize = 1 << 16;
 
-/// Decodes a short list of plain ints in one pass over its items into `out`; `false` (with
-/// `out` in any state) if some item is not a plain int or not a known id, so the caller
-/// takes the general path, which reports errors in tiktoken's order (all ids are read before
-/// any is looked up).
-fn decode_list_in_place(vocab: &Vocab, tokens: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> bool {
-    let Ok(list) = tokens.cast_exact::<PyList>() else {
-        return false;
-    };
-    if list.len() > DECODE_IN_PLACE {
+/// Decodes a short list of plain ints into `out`, with the GIL held (reading the ids into
+/// `ids` first, then decoding them in one tight loop); `false` (with `ids` and `out` in any
+/// state) if some item is not a plain int or not a known id, so the caller takes the general
+/// path, which reports errors in tiktoken's order (all ids are read before any is looked up).
+///
+/// Why two passes: reading an item chases a pointer to its int object, and decoding an id
+/// reads its slot in a table of megabytes; apart, each loop keeps many of those loads in
+/// flight, where one fused loop (a closure per item) waited on each in turn.
+fn decode_list_in_place(
+    vocab: &Vocab,
+    tokens: &Bound<'_, PyAny>,
+    ids: &mut Vec<Rank>,
+    out: &mut Vec<u8>,
+) -> bool {
+    match tokens.cast_exact::<PyList>() {
+        Ok(list) if list.len() <= DECODE_IN_PLACE => {}
+        _ => return false,
+    }
+    if !ids_from_list(tokens, ids) {
         return false;
     }
-    // A local buffer, so that its length stays in a register through the loop rather than
-    // being stored back through `out` after every token.
-    let mut buf = std::mem::take(out);
-    buf.clear();
-    buf.reserve(list.len() * 4 + 16);
-    let ok = ints::each_list_id(list, |id| vocab.decode_push(id, &mut buf));
-    *out = buf;
-    ok
+    out.clear();
+    vocab.decode_into(ids, out).is_ok()
 }
 
 /// Per-thread buffers for `decode_bytes`, reused so that a large decode does not pay for
@@ -504,7 +508,7 @@ impl PyCoreBPE {
             };
             let mut guard = scratch.try_borrow_mut().ok();
             let s = guard.as_deref_mut().unwrap_or(&mut fresh);
-            if !decode_list_in_place(&enc.vocab, tokens, &mut s.bytes) {
+            if !decode_list_in_place(&enc.vocab, tokens, &mut s.ids, &mut s.bytes) {
                 if !ids_from_list(tokens, &mut s.ids) {
                     s.ids = tokens.extract::<Vec<Rank>>()?;
                 }
