@@ -338,8 +338,8 @@ class IntSubclass(int):
     ids=repr,
 )
 def test_decode_bytes_results_and_errors_match_tiktoken(tokens: list) -> None:
-    # decode_bytes reads plain-int lists straight from the list (and short ones decode as they
-    # are read); anything unusual must still give tiktoken's bytes or tiktoken's error type.
+    # decode_bytes reads plain-int lists straight from the list (and decodes short ones with
+    # the GIL held); anything unusual must still give tiktoken's bytes or tiktoken's error type.
     ours, theirs = pair("cl100k_base")
     try:
         want: bytes | type[BaseException] = theirs.decode_bytes(tokens)

@@ -4,7 +4,7 @@
 
 use crate::encoder::{Allowed, Encoder};
 use crate::error::Error;
-use crate::vocab::{Rank, Vocab};
+use crate::vocab::Rank;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -70,33 +70,16 @@ fn ids_from_list(tokens: &Bound<'_, PyAny>, ids: &mut Vec<Rank>) -> bool {
     ok
 }
 
-/// Lists up to this long are decoded as they are read, with the GIL held (a few
-/// microseconds); longer ones are read first and decoded with the GIL released.
-const DECODE_IN_PLACE: usize = 1 << 16;
+/// Id lists up to this long are decoded with the GIL held (a few microseconds, less than
+/// releasing and taking it back); longer ones with the GIL released.
+const DECODE_WITH_GIL: usize = 1 << 16;
 
-/// Decodes a short list of plain ints into `out`, with the GIL held (reading the ids into
-/// `ids` first, then decoding them in one tight loop); `false` (with `ids` and `out` in any
-/// state) if some item is not a plain int or not a known id, so the caller takes the general
-/// path, which reports errors in tiktoken's order (all ids are read before any is looked up).
-///
-/// Why two passes: reading an item chases a pointer to its int object, and decoding an id
-/// reads its slot in a table of megabytes; apart, each loop keeps many of those loads in
-/// flight, where one fused loop (a closure per item) waited on each in turn.
-fn decode_list_in_place(
-    vocab: &Vocab,
-    tokens: &Bound<'_, PyAny>,
-    ids: &mut Vec<Rank>,
-    out: &mut Vec<u8>,
-) -> bool {
-    match tokens.cast_exact::<PyList>() {
-        Ok(list) if list.len() <= DECODE_IN_PLACE => {}
-        _ => return false,
-    }
-    if !ids_from_list(tokens, ids) {
-        return false;
-    }
-    out.clear();
-    vocab.decode_into(ids, out).is_ok()
+/// Appends the bytes of `ids` to `out`, catching a panic as [`detached`] does, with the GIL
+/// held.
+fn decode_holding_gil(enc: &Encoder, ids: &[Rank], out: &mut Vec<u8>) -> PyResult<()> {
+    catch_unwind(AssertUnwindSafe(|| enc.decode_into(ids, out)))
+        .map_err(panic_error)?
+        .map_err(PyErr::from)
 }
 
 /// Per-thread buffers for `decode_bytes`, reused so that a large decode does not pay for
@@ -508,12 +491,18 @@ impl PyCoreBPE {
             };
             let mut guard = scratch.try_borrow_mut().ok();
             let s = guard.as_deref_mut().unwrap_or(&mut fresh);
-            if !decode_list_in_place(&enc.vocab, tokens, &mut s.ids, &mut s.bytes) {
-                if !ids_from_list(tokens, &mut s.ids) {
-                    s.ids = tokens.extract::<Vec<Rank>>()?;
-                }
-                let (ids, bytes) = (&s.ids, &mut s.bytes);
-                bytes.clear();
+            // All ids are read before any is looked up (tiktoken's order of errors), and in a
+            // loop of their own: reading an item chases a pointer to its int object, decoding
+            // an id reads its slot in a table of megabytes, and apart each loop keeps many of
+            // those loads in flight, where one fused loop waited on each in turn.
+            if !ids_from_list(tokens, &mut s.ids) {
+                s.ids = tokens.extract::<Vec<Rank>>()?;
+            }
+            let (ids, bytes) = (&s.ids, &mut s.bytes);
+            bytes.clear();
+            if ids.len() <= DECODE_WITH_GIL {
+                decode_holding_gil(enc, ids, bytes)?;
+            } else {
                 detached(py, || enc.decode_into(ids, bytes))?;
             }
             let out = PyBytes::new(py, &s.bytes);
