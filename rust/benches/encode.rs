@@ -99,5 +99,23 @@ fn main() {
                 mbps(text.len(), split_s), mbps(text.len(), bpe_s), mbps(text.len(), all_s), pieces.len(), ids.len()
             );
         }
+        // One long piece each: the backtracking walk (`backtrack.rs`), on its first pass (an
+        // empty pair memo: every compatibility check unwinds, asking the pair filter and
+        // table) and on its third (the memo holds what repeats).
+        for file in ["random_lowercase_100k.txt", "repeat_cjk_100k.txt"] {
+            let text = std::fs::read_to_string(corpus.join("adversarial").join(file))
+                .expect("adversarial corpus file");
+            let mut times = [0.0; 3];
+            for t in &mut times {
+                let start = Instant::now();
+                std::hint::black_box(enc.encode_ordinary(&text).unwrap());
+                *t = start.elapsed().as_secs_f64();
+            }
+            println!(
+                "  {file:26} first pass {:7.1} MB/s   third pass {:7.1} MB/s",
+                mbps(text.len(), times[0]),
+                mbps(text.len(), times[2])
+            );
+        }
     }
 }

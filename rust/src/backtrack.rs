@@ -21,6 +21,7 @@
 //! merge to join parts of lower rank than its result, as training always produces; `new`
 //! returns `None` for a vocabulary where that fails, and such vocabularies keep the heap.
 
+use crate::pair_filter::PairFilter;
 use crate::pair_memo::PairMemo;
 use crate::prefix_trie::PrefixTrie;
 use crate::vocab::{Rank, Vocab, NO_RANK};
@@ -42,6 +43,9 @@ pub struct Backtrack {
     /// Text repeats its token pairs (a CJK run reuses the same few thousand characters), and
     /// one probe here replaces an unwinding that touches the pair table several times.
     memo: PairMemo,
+    /// Which pairs might be in the pair table: `unwind` asks it before each table probe, as
+    /// nearly every probe there finds no merge (see `pair_filter.rs`).
+    filter: PairFilter,
 }
 
 /// The last merge BPE makes on `bytes`, if BPE turns them into one token (`Some(None)` for a
@@ -111,6 +115,7 @@ impl Backtrack {
             next_prefix,
             split,
             memo: PairMemo::default(),
+            filter: PairFilter::new(vocab.pairs.n_pairs(), vocab.pairs.pairs()),
         })
     }
 
@@ -141,9 +146,11 @@ impl Backtrack {
     fn unwind(&self, vocab: &Vocab, mut left: Rank, mut right: Rank) -> bool {
         let mut limit = Rank::MAX;
         loop {
-            if let Some(m) = vocab.pairs.get(left, right) {
-                if m < limit {
-                    return false;
+            if self.filter.may_merge(left, right) {
+                if let Some(m) = vocab.pairs.get(left, right) {
+                    if m < limit {
+                        return false;
+                    }
                 }
             }
             if left > right {
@@ -236,5 +243,6 @@ impl Backtrack {
             + self.next_prefix.len() * 4
             + self.split.len() * 8
             + self.memo.memory_bytes()
+            + self.filter.memory_bytes()
     }
 }

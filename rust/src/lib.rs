@@ -10,6 +10,7 @@ pub mod bpe;
 pub mod encoder;
 pub mod error;
 pub mod mid_table;
+pub mod pair_filter;
 pub mod pair_memo;
 pub mod pair_table;
 pub mod piece_cache;

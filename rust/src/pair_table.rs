@@ -115,6 +115,19 @@ impl PairTable {
         self.bytes[((a as usize) << 8) | b as usize]
     }
 
+    /// Every `(left, right)` pair the table holds, in no particular order.
+    pub fn pairs(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.slots
+            .iter()
+            .filter(|&&s| s != EMPTY)
+            .map(|&s| ((s & ID_MASK) as u32, ((s >> 21) & ID_MASK) as u32))
+    }
+
+    /// How many pairs the table holds.
+    pub fn n_pairs(&self) -> usize {
+        self.slots.iter().filter(|&&s| s != EMPTY).count()
+    }
+
     pub fn memory_bytes(&self) -> usize {
         self.slots.len() * 8 + self.bytes.len() * 4
     }

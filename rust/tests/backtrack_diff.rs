@@ -187,3 +187,41 @@ fn synthetic_pieces() {
         }
     }
 }
+
+/// The pair filter may only ever say "no merge" for a pair the pair table does not hold: a
+/// wrong "no" would let `Backtrack::unwind` accept an incompatible pair. Checked on every
+/// pair of every OpenAI vocabulary, with its false-positive rate on random id pairs.
+#[test]
+fn pair_filter_keeps_every_pair_of_each_vocabulary() {
+    use ferrotok::pair_filter::PairFilter;
+    for &(name, _) in ENCODINGS {
+        let vocab = load(name);
+        let pairs = &vocab.pairs;
+        let filter = PairFilter::new(pairs.n_pairs(), pairs.pairs());
+        assert!(
+            pairs.n_pairs() > 40_000,
+            "{name}: {} pairs",
+            pairs.n_pairs()
+        );
+        for (a, b) in pairs.pairs() {
+            assert!(
+                filter.may_merge(a, b),
+                "{name}: filter drops the pair ({a}, {b})"
+            );
+        }
+        let n = vocab.n_ids();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let (mut others, mut passed) = (0usize, 0usize);
+        for _ in 0..200_000 {
+            let (a, b) = (rng.below(n) as Rank, rng.below(n) as Rank);
+            if pairs.get(a, b).is_none() {
+                others += 1;
+                passed += filter.may_merge(a, b) as usize;
+            }
+        }
+        assert!(
+            passed * 20 < others,
+            "{name}: {passed} of {others} non-pairs pass the filter"
+        );
+    }
+}
