@@ -99,9 +99,10 @@ fn main() {
                 mbps(text.len(), split_s), mbps(text.len(), bpe_s), mbps(text.len(), all_s), pieces.len(), ids.len()
             );
         }
-        // One long piece each: the backtracking walk (`backtrack.rs`), on its first pass (an
-        // empty pair memo: every compatibility check unwinds, asking the pair filter and
-        // table) and on its third (the memo holds what repeats).
+        // One long piece each: the backtracking walk (`backtrack.rs`), on its first pass over
+        // the file (for random letters the pair memo holds none of its pairs yet, so checks
+        // unwind through the pair filter and table) and on its third (the memo holds the
+        // file's pairs as far as it has room).
         for file in ["random_lowercase_100k.txt", "repeat_cjk_100k.txt"] {
             let text = std::fs::read_to_string(corpus.join("adversarial").join(file))
                 .expect("adversarial corpus file");
