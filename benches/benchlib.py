@@ -182,6 +182,11 @@ def _sample(fn: Callable[[], object], inner: int) -> tuple[float, float]:
     return (t1 - t0) / inner, (c1 - c0) / inner
 
 
+def _calls_per_sample(task: Callable[[], object], first: float, min_sample: float) -> int:
+    per_call = first if first >= 1.0 else time_once(task)
+    return max(1, int(min_sample / max(per_call, 1e-9)) + 1)
+
+
 def interleaved(
     tasks: dict[str, Callable[[], object]],
     reps: int,
@@ -191,12 +196,16 @@ def interleaved(
 ) -> dict[str, Timing]:
     """Round-robin timing: each rep runs every task once, starting at a rotating position.
 
-    `first_times` (seconds of an untimed warm-up call) sets how many calls make one sample
-    (at least `min_sample` seconds); a task stops being repeated once its samples add up to
-    `budget` seconds (it keeps at least one).
+    Each sample is as many calls as make at least `min_sample` seconds, counted from one more
+    call made here: the caller's warm-up call (`first_times`, seconds) paid one-time set-up
+    (lazily built tables, caches, page faults), and counting from it gave an encoder with such
+    set-up samples far shorter than `min_sample` (ferrotok on cl100k english: 2 calls of 5 ms
+    after a 44 ms first call), whose medians then mostly timed the cold first call of each
+    sample. A task whose warm-up took a second or more is counted from that (one call). A task
+    stops being repeated once its samples add up to `budget` seconds (it keeps at least one).
     """
     names = list(tasks)
-    inner = {n: max(1, int(min_sample / max(first_times.get(n, 0.0), 1e-9)) + 1) for n in names}
+    inner = {n: _calls_per_sample(tasks[n], first_times.get(n, 0.0), min_sample) for n in names}
     out = {n: Timing() for n in names}
     for r in range(reps):
         for i in range(len(names)):
