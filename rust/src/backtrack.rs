@@ -50,8 +50,9 @@ pub struct Backtrack {
 
 /// The last merge BPE makes on `bytes`, if BPE turns them into one token (`Some(None)` for a
 /// single byte); `None` if the bytes stay in several parts (the token is unreachable) or a
-/// byte has no token. Quadratic, but only ever run on single tokens, once.
-fn last_merge(vocab: &Vocab, bytes: &[u8]) -> Option<Option<(Rank, Rank)>> {
+/// byte has no token. Quadratic, but only ever run on single tokens, once. Most of its
+/// probes find no merge; `filter` settles those from L2 instead of the pair table.
+fn last_merge(vocab: &Vocab, filter: &PairFilter, bytes: &[u8]) -> Option<Option<(Rank, Rank)>> {
     let mut parts: Vec<Rank> = Vec::with_capacity(bytes.len());
     for &b in bytes {
         match vocab.byte_ranks[b as usize] {
@@ -62,6 +63,7 @@ fn last_merge(vocab: &Vocab, bytes: &[u8]) -> Option<Option<(Rank, Rank)>> {
     let mut last = None;
     while parts.len() > 1 {
         let best = (0..parts.len() - 1)
+            .filter(|&i| filter.may_merge(parts[i], parts[i + 1]))
             .filter_map(|i| vocab.pairs.get(parts[i], parts[i + 1]).map(|r| (r, i)))
             .min();
         let Some((r, i)) = best else { break };
@@ -77,12 +79,13 @@ impl Backtrack {
     /// rank is not below the token's (then the unwinding in `compatible` would be wrong).
     pub fn new(vocab: &Vocab) -> Option<Backtrack> {
         let n = vocab.n_ids();
+        let filter = PairFilter::new(vocab.pairs.n_pairs(), vocab.pairs.pairs());
         // Per rank: Some(split) for reachable ordinary tokens.
         let merges: Vec<Option<(Rank, Rank)>> = (0..n as Rank)
             .into_par_iter()
             .map(|r| {
                 let bytes = vocab.ordinary_bytes(r)?;
-                let last = last_merge(vocab, bytes)?;
+                let last = last_merge(vocab, &filter, bytes)?;
                 Some(last.unwrap_or((r, r)))
             })
             .collect();
@@ -115,7 +118,7 @@ impl Backtrack {
             next_prefix,
             split,
             memo: PairMemo::default(),
-            filter: PairFilter::new(vocab.pairs.n_pairs(), vocab.pairs.pairs()),
+            filter,
         })
     }
 
