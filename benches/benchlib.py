@@ -200,8 +200,8 @@ def interleaved(
     call made here: the caller's warm-up call (`first_times`, seconds) paid one-time set-up
     (lazily built tables, caches, page faults), and counting from it gave an encoder with such
     set-up samples far shorter than `min_sample` (ferrotok on cl100k english: 2 calls of 5 ms
-    after a 44 ms first call), whose medians then mostly timed the cold first call of each
-    sample. A task whose warm-up took a second or more is counted from that (one call). A task
+    after a 44 ms first call), half of each one a call made cache-cold by the other tasks'
+    turns. A task whose warm-up took a second or more is counted from that (one call). A task
     stops being repeated once its samples add up to `budget` seconds (it keeps at least one).
     """
     names = list(tasks)

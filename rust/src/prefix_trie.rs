@@ -196,6 +196,13 @@ mod tests {
 
     #[test]
     fn agrees_with_a_brute_force_search() {
+        brute_force_check(b"abc", 6, 500);
+        // Zero bytes and tokens longer than the sort's 8-byte keys: "a" and "a\0" share a
+        // zero-padded key, as do any two tokens that agree on their first 8 bytes.
+        brute_force_check(b"\0a", 12, 700);
+    }
+
+    fn brute_force_check(alphabet: &[u8], max_len: u64, n_tokens: usize) {
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut rnd = move || {
             x ^= x << 13;
@@ -204,9 +211,11 @@ mod tests {
             x
         };
         let mut toks: Vec<Vec<u8>> = Vec::new();
-        while toks.len() < 500 {
-            let len = 1 + (rnd() % 6) as usize;
-            let t: Vec<u8> = (0..len).map(|_| b"abc"[(rnd() % 3) as usize]).collect();
+        while toks.len() < n_tokens {
+            let len = 1 + (rnd() % max_len) as usize;
+            let t: Vec<u8> = (0..len)
+                .map(|_| alphabet[(rnd() % alphabet.len() as u64) as usize])
+                .collect();
             if !toks.contains(&t) {
                 toks.push(t);
             }
@@ -225,8 +234,13 @@ mod tests {
                 .map(|(i, t)| (i as Rank, t.len()))
         };
         for _ in 0..2000 {
-            let len = (rnd() % 9) as usize;
-            let text: Vec<u8> = (0..len).map(|_| b"abcd"[(rnd() % 4) as usize]).collect();
+            let len = (rnd() % (max_len + 3)) as usize;
+            let text: Vec<u8> = (0..len)
+                .map(|_| match rnd() % (alphabet.len() as u64 + 1) {
+                    k if (k as usize) < alphabet.len() => alphabet[k as usize],
+                    _ => b'z', // a byte no token has
+                })
+                .collect();
             assert_eq!(trie.longest(&text), brute(&text), "on {text:?}");
         }
         for (i, t) in toks.iter().enumerate() {
