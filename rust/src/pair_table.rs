@@ -19,6 +19,8 @@ const KEY_MASK: u64 = (1 << 42) - 1;
 pub struct PairTable {
     slots: Vec<u64>,
     shift: u32,
+    /// Occupied slots, counted as they are filled (`Backtrack::new` sizes its filter by it).
+    n_pairs: usize,
     /// `bytes[(a << 8) | b]`: the rank of the two-byte token `[a, b]`, or `u32::MAX`.
     bytes: Vec<u32>,
 }
@@ -54,6 +56,7 @@ impl PairTable {
         let mut table = PairTable {
             slots: vec![EMPTY; cap],
             shift: 64 - cap.trailing_zeros(),
+            n_pairs: 0,
             bytes: vec![u32::MAX; 1 << 16],
         };
         for (k, r) in entries {
@@ -61,6 +64,7 @@ impl PairTable {
             while table.slots[i] != EMPTY && table.slots[i] & KEY_MASK != k {
                 i = (i + 1) & (cap - 1);
             }
+            table.n_pairs += (table.slots[i] == EMPTY) as usize;
             table.slots[i] = k | ((r as u64) << 42);
         }
         for a in 0..256usize {
@@ -81,6 +85,7 @@ impl PairTable {
         PairTable {
             slots: vec![EMPTY; 16],
             shift: 60,
+            n_pairs: 0,
             bytes: Vec::new(),
         }
     }
@@ -125,7 +130,7 @@ impl PairTable {
 
     /// How many pairs the table holds.
     pub fn n_pairs(&self) -> usize {
-        self.slots.iter().filter(|&&s| s != EMPTY).count()
+        self.n_pairs
     }
 
     pub fn memory_bytes(&self) -> usize {

@@ -197,6 +197,7 @@ fn pair_filter_keeps_every_pair_of_each_vocabulary() {
     for &(name, _) in ENCODINGS {
         let vocab = load(name);
         let pairs = &vocab.pairs;
+        assert_eq!(pairs.n_pairs(), pairs.pairs().count(), "{name}: pair count");
         let filter = PairFilter::new(pairs.n_pairs(), pairs.pairs());
         assert!(
             pairs.n_pairs() > 40_000,
