@@ -5,6 +5,7 @@
 //! whole encode, per encoding and corpus. The Python-level comparison with tiktoken and the
 //! other peers is `python benches/encode.py`.
 
+use ferrotok::encoder::Allowed;
 use ferrotok::{tiktoken_file, Encoder};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -118,5 +119,44 @@ fn main() {
                 mbps(text.len(), times[2])
             );
         }
+        for file in ["minified_js_line.txt", "random_lowercase_100k.txt"] {
+            let text = std::fs::read_to_string(corpus.join("adversarial").join(file))
+                .expect("adversarial corpus file");
+            repeated_content(&enc, file, &text);
+        }
     }
+}
+
+/// Why `benches/encode.py` times linearity on both halves of a file, not on its first half
+/// repeated: the same text encoded call after call runs faster than text seen once, because
+/// the branch predictor and the content-keyed caches (piece cache, pair memo) learn it, and a
+/// half learns better than the whole file, twice as much content. A copy of the half at
+/// another address costs what the half does (so it is not the data's footprint), the half
+/// alternating with the other half costs more, and the whole file costs what the two halves
+/// alternating do.
+fn repeated_content(enc: &Encoder, file: &str, text: &str) {
+    let mut mid = text.len() / 2;
+    while !text.is_char_boundary(mid) {
+        mid -= 1;
+    }
+    let (first, second) = (&text[..mid], &text[mid..]);
+    let copy = first.to_string();
+    let per_call = |texts: &[&str]| {
+        let n = 400;
+        let t = Instant::now();
+        for i in 0..n {
+            let text = std::hint::black_box(texts[i % texts.len()]);
+            std::hint::black_box(enc.count(text, Allowed::None).unwrap());
+        }
+        t.elapsed().as_secs_f64() * 1e3 / n as f64
+    };
+    per_call(&[text]);
+    println!(
+        "  {file:26} ms a call: first half repeated {:.3}, alternating with a copy {:.3}, \
+         with the second half {:.3}; whole file {:.3}",
+        per_call(&[first]),
+        per_call(&[first, &copy]),
+        per_call(&[first, second]),
+        per_call(&[text]),
+    );
 }
