@@ -291,14 +291,26 @@ def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
     ranks = {bytes([b]): b for b in range(256) if b not in b"qz"}
     enc = ferrotok.Encoding("no_q_z", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
     texts = ["fine", "q" * 20_000, "also fine", "z"] * 4
-    with pytest.raises(ValueError, match="0x71"):
-        enc.encode_ordinary_batch(texts, num_threads=num_threads)
-    with pytest.raises(ValueError, match="0x71"):
-        enc.encode_batch(texts, num_threads=num_threads)
-    ok = ["fine", "also fine"] * 50
-    assert enc.encode_ordinary_batch(ok, num_threads=num_threads) == [
-        enc.encode_ordinary(t) for t in ok
-    ]
+    for batch_call in (
+        enc.encode_ordinary_batch,
+        enc.encode_batch,
+        enc.encode_batch_to_numpy,
+        enc.encode_ordinary_batch_to_numpy,
+        enc.count_batch,
+    ):
+        with pytest.raises(ValueError, match="0x71"):
+            batch_call(texts, num_threads=num_threads)
+    ok = ["fine", "also fine", "a b" * 3_000] * 50
+    want = [enc.encode_ordinary(t) for t in ok]
+    assert enc.encode_ordinary_batch(ok, num_threads=num_threads) == want
+    ids, offsets = enc.encode_ordinary_batch_to_numpy(ok, num_threads=num_threads)
+    assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == want
+    assert enc.count_batch(ok, num_threads=num_threads) == [len(w) for w in want]
+    # The first bad id list decides the error, whichever thread decodes it.
+    bad = [want[0], [300], want[1], [301]] * 4
+    with pytest.raises(KeyError, match="300"):
+        enc.decode_bytes_batch(bad, num_threads=num_threads)
+    assert enc.decode_bytes_batch(want, num_threads=num_threads) == [t.encode() for t in ok]
 
 
 class IntSubclass(int):

@@ -38,8 +38,16 @@ const EMPTY: Entry = Entry {
 };
 
 pub struct PieceCache {
-    per_thread: ThreadLocal<RefCell<Box<[Entry]>>>,
+    per_thread: ThreadLocal<OwnLine<RefCell<Box<[Entry]>>>>,
 }
+
+/// A thread's slot handle on cache lines of its own. `ThreadLocal` keeps the values of
+/// threads 1 and 2 (and 3-6, ...) side by side in one array, and `RefCell` writes its borrow
+/// flag on every `get` and `put`: unpadded, two encoding threads wrote one cache line on every
+/// multi-token piece, and the line bounced between the cores. 128 bytes: a line and the one
+/// the adjacent-line prefetcher pairs with it.
+#[repr(align(128))]
+struct OwnLine<T>(T);
 
 impl Default for PieceCache {
     fn default() -> Self {
@@ -56,8 +64,10 @@ impl PieceCache {
 
     #[inline(always)]
     fn slots(&self) -> &RefCell<Box<[Entry]>> {
-        self.per_thread
-            .get_or(|| RefCell::new(vec![EMPTY; SLOTS].into_boxed_slice()))
+        &self
+            .per_thread
+            .get_or(|| OwnLine(RefCell::new(vec![EMPTY; SLOTS].into_boxed_slice())))
+            .0
     }
 
     /// Appends the cached ids of `piece` (hash `h`) to `out`; false on a miss.
