@@ -1,6 +1,7 @@
 //! The binding layer: converts Python values to Rust and Rust errors to Python
 //! exceptions, and nothing else. All work happens in the core with the GIL
-//! released (`py.detach`); batches run on rayon's threads.
+//! released (`py.detach`); batches run on the calling thread and helper threads that
+//! share the items (`batch_map`, `encode_lists`).
 
 use crate::encoder::{Allowed, Encoder};
 use crate::error::Error;
