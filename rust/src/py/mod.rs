@@ -108,10 +108,14 @@ fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
 }
 
 /// How many threads besides the caller's a batch of `n` items uses: `num_threads` counts the
-/// caller, and no more than the machine has cores for (tiktoken's default is 8).
+/// caller, and no more than the machine has cores for (tiktoken's default is 8). The core
+/// count is read once (`available_parallelism` reads cgroup files on Linux); batches no
+/// longer run on rayon's pool, so its size is not the one to ask.
 fn helper_threads(num_threads: usize, n: usize) -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()));
     (num_threads - 1)
-        .min(rayon::current_num_threads().saturating_sub(1))
+        .min(cores.saturating_sub(1))
         .clamp(1, n - 1)
 }
 
