@@ -67,7 +67,15 @@ pub(crate) struct CharClasses {
     index: Box<[u16]>,
     /// The distinct blocks, `BLOCK` entries each.
     blocks: Box<[u8]>,
+    /// Three-byte chars (U+0800 to U+FFFF) in `\p{L}`, one bit a code point (8 KiB).
+    pub(crate) letter3: Box<Bits3>,
+    /// Three-byte chars in both U and W (`\p{Lm}`, `\p{Lo}`, `\p{M}`: CJK, kana, Hangul),
+    /// which continue both of o200k's letter runs.
+    pub(crate) upper_lower3: Box<Bits3>,
 }
+
+/// One bit per code point below U+10000.
+pub(crate) type Bits3 = [u64; 1 << 10];
 
 impl CharClasses {
     /// The process-wide table (built once, a few milliseconds).
@@ -83,6 +91,9 @@ impl CharClasses {
             k = ascii_run_end(b, k, AsciiRun::Letter);
         }
         loop {
+            if bit == L {
+                k = run3_end(b, k, &self.letter3);
+            }
             let (d, l) = self.at(b, k);
             if d & bit == 0 {
                 return k;
@@ -139,8 +150,19 @@ impl CharClasses {
             });
             index.push(id);
         }
+        let bits3 = |all: u8| {
+            let mut bits = Box::new([0u64; 1 << 10]);
+            for (cp, &c) in flat.iter().enumerate().take(1 << 16).skip(0x800) {
+                if c & all == all {
+                    bits[cp / 64] |= 1 << (cp % 64);
+                }
+            }
+            bits
+        };
         CharClasses {
             ascii,
+            letter3: bits3(L),
+            upper_lower3: bits3(U | W),
             index: index.into_boxed_slice(),
             blocks: blocks.into_boxed_slice(),
         }
@@ -186,6 +208,28 @@ impl CharClasses {
         let (cp, len) = decode_multibyte(b, i, b0);
         (self.of_u32(cp), len)
     }
+}
+
+/// Skips the three-byte chars from char boundary `k` on whose bit is set in `bits`: returns
+/// the first position at or after `k` that does not start such a char.
+///
+/// Why: on CJK text a letter run is tens of three-byte chars, and decoding each with the
+/// general [`CharClasses::at`] (a branch on the char's length, then two table loads) made the
+/// splitter 15-20% slower than one bit test in an 8 KiB table that stays in L1.
+#[inline(always)]
+pub(crate) fn run3_end(b: &[u8], mut k: usize, bits: &Bits3) -> usize {
+    while let Some(&[b0, b1, b2]) = b.get(k..).and_then(|w| w.first_chunk::<3>()) {
+        if b0 & 0xF0 != 0xE0 {
+            break;
+        }
+        // Valid UTF-8 after a lead byte E0-EF: two continuation bytes, 6 bits each.
+        let cp = (b0 as usize & 0x0F) << 12 | (b1 as usize & 0x3F) << 6 | (b2 as usize & 0x3F);
+        if bits[cp / 64] >> (cp % 64) & 1 == 0 {
+            break;
+        }
+        k += 3;
+    }
+    k
 }
 
 /// Which ASCII bytes [`ascii_run_end`] skips.

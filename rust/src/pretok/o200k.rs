@@ -44,7 +44,7 @@
 //! which adds only `ſ` (U+017F) to the ASCII pairs of these letters.
 
 use super::ascii_window::drive_windows;
-use super::classes::{ascii_run_end, AsciiRun, CharClasses, END, L, N, NL, S, U, W};
+use super::classes::{ascii_run_end, run3_end, AsciiRun, CharClasses, END, L, N, NL, S, U, W};
 use super::o200k_block::boundaries;
 use crate::error::Result;
 
@@ -175,8 +175,8 @@ impl O200k {
     #[inline(always)]
     fn scan(&self, b: &[u8], p: usize) -> (Option<usize>, Option<usize>) {
         let t = self.t;
-        let mut a = p;
-        let mut last_w_end = None;
+        let mut a = run3_end(b, p, &t.upper_lower3);
+        let mut last_w_end = (a > p).then_some(a);
         let (mut d, mut l) = t.at(b, a);
         while d & U != 0 {
             a += l;
