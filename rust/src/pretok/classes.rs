@@ -6,7 +6,10 @@
 //! - [`S`] iff `\s` matches c,
 //! - [`U`] iff `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]` matches c,
 //! - [`W`] iff `[\p{Ll}\p{Lm}\p{Lo}\p{M}]` matches c,
-//! - [`NL`] iff c is `\r` or `\n`.
+//! - [`NL`] iff c is `\r` or `\n`;
+//!
+//! and for every three-byte char c (U+0800 to U+FFFF), its bit in `letter3` is set iff c has
+//! [`L`], in `upper_lower3` iff c has both [`U`] and [`W`].
 //!
 //! Why this holds: the table is built at first use from the class ranges that
 //! `regex-syntax` produces for exactly those class expressions, and fancy-regex
@@ -214,8 +217,9 @@ impl CharClasses {
 /// the first position at or after `k` that does not start such a char.
 ///
 /// Why: on CJK text a letter run is tens of three-byte chars, and decoding each with the
-/// general [`CharClasses::at`] (a branch on the char's length, then two table loads) made the
-/// splitter 15-20% slower than one bit test in an 8 KiB table that stays in L1.
+/// general [`CharClasses::at`] (a call, a branch on the char's length, two table loads) made
+/// splitting the shared multilingual text 7-19% slower than one bit test in an 8 KiB table
+/// that stays in L1 (cl100k 7%, o200k 15%, r50k 19%).
 #[inline(always)]
 pub(crate) fn run3_end(b: &[u8], mut k: usize, bits: &Bits3) -> usize {
     while let Some(&[b0, b1, b2]) = b.get(k..).and_then(|w| w.first_chunk::<3>()) {
@@ -406,6 +410,25 @@ mod tests {
                 assert_eq!(t.of_u32(cp) & NL != 0, cp == 10 || cp == 13);
             }
         }
+    }
+
+    #[test]
+    fn three_byte_bitsets_equal_the_table() {
+        let t = CharClasses::get();
+        let mut buf = [0u8; 4];
+        for c in (0x800u32..=0xFFFF).filter_map(char::from_u32) {
+            let cls = t.of(c);
+            let s = c.encode_utf8(&mut buf).as_bytes();
+            let letter = run3_end(s, 0, &t.letter3) == 3;
+            let upper_lower = run3_end(s, 0, &t.upper_lower3) == 3;
+            assert_eq!(letter, cls & L != 0, "{c:?}");
+            assert_eq!(upper_lower, cls & (U | W) == U | W, "{c:?}");
+        }
+        // A run stops at the first char without the bit, and at a shorter char.
+        let t3 = "中文字!".as_bytes();
+        assert_eq!(run3_end(t3, 0, &t.letter3), 9);
+        assert_eq!(run3_end("中é".as_bytes(), 0, &t.letter3), 3);
+        assert_eq!(run3_end("中，".as_bytes(), 0, &t.letter3), 3);
     }
 
     #[test]

@@ -175,6 +175,8 @@ impl O200k {
     #[inline(always)]
     fn scan(&self, b: &[u8], p: usize) -> (Option<usize>, Option<usize>) {
         let t = self.t;
+        // Three-byte chars in both U and W (CJK, kana, Hangul) by bitset; each is W, so the
+        // last W char of that stretch ends where it ends.
         let mut a = run3_end(b, p, &t.upper_lower3);
         let mut last_w_end = (a > p).then_some(a);
         let (mut d, mut l) = t.at(b, a);
