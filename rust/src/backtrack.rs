@@ -123,7 +123,7 @@ impl Backtrack {
     }
 
     /// The longest reachable token that `text` starts with, and its length.
-    #[inline]
+    #[inline(always)]
     fn longest_match(&self, text: &[u8]) -> Option<(Rank, usize)> {
         self.trie.longest(text)
     }

@@ -7,6 +7,7 @@
 
 pub mod backtrack;
 pub mod bpe;
+pub mod char_steps;
 pub mod encoder;
 pub mod error;
 pub mod mid_table;

@@ -7,12 +7,18 @@
 //! Layout (why it is small and quick to build): nodes are numbered level by level, and within
 //! a level in byte order, so the children of node `i` are the consecutive nodes
 //! `first[i]..first[i + 1]` and `label[j]` is the byte on the edge into node `j`. A step down
-//! the trie is a scan of a few contiguous bytes, except the first two or three: every node one
-//! or two bytes deep, and every node at the end of a three-byte UTF-8 char, is found in a
-//! direct table (256 KiB each), since below a UTF-8 lead byte the scan would be over as many
-//! as 64 continuation bytes. The whole trie is 9 bytes a node (o200k: ~6 MB) and is built
-//! from the sorted tokens in one linear pass, with no per-node allocation.
+//! the trie is a scan of a few contiguous bytes, except the first two: every node one or two
+//! bytes deep is found in a direct table, since below a UTF-8 lead byte the scan would be over
+//! as many as 64 continuation bytes. The whole trie is 9 bytes a node (o200k: ~6 MB) and is
+//! built from the sorted tokens in one linear pass, with no per-node allocation.
+//!
+//! Text in three-byte chars (CJK, Thai, Devanagari, ...) goes down whole chars at a time: one
+//! load of `char3` for the first char and one probe of `steps` for each char after it, in
+//! place of three steps of one byte. Why: a byte step ends in a branch on whether the token
+//! goes on, which the branch predictor cannot know on such text; the cost was in those
+//! mispredicted branches, not in the loads (see `after_chars`).
 
+use crate::char_steps::{CharSteps, Step};
 use crate::vocab::{Rank, NO_RANK};
 use rayon::slice::ParallelSliceMut;
 
@@ -28,12 +34,17 @@ pub struct PrefixTrie {
     /// The node two bytes down for each pair of bytes `b0 << 8 | b1` (0 = none). One load
     /// instead of a scan of the root's child's children: below a UTF-8 lead byte those are up
     /// to 64 continuation bytes (on CJK text, with the scan below them, ~40% of the walk).
-    root2: Vec<u32>,
-    /// The node at the end of each three-byte UTF-8 char (0 = none), by its code point's low
-    /// 16 bits. On CJK text most tokens are one or two such chars, so the walk's first step
-    /// below `root2` was a scan of up to 64 labels on nearly every token; one load instead
-    /// made encoding the shared multilingual text 8% faster (cl100k and o200k, paired runs).
-    root3: Vec<u32>,
+    root2: Box<[u32; 1 << 16]>,
+    /// Per three-byte char, by code point (its 16 bits of payload): `[node | flags | len,
+    /// rank]`: the node at the char's end (0 if it is not in the trie or has no children,
+    /// with its flags, see [`NODE_MASK`]), and the deepest token on the char's 1-3 bytes and
+    /// its length. One load answers the first three bytes of a token on CJK text, where most
+    /// tokens are one or two chars. `None` for a trie with more nodes than the flags leave
+    /// room for; such a trie goes byte by byte.
+    char3: Option<Box<[[u32; 2]; 1 << 16]>>,
+    /// Steps one whole three-byte char down, below the nodes `char3` gives and below the
+    /// nodes these steps reach: see `build_char_tables`.
+    steps: CharSteps,
 }
 
 impl PrefixTrie {
@@ -67,8 +78,9 @@ impl PrefixTrie {
             node: Vec::new(),
             label: vec![0],
             root: [0; 256],
-            root2: vec![0; 1 << 16],
-            root3: vec![0; 1 << 16],
+            root2: Box::new([0; 1 << 16]),
+            char3: None,
+            steps: CharSteps::default(),
         };
         // Per node: the longest token on the path above it (for `shorter`).
         let mut above: Vec<Rank> = vec![NO_RANK];
@@ -126,18 +138,8 @@ impl PrefixTrie {
                 trie.root2[b0 << 8 | trie.label[c] as usize] = c as u32;
             }
         }
-        for lead in 0xE0..=0xEFu8 {
-            for c1 in 0x80..=0xBFu8 {
-                let n2 = trie.root2[(lead as usize) << 8 | c1 as usize] as usize;
-                if n2 == 0 {
-                    continue;
-                }
-                for c in trie.node[n2][0] as usize..trie.node[n2 + 1][0] as usize {
-                    if let Some(cp) = three_byte_char(lead, c1, trie.label[c]) {
-                        trie.root3[cp] = c as u32;
-                    }
-                }
-            }
+        if trie.node.len() <= NODE_MASK as usize {
+            trie.build_char_tables();
         }
         let mut shorter = vec![NO_RANK; tokens.len()];
         for (k, &i) in order.iter().enumerate() {
@@ -148,8 +150,15 @@ impl PrefixTrie {
 
     /// The rank and length of the longest token that `text` starts with. The length comes
     /// free with the walk, and saves the caller a look-up of the token's length.
-    #[inline]
+    #[inline(always)]
     pub fn longest(&self, text: &[u8]) -> Option<(Rank, usize)> {
+        if let (Some(char3), Some(&[b0, b1, b2])) = (&self.char3, text.first_chunk::<3>()) {
+            if let Some(cp) = three_byte_char(b0, b1, b2) {
+                let [entry, r] = char3[cp];
+                let best = (r, (entry >> LEN_SHIFT & 3) as usize);
+                return self.after_chars(entry, best, &text[3..], 4);
+            }
+        }
         let (&b0, rest) = text.split_first()?;
         let mut node = self.root[b0 as usize] as usize;
         if node == 0 {
@@ -167,20 +176,72 @@ impl PrefixTrie {
         if r != NO_RANK {
             best = (r, 2);
         }
-        let (mut rest, mut depth) = (rest, 3);
-        if let Some((&b2, tail)) = rest.split_first() {
-            if let Some(cp) = three_byte_char(b0, b1, b2) {
-                node = self.root3[cp] as usize;
-                if node == 0 {
+        self.bytes_from(node, rest, 3, best)
+    }
+
+    /// The walk below a node at the end of a three-byte char (`entry`: the node with its
+    /// flags, as in `char3` and `Step::next`): whole chars, one probe of `steps` each, while
+    /// the text goes on in three-byte chars, then byte by byte.
+    ///
+    /// Measured on the long pieces of 1 MB of the shared multilingual text, at every char
+    /// start: going byte by byte, the first step below the char cost more than the three
+    /// table loads above it together (cl100k 1.1 ms against 0.9), and half of that step was
+    /// its branch on whether the char's node has children at all. The same loads without the
+    /// branches (a fixed number of steps into a sink node) were twice as slow, as each load
+    /// then waited for the one before. A probe per char decides a char with one branch;
+    /// paired runs of the backtracking walk alone: cl100k 1.06x, o200k 1.18x.
+    #[inline(always)]
+    fn after_chars(
+        &self,
+        mut entry: u32,
+        mut best: (Rank, usize),
+        mut rest: &[u8],
+        mut depth: usize,
+    ) -> Option<(Rank, usize)> {
+        let mut node = (entry & NODE_MASK) as usize;
+        if node == 0 {
+            return (best.0 != NO_RANK).then_some(best);
+        }
+        while let Some(cp) = rest
+            .first_chunk::<3>()
+            .and_then(|&[x, y, z]| three_byte_char(x, y, z))
+        {
+            if entry & HAS_STEPS == 0 {
+                if entry & PARTIAL == 0 {
                     return (best.0 != NO_RANK).then_some(best);
                 }
-                let r = self.node[node][1];
-                if r != NO_RANK {
-                    best = (r, 3);
+                break;
+            }
+            match self.steps.get(node as u32, cp as u16) {
+                Some(step) => {
+                    if step.best != NO_RANK {
+                        best = (step.best, depth - 1 + step.best_len as usize);
+                    }
+                    entry = step.next;
+                    node = (entry & NODE_MASK) as usize;
+                    if node == 0 {
+                        return (best.0 != NO_RANK).then_some(best);
+                    }
+                    (rest, depth) = (&rest[3..], depth + 3);
                 }
-                (rest, depth) = (tail, 4);
+                // No token spells this char out in full below `node`; only one that ends
+                // inside it could be longer than `best`.
+                None if entry & PARTIAL == 0 => return (best.0 != NO_RANK).then_some(best),
+                None => break,
             }
         }
+        self.bytes_from(node, rest, depth, best)
+    }
+
+    /// The walk down from `node` (at `depth - 1` bytes) along `rest`, one byte a step.
+    #[inline(always)]
+    fn bytes_from(
+        &self,
+        mut node: usize,
+        rest: &[u8],
+        depth: usize,
+        mut best: (Rank, usize),
+    ) -> Option<(Rank, usize)> {
         for (depth, &b) in (depth..).zip(rest) {
             let (a, z) = (self.node[node][0] as usize, self.node[node + 1][0] as usize);
             // Children are few below the second level; a short scan beats a binary search.
@@ -196,12 +257,119 @@ impl PrefixTrie {
         (best.0 != NO_RANK).then_some(best)
     }
 
+    fn children(&self, n: usize) -> std::ops::Range<usize> {
+        self.node[n][0] as usize..self.node[n + 1][0] as usize
+    }
+
+    /// `PARTIAL` and `HAS_STEPS` for node `n`.
+    fn flags(&self, n: usize) -> u32 {
+        let mut f = 0;
+        if self.ends_inside_a_char(n) {
+            f |= PARTIAL;
+        }
+        let has_steps = self.children(n).any(|c| {
+            self.children(c).any(|g| {
+                self.children(g)
+                    .any(|h| three_byte_char(self.label[c], self.label[g], self.label[h]).is_some())
+            })
+        });
+        if has_steps {
+            f |= HAS_STEPS;
+        }
+        f
+    }
+
+    /// Does some token end one or two bytes into a three-byte char below node `n`?
+    fn ends_inside_a_char(&self, n: usize) -> bool {
+        self.children(n)
+            .filter(|&c| (0xE0..=0xEF).contains(&self.label[c]))
+            .any(|c| {
+                self.node[c][1] != NO_RANK
+                    || self.children(c).any(|g| {
+                        (0x80..=0xBF).contains(&self.label[g]) && self.node[g][1] != NO_RANK
+                    })
+            })
+    }
+
+    /// Fills `char3` (each three-byte char's deepest token and node), and `steps` for every
+    /// node at the end of such a char, then for the nodes those steps reach, and so on.
+    fn build_char_tables(&mut self) {
+        let mut char3 = Box::new([[0, NO_RANK]; 1 << 16]);
+        let mut frontier: Vec<usize> = Vec::new();
+        for (cp, entry) in char3.iter_mut().enumerate() {
+            let b = [
+                0xE0 | (cp >> 12) as u8,
+                0x80 | (cp >> 6 & 0x3F) as u8,
+                0x80 | (cp & 0x3F) as u8,
+            ];
+            let n1 = self.root[b[0] as usize] as usize;
+            let n2 = if n1 == 0 {
+                0
+            } else {
+                self.root2[(b[0] as usize) << 8 | b[1] as usize] as usize
+            };
+            let n3 = if n2 == 0 {
+                0
+            } else {
+                self.children(n2)
+                    .find(|&c| self.label[c] == b[2])
+                    .unwrap_or(0)
+            };
+            let (best, len) = [(n3, 3), (n2, 2), (n1, 1)]
+                .into_iter()
+                .find(|&(x, _)| x != 0 && self.node[x][1] != NO_RANK)
+                .map_or((NO_RANK, 0), |(x, d)| (self.node[x][1], d));
+            let go_on = n3 != 0 && !self.children(n3).is_empty();
+            let node = if go_on { n3 as u32 | self.flags(n3) } else { 0 };
+            *entry = [node | len << LEN_SHIFT, best];
+            if go_on {
+                frontier.push(n3);
+            }
+        }
+        self.char3 = Some(char3);
+        let mut steps: Vec<(u32, u16, Step)> = Vec::new();
+        while let Some(n) = frontier.pop() {
+            for c in self.children(n) {
+                for g in self.children(c) {
+                    for h in self.children(g) {
+                        let Some(cp) = three_byte_char(self.label[c], self.label[g], self.label[h])
+                        else {
+                            continue;
+                        };
+                        let (best, best_len) = [(h, 3), (g, 2), (c, 1)]
+                            .into_iter()
+                            .find(|&(x, _)| self.node[x][1] != NO_RANK)
+                            .map_or((NO_RANK, 0), |(x, d)| (self.node[x][1], d));
+                        let has_children = !self.children(h).is_empty();
+                        let next = if has_children {
+                            h as u32 | self.flags(h)
+                        } else {
+                            0
+                        };
+                        let step = Step {
+                            next,
+                            best,
+                            best_len,
+                        };
+                        steps.push((n as u32, cp as u16, step));
+                        if has_children {
+                            frontier.push(h);
+                        }
+                    }
+                }
+            }
+        }
+        self.steps = CharSteps::new(steps);
+    }
+
     /// Approximate heap memory, in bytes.
     pub fn memory_bytes(&self) -> usize {
         self.node.capacity() * 8
             + self.label.capacity()
             + 1024
-            + (self.root2.len() + self.root3.len()) * 4
+            + self.root2.len() * 4
+            + self.char3.as_ref().map_or(0, |t| t.len() * 8)
+            + self.steps.memory_bytes()
     }
 }
 
@@ -212,6 +380,16 @@ fn three_byte_char(b0: u8, b1: u8, b2: u8) -> Option<usize> {
     ((b0 & 0xF0) == 0xE0 && (b1 & 0xC0) == 0x80 && (b2 & 0xC0) == 0x80)
         .then_some((b0 as usize & 0x0F) << 12 | (b1 as usize & 0x3F) << 6 | (b2 as usize & 0x3F))
 }
+
+/// A node with its flags, in `char3` entries and `Step::next`: the node's index in the low
+/// 28 bits (`new` builds the char tables only for a trie with fewer nodes), `PARTIAL` if some
+/// token below the node ends one or two bytes into a three-byte char, `HAS_STEPS` if some
+/// token below it spells a whole three-byte char out. In `char3` entries bits 28-29 hold the
+/// length of the deepest token on the char's bytes.
+const NODE_MASK: u32 = (1 << LEN_SHIFT) - 1;
+const LEN_SHIFT: u32 = 28;
+const PARTIAL: u32 = 1 << 31;
+const HAS_STEPS: u32 = 1 << 30;
 
 #[cfg(test)]
 mod tests {
@@ -245,9 +423,72 @@ mod tests {
         // Zero bytes and tokens longer than the sort's 8-byte keys: "a" and "a\0" share a
         // zero-padded key, as do any two tokens that agree on their first 8 bytes.
         brute_force_check(b"\0a", 12, 700);
-        // Three-byte UTF-8 chars (`E4 B8 80`, `E4 80 B8`, ...), which `root3` answers, next
+        // Three-byte UTF-8 chars (`E4 B8 80`, `E4 80 B8`, ...), which `char3` answers, next
         // to lead and continuation bytes in places where they make no char.
         brute_force_check(&[0xE4, 0xB8, 0x80, b'a'], 10, 700);
+        // Runs of whole chars, which go down by `steps`, among parts of chars, so that tokens
+        // end one or two bytes into a char below nodes that have steps too.
+        brute_force_units(
+            &[
+                &[0xE4, 0xB8, 0x80],
+                &[0xE4, 0xB8, 0x81],
+                &[0xE4],
+                &[0xB8],
+                b"a",
+            ],
+            5,
+            500,
+        );
+        brute_force_units(
+            &[
+                &[0xE4, 0xB8, 0x80],
+                &[0xE4, 0xB8, 0x81],
+                &[0xE4, 0xB8],
+                b" ",
+            ],
+            6,
+            800,
+        );
+    }
+
+    /// `brute_force_check` with tokens and texts made of whole units (chars, parts of chars).
+    fn brute_force_units(units: &[&[u8]], max_units: u64, n_tokens: usize) {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut make = |max: u64| -> Vec<u8> {
+            let n = 1 + (rnd() % max) as usize;
+            (0..n)
+                .flat_map(|_| units[(rnd() % units.len() as u64) as usize].iter().copied())
+                .collect()
+        };
+        let mut toks: Vec<Vec<u8>> = Vec::new();
+        while toks.len() < n_tokens {
+            let t = make(max_units);
+            if !toks.contains(&t) {
+                toks.push(t);
+            }
+        }
+        let pairs: Vec<(&[u8], Rank)> = toks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (&t[..], i as Rank))
+            .collect();
+        let (trie, _) = PrefixTrie::new(&pairs);
+        for _ in 0..3000 {
+            let text = make(max_units + 3);
+            let want = toks
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| text.starts_with(t))
+                .max_by_key(|(_, t)| t.len())
+                .map(|(i, t)| (i as Rank, t.len()));
+            assert_eq!(trie.longest(&text), want, "on {text:?}");
+        }
     }
 
     fn brute_force_check(alphabet: &[u8], max_len: u64, n_tokens: usize) {

@@ -1,0 +1,116 @@
+//! A table of trie steps one whole three-byte UTF-8 char long, for [`crate::prefix_trie`].
+//!
+//! Invariant: `get(node, cp)` is the [`Step`] inserted for `(node, cp)`, and `None` for a
+//! pair that was not inserted. What a step means is the trie's business (see
+//! `PrefixTrie::build_char_tables`); this module only stores and finds them.
+//!
+//! Layout: open addressing with linear probing, at most half full, one 16-byte slot per
+//! step (`[node, cp | best_len << 16, next, best]`), so a probe reads one slot and a miss
+//! usually ends at the next, empty one.
+
+use crate::vocab::Rank;
+
+/// The walk one char further down.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// The node after the char, with its flags; 0 if no token goes on below it.
+    pub next: u32,
+    /// The deepest token ending on the char's three bytes, or `NO_RANK`.
+    pub best: Rank,
+    /// How many of the three bytes `best` takes (0 with `NO_RANK`).
+    pub best_len: u8,
+}
+
+/// No node is this: it marks a free slot.
+const FREE: u32 = u32::MAX;
+
+#[derive(Default)]
+pub struct CharSteps {
+    slots: Vec<[u32; 4]>,
+    shift: u32,
+}
+
+impl CharSteps {
+    /// `steps` are `(node, code point, step)` with distinct `(node, code point)` and nodes
+    /// below `u32::MAX`.
+    pub fn new(steps: Vec<(u32, u16, Step)>) -> CharSteps {
+        let cap = (steps.len() * 2).next_power_of_two().max(16);
+        let mut t = CharSteps {
+            slots: vec![[FREE, 0, 0, 0]; cap],
+            shift: 64 - cap.trailing_zeros(),
+        };
+        for (node, cp, step) in steps {
+            let mut i = t.index(node, cp);
+            while t.slots[i][0] != FREE {
+                i = (i + 1) & (cap - 1);
+            }
+            t.slots[i] = [
+                node,
+                cp as u32 | (step.best_len as u32) << 16,
+                step.next,
+                step.best,
+            ];
+        }
+        t
+    }
+
+    #[inline(always)]
+    fn index(&self, node: u32, cp: u16) -> usize {
+        ((node as u64) << 16 | cp as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_shr(self.shift) as usize
+    }
+
+    /// The step stored for `(node, cp)`.
+    #[inline(always)]
+    pub fn get(&self, node: u32, cp: u16) -> Option<Step> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.index(node, cp);
+        loop {
+            let [n, key, next, best] = self.slots[i];
+            if n == node && key as u16 == cp {
+                return Some(Step {
+                    next,
+                    best,
+                    best_len: (key >> 16) as u8,
+                });
+            }
+            if n == FREE {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.len() * 16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_was_put_and_nothing_else() {
+        let step = |i: u32| Step {
+            next: i * 7,
+            best: i,
+            best_len: (i % 4) as u8,
+        };
+        // Nodes and code points that share low bits, so that probes collide.
+        let steps: Vec<(u32, u16, Step)> = (0..500u32)
+            .map(|i| (i % 37, (i * 64) as u16, step(i)))
+            .collect();
+        let t = CharSteps::new(steps.clone());
+        for &(node, cp, s) in &steps {
+            assert_eq!(t.get(node, cp), Some(s));
+        }
+        assert_eq!(t.get(37, 0), None);
+        assert_eq!(t.get(0, 1), None);
+        assert_eq!(CharSteps::default().get(0, 0), None);
+    }
+}
