@@ -451,64 +451,31 @@ mod tests {
         );
     }
 
-    /// `brute_force_check` with tokens and texts made of whole units (chars, parts of chars).
-    fn brute_force_units(units: &[&[u8]], max_units: u64, n_tokens: usize) {
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut rnd = move || {
+    /// A xorshift generator: the same cases on every run.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
-        let mut make = |max: u64| -> Vec<u8> {
-            let n = 1 + (rnd() % max) as usize;
-            (0..n)
-                .flat_map(|_| units[(rnd() % units.len() as u64) as usize].iter().copied())
-                .collect()
-        };
-        let mut toks: Vec<Vec<u8>> = Vec::new();
-        while toks.len() < n_tokens {
-            let t = make(max_units);
-            if !toks.contains(&t) {
-                toks.push(t);
-            }
-        }
-        let pairs: Vec<(&[u8], Rank)> = toks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (&t[..], i as Rank))
-            .collect();
-        let (trie, _) = PrefixTrie::new(&pairs);
-        for _ in 0..3000 {
-            let text = make(max_units + 3);
-            let want = toks
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| text.starts_with(t))
-                .max_by_key(|(_, t)| t.len())
-                .map(|(i, t)| (i as Rank, t.len()));
-            assert_eq!(trie.longest(&text), want, "on {text:?}");
         }
     }
 
-    fn brute_force_check(alphabet: &[u8], max_len: u64, n_tokens: usize) {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+    /// `n` distinct tokens from `draw`.
+    fn distinct(n: usize, mut draw: impl FnMut() -> Vec<u8>) -> Vec<Vec<u8>> {
         let mut toks: Vec<Vec<u8>> = Vec::new();
-        while toks.len() < n_tokens {
-            let len = 1 + (rnd() % max_len) as usize;
-            let t: Vec<u8> = (0..len)
-                .map(|_| alphabet[(rnd() % alphabet.len() as u64) as usize])
-                .collect();
+        while toks.len() < n {
+            let t = draw();
             if !toks.contains(&t) {
                 toks.push(t);
             }
         }
+        toks
+    }
+
+    /// Checks `longest` on each text, and every token's `shorter`, against a search of all
+    /// the tokens (rank = index).
+    fn check_against_brute_force(toks: &[Vec<u8>], texts: impl Iterator<Item = Vec<u8>>) {
         let pairs: Vec<(&[u8], Rank)> = toks
             .iter()
             .enumerate()
@@ -522,19 +489,49 @@ mod tests {
                 .max_by_key(|(_, t)| t.len())
                 .map(|(i, t)| (i as Rank, t.len()))
         };
-        for _ in 0..2000 {
-            let len = (rnd() % (max_len + 3)) as usize;
-            let text: Vec<u8> = (0..len)
-                .map(|_| match rnd() % (alphabet.len() as u64 + 1) {
-                    k if (k as usize) < alphabet.len() => alphabet[k as usize],
-                    _ => b'z', // a byte no token has
-                })
-                .collect();
+        for text in texts {
             assert_eq!(trie.longest(&text), brute(&text), "on {text:?}");
         }
         for (i, t) in toks.iter().enumerate() {
             let want = brute(&t[..t.len() - 1]).map_or(NO_RANK, |(r, _)| r);
             assert_eq!(shorter[i], want);
         }
+    }
+
+    /// Tokens of 1 to `max_len` bytes of `alphabet`; texts of up to `max_len + 2` bytes of
+    /// it and of a byte no token has.
+    fn brute_force_check(alphabet: &[u8], max_len: u64, n_tokens: usize) {
+        let mut rnd = xorshift(0x9E37_79B9_7F4A_7C15);
+        let toks = distinct(n_tokens, || {
+            let len = 1 + (rnd() % max_len) as usize;
+            (0..len)
+                .map(|_| alphabet[(rnd() % alphabet.len() as u64) as usize])
+                .collect()
+        });
+        let texts = (0..2000).map(|_| {
+            let len = (rnd() % (max_len + 3)) as usize;
+            (0..len)
+                .map(|_| match rnd() % (alphabet.len() as u64 + 1) {
+                    k if (k as usize) < alphabet.len() => alphabet[k as usize],
+                    _ => b'z', // a byte no token has
+                })
+                .collect()
+        });
+        check_against_brute_force(&toks, texts);
+    }
+
+    /// Tokens of 1 to `max_units` units (whole chars, parts of chars) and texts of up to
+    /// `max_units + 3`.
+    fn brute_force_units(units: &[&[u8]], max_units: u64, n_tokens: usize) {
+        let mut rnd = xorshift(0x2545_F491_4F6C_DD1D);
+        let mut make = |max: u64| -> Vec<u8> {
+            let n = 1 + (rnd() % max) as usize;
+            (0..n)
+                .flat_map(|_| units[(rnd() % units.len() as u64) as usize].iter().copied())
+                .collect()
+        };
+        let toks = distinct(n_tokens, || make(max_units));
+        let texts: Vec<Vec<u8>> = (0..3000).map(|_| make(max_units + 3)).collect();
+        check_against_brute_force(&toks, texts.into_iter());
     }
 }
