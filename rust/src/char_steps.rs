@@ -7,6 +7,14 @@
 //! Layout: open addressing with linear probing, at most half full, one 16-byte slot per
 //! step (`[node, cp | best_len << 16, next, best]`), so a probe reads one slot and a miss
 //! usually ends at the next, empty one.
+//!
+//! In front of the slots, a one-hash Bloom filter of the keys (8 bits a slot) answers most
+//! misses from a table a sixteenth the size. Why: most probes miss (in 1 MB of the shared
+//! multilingual text, 65% for cl100k, 56% for o200k, 86% for p50k), and a miss decides the
+//! walk's next branch, so that branch waits on the probe's load. o200k has 17,105 steps in
+//! 1 MiB of slots, mostly out of L2; its 64 KiB filter settles 96% of the misses. The
+//! backtracking walk alone on o200k went 1.06x as fast (16 paired runs, 1.00-1.10). cl100k
+//! (418 steps) and p50k (84) have tables small enough to stay cached either way.
 
 use crate::vocab::Rank;
 
@@ -28,6 +36,9 @@ const FREE: u32 = u32::MAX;
 pub struct CharSteps {
     slots: Vec<[u32; 4]>,
     shift: u32,
+    /// One bit per key, at a hash independent of `index`'s: clear means no such key.
+    bloom: Vec<u64>,
+    bloom_shift: u32,
 }
 
 impl CharSteps {
@@ -35,11 +46,16 @@ impl CharSteps {
     /// below `u32::MAX`.
     pub fn new(steps: Vec<(u32, u16, Step)>) -> CharSteps {
         let cap = (steps.len() * 2).next_power_of_two().max(16);
+        let bloom_bits = cap * 8;
         let mut t = CharSteps {
             slots: vec![[FREE, 0, 0, 0]; cap],
             shift: 64 - cap.trailing_zeros(),
+            bloom: vec![0; bloom_bits / 64],
+            bloom_shift: 64 - bloom_bits.trailing_zeros(),
         };
         for (node, cp, step) in steps {
+            let b = t.bloom_bit(node, cp);
+            t.bloom[b / 64] |= 1 << (b % 64);
             let mut i = t.index(node, cp);
             while t.slots[i][0] != FREE {
                 i = (i + 1) & (cap - 1);
@@ -61,10 +77,22 @@ impl CharSteps {
             .wrapping_shr(self.shift) as usize
     }
 
+    /// The filter bit of `(node, cp)`: the top bits of a product with another odd constant.
+    #[inline(always)]
+    fn bloom_bit(&self, node: u32, cp: u16) -> usize {
+        ((node as u64) << 16 | cp as u64)
+            .wrapping_mul(0xD6E8_FEB8_6659_FD93)
+            .wrapping_shr(self.bloom_shift) as usize
+    }
+
     /// The step stored for `(node, cp)`.
     #[inline(always)]
     pub fn get(&self, node: u32, cp: u16) -> Option<Step> {
         if self.slots.is_empty() {
+            return None;
+        }
+        let b = self.bloom_bit(node, cp);
+        if self.bloom[b / 64] & (1 << (b % 64)) == 0 {
             return None;
         }
         let mask = self.slots.len() - 1;
@@ -86,7 +114,7 @@ impl CharSteps {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.slots.len() * 16
+        self.slots.len() * 16 + self.bloom.len() * 8
     }
 }
 
@@ -112,5 +140,23 @@ mod tests {
         assert_eq!(t.get(37, 0), None);
         assert_eq!(t.get(0, 1), None);
         assert_eq!(CharSteps::default().get(0, 0), None);
+        // Every key that was not put is a miss, whether the filter or the slots decide it,
+        // and the filter decides most of them.
+        let (mut absent, mut past_filter) = (0, 0);
+        for node in 0..40u32 {
+            for cp in (0..u16::MAX).step_by(61) {
+                if steps.iter().any(|&(n, c, _)| (n, c) == (node, cp)) {
+                    continue;
+                }
+                assert_eq!(t.get(node, cp), None, "({node}, {cp})");
+                let b = t.bloom_bit(node, cp);
+                absent += 1;
+                past_filter += (t.bloom[b / 64] >> (b % 64) & 1) as usize;
+            }
+        }
+        assert!(
+            past_filter * 5 < absent,
+            "{past_filter} of {absent} got past the filter"
+        );
     }
 }
