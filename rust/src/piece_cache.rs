@@ -21,6 +21,7 @@ pub const MAX_IDS: usize = 12;
 const SLOTS: usize = 1 << 15;
 
 #[derive(Clone, Copy)]
+#[repr(C)]
 struct Entry {
     hash: u64,
     len: u8,
@@ -37,8 +38,18 @@ const EMPTY: Entry = Entry {
     ids: [0; MAX_IDS],
 };
 
+/// A set's two ways, on whole cache lines (three of them): way 0's key, bytes and first five
+/// ids share the set's first line, so a hit there on a piece of up to five ids reads one line.
+/// Before, the sets lay wherever the allocation put them (16 bytes past a page for this one)
+/// and the entries' fields in the compiler's order. Paired runs of the whole encode of 1 MB,
+/// medians: cl100k multilingual 1.025x (16 runs) and 1.058x (10), p50k multilingual 1.025x,
+/// cl100k English 1.040x; each within the machine's noise, o200k multilingual 0.986x.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Set([Entry; 2]);
+
 pub struct PieceCache {
-    per_thread: ThreadLocal<OwnLine<RefCell<Box<[Entry]>>>>,
+    per_thread: ThreadLocal<OwnLine<RefCell<Box<[Set]>>>>,
 }
 
 /// A thread's slot handle on cache lines of its own. `ThreadLocal` keeps the values of
@@ -63,10 +74,14 @@ impl PieceCache {
     }
 
     #[inline(always)]
-    fn slots(&self) -> &RefCell<Box<[Entry]>> {
+    fn slots(&self) -> &RefCell<Box<[Set]>> {
         &self
             .per_thread
-            .get_or(|| OwnLine(RefCell::new(vec![EMPTY; SLOTS].into_boxed_slice())))
+            .get_or(|| {
+                OwnLine(RefCell::new(
+                    vec![Set([EMPTY; 2]); SLOTS / 2].into_boxed_slice(),
+                ))
+            })
             .0
     }
 
@@ -79,8 +94,8 @@ impl PieceCache {
         let Ok(slots) = self.slots().try_borrow() else {
             return false;
         };
-        let set = (h as usize) & (SLOTS - 2);
-        for e in &slots[set..set + 2] {
+        let set = &slots[(h as usize) % SLOTS / 2];
+        for e in &set.0 {
             if e.hash == h && e.len as usize == piece.len() && &e.bytes[..piece.len()] == piece {
                 out.extend_from_slice(&e.ids[..e.n_ids as usize]);
                 return true;
@@ -98,9 +113,9 @@ impl PieceCache {
         let Ok(mut slots) = self.slots().try_borrow_mut() else {
             return;
         };
-        let set = (h as usize) & (SLOTS - 2);
-        slots[set + 1] = slots[set];
-        let e = &mut slots[set];
+        let set = &mut slots[(h as usize) % SLOTS / 2];
+        set.0[1] = set.0[0];
+        let e = &mut set.0[0];
         e.hash = h;
         e.len = piece.len() as u8;
         e.n_ids = ids.len() as u8;
@@ -112,6 +127,14 @@ impl PieceCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_is_three_whole_lines_with_way_0s_key_and_five_ids_in_the_first() {
+        assert_eq!(std::mem::size_of::<Set>(), 192);
+        assert_eq!(std::mem::align_of::<Set>(), 64);
+        assert!(std::mem::offset_of!(Entry, hash) < std::mem::offset_of!(Entry, bytes));
+        assert!(std::mem::offset_of!(Entry, ids) + 5 * 4 <= 64);
+    }
 
     #[test]
     fn hit_returns_what_was_put_and_collisions_overwrite() {
