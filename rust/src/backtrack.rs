@@ -74,7 +74,8 @@ pub struct Backtrack {
 /// everything), so the walk asks it only on pieces that end in a non-ASCII byte.
 /// Measured, with the walk alone: cl100k multilingual 1.16x as fast (8 paired runs,
 /// 1.15-1.18); o200k 0.99x (it proves 61% there, but its table is 3.2 MB and the loads cost
-/// what they save), hence [`SPINES_MAX_IDS`].
+/// what they save; words for its first 2^17 ranks only, 2 MB, also gave 0.99x), hence
+/// [`SPINES_MAX_IDS`].
 struct Spines {
     /// Per rank: `[partners, parts]`.
     words: Vec<[u64; 2]>,
