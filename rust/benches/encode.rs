@@ -72,8 +72,9 @@ fn main() {
             let t = Instant::now();
             let mut out = Vec::with_capacity(text.len() / 3);
             let cache = ferrotok::piece_cache::PieceCache::new();
+            let mut local = cache.local();
             for p in &pieces {
-                ferrotok::bpe::encode_piece(&enc.vocab, p.as_bytes(), Some(&cache), &mut out)
+                ferrotok::bpe::encode_piece(&enc.vocab, p.as_bytes(), &mut local, &mut out)
                     .unwrap();
             }
             let bpe_s = t.elapsed().as_secs_f64();

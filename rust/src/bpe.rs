@@ -23,7 +23,7 @@
 //! out of a text, [`encode_piece_in`] answers most short whole tokens with one compare.
 
 use crate::error::{Error, Result};
-use crate::piece_cache::PieceCache;
+use crate::piece_cache::Local;
 use crate::token_table::hash_bytes;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use std::cmp::Reverse;
@@ -57,7 +57,7 @@ pub fn encode_piece_in(
     vocab: &Vocab,
     text: &[u8],
     piece: &[u8],
-    cache: Option<&PieceCache>,
+    cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
 ) -> Result<()> {
     let off = (piece.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
@@ -80,7 +80,7 @@ pub fn encode_piece_in(
 pub fn encode_piece(
     vocab: &Vocab,
     piece: &[u8],
-    cache: Option<&PieceCache>,
+    cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
 ) -> Result<()> {
     if piece.len() == 1 {
@@ -114,17 +114,13 @@ pub fn encode_piece(
             return Ok(());
         }
     }
-    if let Some(cache) = cache {
-        if cache.get(piece, h, out) {
-            return Ok(());
-        }
-        let start = out.len();
-        merge(vocab, piece, out)?;
-        cache.put(piece, h, &out[start..]);
-        Ok(())
-    } else {
-        merge(vocab, piece, out)
+    if cache.get(piece, h, out) {
+        return Ok(());
     }
+    let start = out.len();
+    merge(vocab, piece, out)?;
+    cache.put(piece, h, &out[start..]);
+    Ok(())
 }
 
 /// Will `merge` give a piece that is a whole token back as that one token, by itself?
@@ -136,7 +132,7 @@ fn walk_finds_whole_token(vocab: &Vocab, piece: &[u8]) -> bool {
             .is_some_and(|bt| piece.len() >= bt.whole_tokens_from)
 }
 
-#[inline]
+#[inline(never)]
 fn merge(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
     if piece.len() > SCAN_MAX {
         if let Some(bt) = vocab.backtrack() {
@@ -321,10 +317,11 @@ mod tests {
             "backtracking gave up on {piece:?}"
         );
         assert_eq!(d[1..], expected, "backtracking differs on {piece:?}");
-        let cache = PieceCache::new();
+        let cache = crate::piece_cache::PieceCache::new();
+        let mut local = cache.local();
         for _ in 0..2 {
             let mut c = Vec::new();
-            encode_piece(v, piece, Some(&cache), &mut c).unwrap();
+            encode_piece(v, piece, &mut local, &mut c).unwrap();
             assert_eq!(c, expected, "cached path differs on {piece:?}");
         }
         expected
@@ -394,13 +391,20 @@ mod tests {
             for end in start + 1..=text.len().min(start + 12) {
                 let piece = &text[start..end];
                 let mut alone = Vec::new();
-                encode_piece(&v, piece, None, &mut alone).unwrap();
+                encode_piece(&v, piece, &mut Local::none(), &mut alone).unwrap();
                 let mut inside = Vec::new();
-                encode_piece_in(&v, &text, piece, None, &mut inside).unwrap();
+                encode_piece_in(&v, &text, piece, &mut Local::none(), &mut inside).unwrap();
                 assert_eq!(inside, alone, "{piece:?} at {start}");
                 // A piece from another buffer (the fast path must not read `text` for it).
                 let mut other = Vec::new();
-                encode_piece_in(&v, &text, &elsewhere[start..end], None, &mut other).unwrap();
+                encode_piece_in(
+                    &v,
+                    &text,
+                    &elsewhere[start..end],
+                    &mut Local::none(),
+                    &mut other,
+                )
+                .unwrap();
                 assert_eq!(other, alone, "{piece:?} from another buffer");
             }
         }
@@ -413,7 +417,7 @@ mod tests {
         let v = Vocab::new(ranks, Vec::new()).unwrap();
         let mut out = Vec::new();
         assert_eq!(
-            encode_piece(&v, b"ab", None, &mut out),
+            encode_piece(&v, b"ab", &mut Local::none(), &mut out),
             Err(Error::MissingByte(b'b'))
         );
     }

@@ -8,7 +8,7 @@
 
 use crate::bpe::{encode_piece, encode_piece_in};
 use crate::error::{Error, Result};
-use crate::piece_cache::PieceCache;
+use crate::piece_cache::{Local, PieceCache};
 use crate::pretok::Splitter;
 use crate::special::SpecialMatcher;
 use crate::vocab::{Rank, Vocab};
@@ -98,9 +98,9 @@ impl Encoder {
     /// Encode text that contains no special tokens (or whose special tokens are
     /// to be read as ordinary text).
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<Rank>) -> Result<()> {
-        let (vocab, cache) = (&self.vocab, Some(&self.cache));
+        let (vocab, mut cache) = (&self.vocab, self.cache.local());
         self.splitter.for_each_piece(text, |piece| {
-            encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), cache, out)
+            encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), &mut cache, out)
         })
     }
 
@@ -171,11 +171,11 @@ impl Encoder {
     }
 
     fn encode_tracking_last(&self, text: &str, out: &mut Vec<Rank>) -> Result<usize> {
-        let (vocab, cache) = (&self.vocab, Some(&self.cache));
+        let (vocab, mut cache) = (&self.vocab, self.cache.local());
         let mut last = 0;
         self.splitter.for_each_piece(text, |piece| {
             let before = out.len();
-            encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), cache, out)?;
+            encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), &mut cache, out)?;
             last = out.len() - before;
             Ok(())
         })?;
@@ -211,7 +211,7 @@ impl Encoder {
     pub fn encode_single_piece(&self, bytes: &[u8]) -> Result<Vec<Rank>> {
         let mut out = Vec::new();
         if !bytes.is_empty() {
-            encode_piece(&self.vocab, bytes, None, &mut out)?;
+            encode_piece(&self.vocab, bytes, &mut Local::none(), &mut out)?;
         }
         Ok(out)
     }
@@ -278,7 +278,7 @@ impl Encoder {
                 }
                 unstable.extend_from_slice(&bytes[valid..]);
                 if !unstable.is_empty() {
-                    encode_piece(&self.vocab, &unstable, None, &mut tokens)?;
+                    encode_piece(&self.vocab, &unstable, &mut Local::none(), &mut tokens)?;
                 }
                 Ok(tokens)
             }
