@@ -234,6 +234,9 @@ def _bars(ax: Any, title: str, labels: list[str], series: dict[str, list]) -> No
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_yscale("log")
+    top = max((y for ys in series.values() for y in ys if y > 0), default=0.0)
+    if top > 0:
+        ax.set_ylim(top=top * 3)  # room above the tallest bar for the legend
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, ncol=min(n, 7))
