@@ -19,8 +19,9 @@
 //!
 //! Before any of these, [`encode_piece`] answers whole-token pieces with one probe (the
 //! short-token table for pieces of up to 8 bytes, the mid table for 9-16) and repeated
-//! multi-token pieces from the per-thread [`PieceCache`]; and in front of it, for pieces cut
-//! out of a text, [`encode_piece_in`] answers most short whole tokens with one compare.
+//! multi-token pieces from the per-thread cache ([`Local`], a thread's share of a
+//! [`PieceCache`](crate::piece_cache::PieceCache)); and in front of it, for pieces cut out of
+//! a text, [`encode_piece_in`] answers most short whole tokens with one compare.
 
 use crate::error::{Error, Result};
 use crate::piece_cache::Local;
