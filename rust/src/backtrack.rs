@@ -17,11 +17,11 @@
 //!
 //! Compatibility never looks at bytes: it undoes the two tokens' merges (`split`, the last
 //! merge that built each token) latest first and asks whether a merge across the boundary
-//! would have come before the merge just undone ([`Backtrack::compatible`]). That needs every
+//! would have come before the merge just undone (`Backtrack::compatible`). That needs every
 //! merge to join parts of lower rank than its result, as training always produces; `new`
 //! returns `None` for a vocabulary where that fails, and such vocabularies keep the heap.
 //!
-//! Most pairs need neither the memo nor the unwinding: [`Spines`] settles them with one AND
+//! Most pairs need neither the memo nor the unwinding: `Spines` settles them with one AND
 //! of two words (see there).
 
 use crate::pair_filter::PairFilter;

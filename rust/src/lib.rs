@@ -3,7 +3,7 @@
 //! The road a token takes, one module each:
 //! special-token split ([`special`]) → pre-tokenization ([`pretok`]) →
 //! merge-rank BPE on each piece ([`bpe`]) over a vocabulary ([`vocab`]),
-//! put together by [`encoder`]. [`py`] only converts types and errors for Python.
+//! put together by [`encoder`]. `py` only converts types and errors for Python.
 
 pub mod backtrack;
 pub mod bpe;

@@ -53,7 +53,7 @@ impl Cl100k {
     }
 
     /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
-    /// from [`cl100k_block`](super::cl100k_block) all at once, else one by one.
+    /// from `cl100k_block` all at once, else one by one.
     #[inline]
     pub fn for_each_piece<'t>(
         &self,

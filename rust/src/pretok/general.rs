@@ -26,14 +26,14 @@
 //!    the alternative matches exactly when, and what, the possessive one does.
 //! 2. The idiom `\s+(?!\S)` immediately followed by the alternative `\s` or
 //!    `\s+` becomes `\s+`, remembering its pattern id. At a start position i,
-//!    `\s+(?!\S)|\s` and `\s+(?!\S)|\s+` match iff text[i] ∈ `\s`, the same
+//!    `\s+(?!\S)|\s` and `\s+(?!\S)|\s+` match iff `text[i]` ∈ `\s`, the same
 //!    as `\s+`, and then (`\s+` being greedy, so its match [i, j) is the
 //!    maximal `\s` run): at the end of the text, or for a run of one char, the
 //!    original also gives [i, j); else `\s+` backtracks one char to satisfy
 //!    `(?!\S)`, giving [i, j - last char). That trim is done after the search.
 //!    Alternatives before the pair are untouched and still win first;
 //!    alternatives after it are untouched and reachable exactly as before
-//!    (only where text[i] ∉ `\s`).
+//!    (only where `text[i]` ∉ `\s`).
 //!
 //! If any alternative still has a construct the regex-automata syntax lacks
 //! (look-around, backreferences, remaining atomic groups, …) or is not one

@@ -21,12 +21,12 @@
 //! first success in backtracking order (no possessives here, so backtracking
 //! matters):
 //! - A1 from p (after the optional prefix): `U*` greedy takes the maximal U run
-//!   [p, a), then `W+` needs a W char where `U*` stopped. If text[a] ∈ W, `W+`
+//!   [p, a), then `W+` needs a W char where `U*` stopped. If `text[a]` ∈ W, `W+`
 //!   takes the maximal W run [a, b) and C is tried at b (optional: always
 //!   succeeds, so nothing is retried). Else `U*` gives back chars one by one
 //!   until it stops before a W char: the last W char k in [p, a) (W chars in a
 //!   U run are the Lm/Lo/M ones); `W+` then takes just k (the char after k is a
-//!   U \ W char, or text[a] ∉ W) and C is tried after k. No W in [p, a] → fail.
+//!   U \ W char, or `text[a]` ∉ W) and C is tried after k. No W in [p, a] → fail.
 //!   The prefix `X?` is greedy: first with c consumed (if c ∈ X: p = after c),
 //!   then without (p = c).
 //! - A2 from p: `U+` takes the maximal U run [p, a) (fails if empty), then `W*`
@@ -68,7 +68,7 @@ impl O200k {
     }
 
     /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
-    /// from [`o200k_block`](super::o200k_block) all at once, else one by one.
+    /// from `o200k_block` all at once, else one by one.
     #[inline]
     pub fn for_each_piece<'t>(
         &self,

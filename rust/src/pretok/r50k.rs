@@ -21,7 +21,7 @@
 //!    With c = ` ` and d ∈ S none of 2-4 match (` ?` only takes a literal space
 //!    and ` ` ∉ L ∪ N ∪ P); with c ∈ S \ {` `} neither.
 //! 5. (to 7.) c ∈ S: let [c, j) be the maximal S run. If j is the end of the text,
-//!    `\s++$` takes it all. Otherwise text[j] ∉ S: `\s+(?!\S)` backtracks one
+//!    `\s++$` takes it all. Otherwise `text[j]` ∉ S: `\s+(?!\S)` backtracks one
 //!    char from j and succeeds iff the run has ≥ 2 chars, giving the run minus
 //!    its last char; else `\s` takes the single char.
 //!    (A run's last char, left over, then starts the next piece: glued to the
@@ -52,7 +52,7 @@ impl R50k {
     }
 
     /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
-    /// from [`r50k_block`](super::r50k_block) all at once, else one by one.
+    /// from `r50k_block` all at once, else one by one.
     #[inline]
     pub fn for_each_piece<'t>(
         &self,
