@@ -133,6 +133,8 @@ fn walk_finds_whole_token(vocab: &Vocab, piece: &[u8]) -> bool {
             .is_some_and(|bt| piece.len() >= bt.whole_tokens_from)
 }
 
+/// Out of line: inlined into `encode_piece`, it moved the walk's branches about, and
+/// cachegrind counted 20% more mispredicted branches in o200k's encode (1.26M against 1.06M).
 #[inline(never)]
 fn merge(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
     if piece.len() > SCAN_MAX {

@@ -57,8 +57,7 @@ pub struct PieceCache {
 /// threads 1 and 2 (and 3-6, ...) side by side in one array, and `RefCell` writes its borrow
 /// flag when a [`Local`] borrows the slots: unpadded (when that was on every `get` and `put`),
 /// two encoding threads wrote one cache line on every multi-token piece, and the line bounced
-/// between the cores. 128 bytes: a line and the one
-/// the adjacent-line prefetcher pairs with it.
+/// between the cores. 128 bytes: a line and the one the adjacent-line prefetcher pairs with it.
 #[repr(align(128))]
 struct OwnLine<T>(T);
 
