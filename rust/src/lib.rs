@@ -6,6 +6,7 @@
 //! put together by [`encoder`]. `py` only converts types and errors for Python.
 
 pub mod backtrack;
+pub mod blocked_bloom;
 pub mod bpe;
 pub mod char_steps;
 pub mod encoder;

@@ -1,5 +1,5 @@
 //! A blocked Bloom filter over the pair table: "could tokens `a` and `b` merge?", answered
-//! from one `u64`.
+//! from one `u64` (see [`BlockedBloom`]).
 //!
 //! Invariant: `may_merge(a, b)` is `true` for every pair `(a, b)` that the vocabulary's
 //! [`crate::pair_table::PairTable`] holds; for other pairs it is usually `false` (a false
@@ -10,16 +10,13 @@
 //! (cl100k) to 8 MB (o200k) of random probes, each one a miss in L2; this filter is 1/16 of
 //! that (256-512 KiB) and settles most of those "no"s without touching the table. On text
 //! whose pairs are new (random letters, base64, identifiers) those probes were ~40% of
-//! the walk's time. The layout is the blocked Bloom filter of Putze, Sanders and Singler,
-//! "Cache-, Hash- and Space-Efficient Bloom Filters" (2007): a key sets three bits of one
-//! 64-bit word, so a query reads one word.
+//! the walk's time.
+
+use crate::blocked_bloom::BlockedBloom;
 
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
 
-pub struct PairFilter {
-    words: Box<[u64]>,
-    shift: u32,
-}
+pub struct PairFilter(BlockedBloom);
 
 /// Hash of a pair of ids (each below 2^21, the pair table's limit).
 #[inline(always)]
@@ -29,47 +26,26 @@ fn hash(a: u32, b: u32) -> u64 {
     h ^ (h >> 31)
 }
 
-/// The three bits of a word that `h` sets: positions from three 6-bit fields of the low bits
-/// (the word index comes from the high bits, so the two choices are independent).
-#[inline(always)]
-fn mask(h: u64) -> u64 {
-    (1 << (h & 63)) | (1 << ((h >> 6) & 63)) | (1 << ((h >> 12) & 63))
-}
-
 impl PairFilter {
-    /// A filter holding `pairs`, sized for `n` of them: at most 8 pairs a word (8-16 bits a
-    /// pair, as the word count is rounded up to a power of two). cl100k and o200k get ~9 bits
-    /// a pair and 3.0% / 2.7% false positives on random id pairs.
+    /// A filter holding `pairs`, sized for `n` of them. cl100k and o200k get ~9 bits a pair
+    /// and 3.0% / 2.7% false positives on random id pairs.
     pub fn new(n: usize, pairs: impl Iterator<Item = (u32, u32)>) -> PairFilter {
-        let n_words = (n / 8).next_power_of_two().max(1);
-        let mut f = PairFilter {
-            words: vec![0; n_words].into_boxed_slice(),
-            shift: 64 - n_words.trailing_zeros(),
-        };
+        let mut f = BlockedBloom::new(n);
         for (a, b) in pairs {
-            let h = hash(a, b);
-            f.words[f.index(h)] |= mask(h);
+            f.insert(hash(a, b));
         }
-        f
-    }
-
-    #[inline(always)]
-    fn index(&self, h: u64) -> usize {
-        // `checked_shr`: a one-word filter has shift 64, which a plain `>>` rejects.
-        h.checked_shr(self.shift).unwrap_or(0) as usize
+        PairFilter(f)
     }
 
     /// `false` only if `(a, b)` is not in the pair table.
     #[inline(always)]
     pub fn may_merge(&self, a: u32, b: u32) -> bool {
-        let h = hash(a, b);
-        let m = mask(h);
-        self.words[self.index(h)] & m == m
+        self.0.may_hold(hash(a, b))
     }
 
     /// Heap memory, in bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.words.len() * 8
+        self.0.memory_bytes()
     }
 }
 
@@ -98,14 +74,5 @@ mod tests {
             false_pos < 50_000 / 20,
             "{false_pos} false positives of 50000"
         );
-    }
-
-    #[test]
-    fn an_empty_or_tiny_filter_works() {
-        let f = PairFilter::new(0, std::iter::empty());
-        assert_eq!(f.memory_bytes(), 8);
-        assert!(!f.may_merge(1, 2));
-        let f = PairFilter::new(1, [(1, 2)].into_iter());
-        assert!(f.may_merge(1, 2));
     }
 }
