@@ -75,4 +75,13 @@ mod tests {
             "{false_pos} false positives of 50000"
         );
     }
+
+    #[test]
+    fn an_empty_or_tiny_filter_works() {
+        let f = PairFilter::new(0, std::iter::empty());
+        assert_eq!(f.memory_bytes(), 8);
+        assert!(!f.may_merge(1, 2));
+        let f = PairFilter::new(1, [(1, 2)].into_iter());
+        assert!(f.may_merge(1, 2));
+    }
 }
