@@ -283,9 +283,10 @@ impl Backtrack {
     pub fn encode(&self, vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> bool {
         let n = piece.len();
         let base = out.len();
-        // One bit per position: set = dead. On the stack for pieces up to 4 KiB.
+        // One bit per position: set = dead. On the stack for pieces up to 511 bytes (nearly
+        // all): zeroing 4 KiB's worth there, for every piece, was a `memset` call a piece.
         let words = n / 64 + 1;
-        let mut small = [0u64; 64];
+        let mut small = [0u64; 8];
         let mut large = Vec::new();
         let dead: &mut [u64] = if words <= small.len() {
             &mut small[..words]

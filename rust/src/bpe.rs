@@ -121,6 +121,11 @@ pub fn encode_piece(
             return Ok(());
         }
     }
+    // Too long for the cache, and a whole token the walk returns as one: no hash is needed.
+    // (Japanese and Chinese sentences are pieces of this kind, tens of bytes each.)
+    if piece.len() > crate::piece_cache::MAX_PIECE && walk_finds_whole_token(vocab, piece) {
+        return merge(vocab, piece, out);
+    }
     let h = hash_bytes(piece);
     if piece.len() > crate::mid_table::MAX_LEN && !walk_finds_whole_token(vocab, piece) {
         if let Some(r) = vocab.rank_hashed(piece, h) {

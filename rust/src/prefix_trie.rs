@@ -377,7 +377,9 @@ impl PrefixTrie {
 /// continuation bytes), or `None` if the bytes are not laid out as one.
 #[inline(always)]
 fn three_byte_char(b0: u8, b1: u8, b2: u8) -> Option<usize> {
-    ((b0 & 0xF0) == 0xE0 && (b1 & 0xC0) == 0x80 && (b2 & 0xC0) == 0x80)
+    // The three layout tests (`1110xxxx 10xxxxxx 10xxxxxx`) as one masked compare.
+    let x = u32::from_le_bytes([b0, b1, b2, 0]);
+    (x & 0x00C0_C0F0 == 0x0080_80E0)
         .then_some((b0 as usize & 0x0F) << 12 | (b1 as usize & 0x3F) << 6 | (b2 as usize & 0x3F))
 }
 
