@@ -313,6 +313,58 @@ def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
     assert enc.decode_bytes_batch(want, num_threads=num_threads) == [t.encode() for t in ok]
 
 
+def _ferrotok_ids(recipe: str) -> list:
+    """Id lists whose items are the int objects ferrotok's encode returns, alone or mixed with
+    ints made elsewhere and with items that are not ids."""
+    o200k = ferrotok.get_encoding("o200k_base")
+    ours = ferrotok.get_encoding("cl100k_base")
+    text = "hello world, 你好世界 — ünïcödé"
+    ids = ours.encode(text)
+    return {
+        "encoded": ids,
+        "reversed": ids[::-1],
+        "mixed": ids + [15339, 0] + ids + [int("1917")],
+        "special": ours.encode("<|endoftext|>", allowed_special="all") + ids,
+        "bad item after": ids + ["a"],
+        "negative after": ids + [-1],
+        # o200k's ids, made by ferrotok too, are partly past cl100k's vocabulary.
+        "other encoding": o200k.encode(text + " tokenization"),
+        "sliced and repeated": (ids * 3)[1::2],
+    }[recipe]
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        "encoded",
+        "reversed",
+        "mixed",
+        "special",
+        "bad item after",
+        "negative after",
+        "other encoding",
+        "sliced and repeated",
+    ],
+)
+def test_decode_bytes_of_ferrotok_made_ids_matches_tiktoken(recipe: str) -> None:
+    # ferrotok's ids are shared int objects that decode reads from their address alone; any
+    # list holding them, however mixed, must decode (or fail) as tiktoken does.
+    ours, theirs = pair("cl100k_base")
+    tokens = _ferrotok_ids(recipe)
+    assert all(type(t) in (int, str) for t in tokens)
+    try:
+        want: bytes | type[BaseException] = theirs.decode_bytes(tokens)
+    except BaseException as e:  # noqa: BLE001 - the type is what is compared
+        want = type(e)
+    try:
+        got: bytes | type[BaseException] = ours.decode_bytes(tokens)
+    except BaseException as e:  # noqa: BLE001
+        got = type(e)
+    assert got == want
+    if recipe == "encoded":
+        assert got == "hello world, 你好世界 — ünïcödé".encode()
+
+
 class IntSubclass(int):
     """An int that is not exactly `int`: readers must take the general path for it."""
 

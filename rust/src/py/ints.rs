@@ -9,8 +9,8 @@ use crate::vocab::Rank;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Where this interpreter keeps a small `int`'s value, so that ids can be read straight from
 /// the object instead of through a `PyLong_AsUnsignedLong` call per item (that call was half
@@ -62,32 +62,43 @@ const OB_SIZE: u8 = 0;
 const LV_TAG: u8 = 1;
 const C_API: u8 = 2;
 
-/// Calls `f` with each item of `list` as an id, in order. Stops and returns `false` at the
-/// first item that is not an exact `int` fitting in a `u32`, or as soon as `f` returns
-/// `false`.
+/// The items of `list` as ids, into `ids` (cleared first). Returns `false`, leaving `ids`
+/// unspecified, at the first item that is not an exact `int` fitting in a `u32`.
+///
+/// The ids are written into slots made beforehand, not pushed: with a push per item the
+/// vector's length made a chain of stores and loads through memory from one item to the
+/// next, where the slots let the reads of the items overlap.
 #[inline(always)]
-pub(super) fn each_list_id(list: &Bound<'_, PyList>, f: impl FnMut(Rank) -> bool) -> bool {
+pub(super) fn list_ids(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
     match int_layout(list.py()) {
-        IntLayout::ObSize => each_id::<OB_SIZE>(list, f),
-        IntLayout::LvTag => each_id::<LV_TAG>(list, f),
-        IntLayout::CApi => each_id::<C_API>(list, f),
+        IntLayout::ObSize => read_ids::<OB_SIZE>(list, ids),
+        IntLayout::LvTag => read_ids::<LV_TAG>(list, ids),
+        IntLayout::CApi => read_ids::<C_API>(list, ids),
     }
 }
 
 #[inline(always)]
-fn each_id<const LAYOUT: u8>(list: &Bound<'_, PyList>, mut f: impl FnMut(Rank) -> bool) -> bool {
-    for i in 0..list.len() {
-        match list_id::<LAYOUT>(list, i) {
-            Some(id) if f(id) => {}
-            _ => return false,
+fn read_ids<const LAYOUT: u8>(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
+    let region = REGION.get().and_then(Option::as_ref);
+    ids.clear();
+    ids.resize(list.len(), 0);
+    for (i, slot) in ids.iter_mut().enumerate() {
+        match list_id::<LAYOUT>(list, i, region) {
+            Some(id) => *slot = id,
+            None => return false,
         }
     }
     true
 }
 
-/// The `i`th item of `list` if it is an exact `int` that fits in a `u32`.
+/// The `i`th item of `list` if it is an exact `int` that fits in a `u32`; read from its
+/// address alone if it is one of the id ints in `region`.
 #[inline(always)]
-fn list_id<const LAYOUT: u8>(list: &Bound<'_, PyList>, i: usize) -> Option<Rank> {
+fn list_id<const LAYOUT: u8>(
+    list: &Bound<'_, PyList>,
+    i: usize,
+    region: Option<&Region>,
+) -> Option<Rank> {
     // SAFETY: the caller holds the GIL (`list` is a `Bound`) and checks `i < list.len()`, and
     // nothing here runs Python code (`PyLong_AsUnsignedLong` on an exact `int` only reads
     // it), so the list still has that item; `PyList_GET_ITEM` returns a borrowed pointer to a
@@ -100,9 +111,13 @@ fn list_id<const LAYOUT: u8>(list: &Bound<'_, PyList>, i: usize) -> Option<Rank>
     // `IntLayout` is only `ObSize`/`LvTag` on the CPython versions and digit size where that
     // holds (see `detect_int_layout`). The header is pointer-sized, so the word is aligned,
     // and the digit after it is 4-byte aligned. CPython always allocates at least one digit,
-    // and the digit is only used when the word says there is exactly one.
+    // and the digit is only used when the word says there is exactly one. An id int (an item
+    // inside `region`) is not read at all: its address gives its value.
     let (exact, v) = unsafe {
         let item = pyo3::ffi::PyList_GET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t);
+        if let Some(id) = region.and_then(|r| r.id_of(item)) {
+            return Some(id);
+        }
         if pyo3::ffi::PyLong_CheckExact(item) == 0 {
             (false, 0)
         } else {
@@ -145,7 +160,7 @@ fn list_id<const LAYOUT: u8>(list: &Bound<'_, PyList>, i: usize) -> Option<Rank>
 /// the object first; the encode loop came out 1.02-1.04x as fast.) Where the layout is
 /// unknown the ints are made by the C API.
 pub(super) fn id_list<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
-    let spec = id_int_spec(py);
+    let shared = id_int_spec(py).and_then(|spec| Some((spec, region()?)));
     // SAFETY: `PyList_New` gives a new list of `ids.len()` NULL items (or NULL with an
     // exception set, handled at once); `from_owned_ptr` takes over that one reference, so the
     // list is freed (NULL items included) if we return early. Each item is set once, at an
@@ -161,7 +176,7 @@ pub(super) fn id_list<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py,
         }
         let list = Bound::from_owned_ptr(py, raw).cast_into_unchecked::<PyList>();
         for (i, &id) in ids.iter().enumerate() {
-            let item = match spec.and_then(|s| id_int(s, id)) {
+            let item = match shared.and_then(|(spec, region)| id_int(spec, region, id)) {
                 Some(obj) => obj,
                 None => {
                     let obj = ffi::PyLong_FromUnsignedLong(id.into());
@@ -208,8 +223,59 @@ const CHUNK: usize = 1 << 12;
 /// Ids from here up (only special tokens can have them) get fresh ints.
 const ID_INT_LIMIT: usize = 1 << 21;
 
-static CHUNKS: [AtomicPtr<IdInt>; ID_INT_LIMIT / CHUNK] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; ID_INT_LIMIT / CHUNK];
+/// Where the id ints live: one allocation with room for all [`ID_INT_LIMIT`] of them (64 MiB
+/// of address space, of which the system backs only the pages of the chunks made), never
+/// freed. The id of an int in it is its offset divided by the object size, so a list of ids
+/// can be read without touching the objects (see [`Region::id_of`]).
+struct Region {
+    base: *mut IdInt,
+    /// Per chunk: are its objects written?
+    made: [AtomicBool; ID_INT_LIMIT / CHUNK],
+    /// Held while a chunk is being written.
+    making: Mutex<()>,
+}
+
+// SAFETY: `base` points to memory owned by the region for the whole process (it is leaked,
+// never freed). Objects are written only once per chunk, under `making` and before `made`
+// is set (Release); they are read only after `made` is seen set (Acquire) or through a
+// pointer that `id_int` handed out after that. So sharing the pointer between threads races
+// on nothing.
+unsafe impl Send for Region {}
+unsafe impl Sync for Region {}
+
+static REGION: OnceLock<Option<Region>> = OnceLock::new();
+
+/// The region, allocated at first use; `None` if the allocation failed (then ids get C-API
+/// ints).
+fn region() -> Option<&'static Region> {
+    REGION
+        .get_or_init(|| {
+            let mut space: Vec<std::mem::MaybeUninit<IdInt>> = Vec::new();
+            space.try_reserve_exact(ID_INT_LIMIT).ok()?;
+            let base = space.as_mut_ptr().cast::<IdInt>();
+            std::mem::forget(space); // leaked on purpose: Python may hold the ints until exit
+            Some(Region {
+                base,
+                made: [const { AtomicBool::new(false) }; ID_INT_LIMIT / CHUNK],
+                making: Mutex::new(()),
+            })
+        })
+        .as_ref()
+}
+
+impl Region {
+    /// The id of `item` if it is one of the id ints, without reading it: its offset in the
+    /// region. `None` for any other object.
+    #[inline(always)]
+    fn id_of(&self, item: *mut ffi::PyObject) -> Option<Rank> {
+        let offset = (item as usize).wrapping_sub(self.base as usize);
+        let size = std::mem::size_of::<IdInt>();
+        // An object inside the region is an id int: the region is our allocation, and the
+        // only pointers into it that ever leave this module are those of made objects
+        // (`id_int`). Its value, set when its chunk was made and never changed, is its index.
+        (offset < ID_INT_LIMIT * size && offset % size == 0).then_some((offset / size) as Rank)
+    }
+}
 
 /// What an id int looks like on this interpreter.
 #[derive(Clone, Copy)]
@@ -244,53 +310,50 @@ fn id_int_spec(py: Python<'_>) -> Option<IdIntSpec> {
 /// The shared int object of `id`, making its chunk if this is the chunk's first use; `None`
 /// past [`ID_INT_LIMIT`].
 #[inline(always)]
-fn id_int(spec: IdIntSpec, id: Rank) -> Option<*mut ffi::PyObject> {
+fn id_int(spec: IdIntSpec, region: &Region, id: Rank) -> Option<*mut ffi::PyObject> {
     let id = id as usize;
-    let slot = CHUNKS.get(id / CHUNK)?;
-    let mut chunk = slot.load(Ordering::Acquire);
-    if chunk.is_null() {
-        chunk = make_chunk(spec, slot, id / CHUNK);
+    let made = region.made.get(id / CHUNK)?;
+    if !made.load(Ordering::Acquire) {
+        make_chunk(spec, region, id / CHUNK);
     }
-    // SAFETY: a non-null chunk pointer is a leaked allocation of `CHUNK` initialised
-    // `IdInt`s (see `make_chunk`), and `id % CHUNK < CHUNK`.
-    Some(unsafe { chunk.add(id % CHUNK) }.cast())
+    // SAFETY: `id < ID_INT_LIMIT` (`made` exists for its chunk), so the pointer is inside the
+    // region's allocation; the chunk's objects were written before `made` was set.
+    Some(unsafe { region.base.add(id) }.cast())
 }
 
+/// Writes chunk `index`'s objects, unless another thread has.
 #[cold]
 #[inline(never)]
-fn make_chunk(spec: IdIntSpec, slot: &AtomicPtr<IdInt>, index: usize) -> *mut IdInt {
+fn make_chunk(spec: IdIntSpec, region: &Region, index: usize) {
+    // A poisoned lock only means a panic elsewhere while holding it; `made` tells the truth.
+    let _making = region
+        .making
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if region.made[index].load(Ordering::Acquire) {
+        return;
+    }
     // Only the address of libpython's static type object is taken (safe since Rust 1.82).
     let ob_type = std::ptr::addr_of_mut!(ffi::PyLong_Type);
-    let ints: Box<[IdInt]> = (0..CHUNK)
-        .map(|i| {
-            let value = (index * CHUNK + i) as u32; // < 2^21: one 30-bit digit
-            let size_word = match (spec.layout, value) {
-                (IntLayout::ObSize, 0) => 0,
-                (IntLayout::ObSize, _) => 1,
-                (_, 0) => 1,      // lv_tag: no digits, sign "zero"
-                (_, _) => 1 << 3, // lv_tag: one digit, sign "positive"
-            };
-            IdInt {
+    for i in 0..CHUNK {
+        let value = (index * CHUNK + i) as u32; // < 2^21: one 30-bit digit
+        let size_word = match (spec.layout, value) {
+            (IntLayout::ObSize, 0) => 0,
+            (IntLayout::ObSize, _) => 1,
+            (_, 0) => 1,      // lv_tag: no digits, sign "zero"
+            (_, _) => 1 << 3, // lv_tag: one digit, sign "positive"
+        };
+        // SAFETY: `index * CHUNK + i < ID_INT_LIMIT`, inside the region; no pointer to this
+        // chunk has been handed out (`made` is unset and we hold `making`), so nothing reads
+        // or writes these objects while they are written.
+        unsafe {
+            region.base.add(index * CHUNK + i).write(IdInt {
                 ob_refcnt: spec.refcnt,
                 ob_type,
                 size_word,
                 digit: value,
-            }
-        })
-        .collect();
-    let fresh = Box::into_raw(ints).cast::<IdInt>();
-    match slot.compare_exchange(
-        std::ptr::null_mut(),
-        fresh,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(_) => fresh, // leaked on purpose: Python may hold these objects until it exits
-        Err(installed) => {
-            // Another thread made this chunk first and no one has seen ours: free it.
-            // SAFETY: `fresh` came from `Box::into_raw` of a `CHUNK`-long boxed slice above.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, CHUNK)) });
-            installed
+            });
         }
     }
+    region.made[index].store(true, Ordering::Release);
 }

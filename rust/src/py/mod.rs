@@ -56,18 +56,10 @@ fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send
 /// reference counting per item. Returns `false` (with `ids` in any state) for anything else,
 /// which then takes pyo3's general extraction and gets its errors.
 fn ids_from_list(tokens: &Bound<'_, PyAny>, ids: &mut Vec<Rank>) -> bool {
-    let Ok(list) = tokens.cast_exact::<PyList>() else {
-        return false;
-    };
-    let mut buf = std::mem::take(ids);
-    buf.clear();
-    buf.reserve(list.len());
-    let ok = ints::each_list_id(list, |id| {
-        buf.push(id);
-        true
-    });
-    *ids = buf;
-    ok
+    match tokens.cast_exact::<PyList>() {
+        Ok(list) => ints::list_ids(list, ids),
+        Err(_) => false,
+    }
 }
 
 /// Id lists up to this long are decoded with the GIL held (a few microseconds, less than
