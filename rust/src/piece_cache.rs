@@ -138,8 +138,12 @@ impl Local<'_> {
         };
         let set = &slots[(h as usize) % SLOTS / 2];
         for e in &set.0 {
-            if e.hash == h && e.len as usize == piece.len() && &e.bytes[..piece.len()] == piece {
-                out.extend_from_slice(&e.ids[..e.n_ids as usize]);
+            if e.hash == h && e.len as usize == piece.len() && same_bytes(&e.bytes, piece) {
+                // All MAX_IDS slots, then cut back: a copy of fixed size is a few vector
+                // moves, where one of `n_ids` was a call to `memcpy`.
+                let end = out.len() + e.n_ids as usize;
+                out.extend_from_slice(&e.ids);
+                out.truncate(end);
                 return true;
             }
         }
@@ -166,6 +170,32 @@ impl Local<'_> {
     }
 }
 
+/// Are the first `piece.len()` bytes of `stored` those of `piece` (1 to [`MAX_PIECE`] bytes)?
+///
+/// Compared a word at a time with the last word overlapping, without a call: the slice
+/// compare this replaces called `memcmp` (or `bcmp`) on every hit, 2% of the encode's samples
+/// on English text.
+#[inline(always)]
+fn same_bytes(stored: &[u8; MAX_PIECE], piece: &[u8]) -> bool {
+    let n = piece.len();
+    if n < 8 {
+        return n > 0 && crate::short_table::load(piece) == crate::short_table::load(&stored[..n]);
+    }
+    let word = |b: &[u8], k: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[k..k + 8]);
+        u64::from_le_bytes(x)
+    };
+    let mut k = 0;
+    while k + 8 < n {
+        if word(stored, k) != word(piece, k) {
+            return false;
+        }
+        k += 8;
+    }
+    word(stored, n - 8) == word(piece, n - 8)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +206,27 @@ mod tests {
         assert_eq!(std::mem::align_of::<Set>(), 64);
         assert!(std::mem::offset_of!(Entry, hash) < std::mem::offset_of!(Entry, bytes));
         assert!(std::mem::offset_of!(Entry, ids) + 5 * 4 <= 64);
+    }
+
+    #[test]
+    fn same_bytes_sees_a_difference_at_every_position_and_length() {
+        for n in 1..=MAX_PIECE {
+            let piece: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37) | 1).collect();
+            let mut stored = [0u8; MAX_PIECE];
+            stored[..n].copy_from_slice(&piece);
+            assert!(same_bytes(&stored, &piece), "length {n}");
+            for at in 0..n {
+                let mut other = stored;
+                other[at] ^= 0x40;
+                assert!(!same_bytes(&other, &piece), "length {n}, byte {at}");
+            }
+            // Bytes past the piece are not compared.
+            let mut longer = stored;
+            if n < MAX_PIECE {
+                longer[n] = 0xFF;
+                assert!(same_bytes(&longer, &piece), "length {n}, byte after");
+            }
+        }
     }
 
     #[test]
