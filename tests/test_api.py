@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import pickle
 import threading
+from typing import Any
 
 import ferrotok
 import pytest
@@ -313,6 +314,14 @@ def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
     assert enc.decode_bytes_batch(want, num_threads=num_threads) == [t.encode() for t in ok]
 
 
+def _decode_outcome(enc: Any, tokens: Any) -> bytes | type[BaseException]:
+    """`enc.decode_bytes(tokens)`, or the type of what it raised (the type is compared)."""
+    try:
+        return enc.decode_bytes(tokens)
+    except BaseException as e:  # noqa: BLE001
+        return type(e)
+
+
 def _ferrotok_ids(recipe: str) -> list:
     """Id lists whose items are the int objects ferrotok's encode returns, alone or mixed with
     ints made elsewhere and with items that are not ids."""
@@ -352,15 +361,8 @@ def test_decode_bytes_of_ferrotok_made_ids_matches_tiktoken(recipe: str) -> None
     ours, theirs = pair("cl100k_base")
     tokens = _ferrotok_ids(recipe)
     assert all(type(t) in (int, str) for t in tokens)
-    try:
-        want: bytes | type[BaseException] = theirs.decode_bytes(tokens)
-    except BaseException as e:  # noqa: BLE001 - the type is what is compared
-        want = type(e)
-    try:
-        got: bytes | type[BaseException] = ours.decode_bytes(tokens)
-    except BaseException as e:  # noqa: BLE001
-        got = type(e)
-    assert got == want
+    got = _decode_outcome(ours, tokens)
+    assert got == _decode_outcome(theirs, tokens)
     if recipe == "encoded":
         assert got == "hello world, 你好世界 — ünïcödé".encode()
 
@@ -405,12 +407,4 @@ def test_decode_bytes_results_and_errors_match_tiktoken(tokens: list) -> None:
     # decode_bytes reads plain-int lists straight from the list (and decodes short ones with
     # the GIL held); anything unusual must still give tiktoken's bytes or tiktoken's error type.
     ours, theirs = pair("cl100k_base")
-    try:
-        want: bytes | type[BaseException] = theirs.decode_bytes(tokens)
-    except BaseException as e:  # noqa: BLE001 - the type is what is compared
-        want = type(e)
-    try:
-        got: bytes | type[BaseException] = ours.decode_bytes(tokens)
-    except BaseException as e:  # noqa: BLE001
-        got = type(e)
-    assert got == want
+    assert _decode_outcome(ours, tokens) == _decode_outcome(theirs, tokens)
