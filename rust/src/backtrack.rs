@@ -284,7 +284,8 @@ impl Backtrack {
         let n = piece.len();
         let base = out.len();
         // One bit per position: set = dead. On the stack for pieces up to 511 bytes (nearly
-        // all): zeroing 4 KiB's worth there, for every piece, was a `memset` call a piece.
+        // all); room for 4 KiB of positions there (512 bytes to zero) was a `memset` call a
+        // piece.
         let words = n / 64 + 1;
         let mut small = [0u64; 8];
         let mut large = Vec::new();

@@ -11,7 +11,7 @@
 //! than one table look-up a byte, and a `u64` per class lets a splitter find every boundary of
 //! the window with shifts and masks instead of a branch a char.
 
-use super::classes::scanned_piece;
+use super::classes::{scanned_piece, HI};
 use crate::error::Result;
 
 /// Window length: one bit of a `u64` per byte.
@@ -301,7 +301,7 @@ fn ascii_lead(w: &[u8; WINDOW]) -> usize {
     let high = |k: usize| {
         let mut x = [0u8; 8];
         x.copy_from_slice(&w[8 * k..8 * k + 8]);
-        u64::from_le_bytes(x) & 0x8080_8080_8080_8080
+        u64::from_le_bytes(x) & HI
     };
     if high(0) | high(1) | high(2) == 0 {
         return MIN_LEAD;
@@ -338,6 +338,9 @@ pub(crate) fn drive_windows<'t>(
                 let lead = ascii_lead(w);
                 if lead < MIN_LEAD {
                     retry_at = i + lead;
+                    // The scalar piece right here, not by falling through to the one below:
+                    // with the fall-through, splitting the Japanese megabyte on o200k ran at
+                    // 0.95x (best of 30 rounds, 8 alternations).
                     let end = piece_end(b, i);
                     f(scanned_piece(text, i, end)?)?;
                     i = end;

@@ -249,7 +249,8 @@ pub(crate) enum AsciiRun {
     Lower,
 }
 
-const HI: u64 = 0x8080_8080_8080_8080;
+/// The high bit of every byte of a `u64`.
+pub(crate) const HI: u64 = 0x8080_8080_8080_8080;
 const ONES: u64 = 0x0101_0101_0101_0101;
 
 /// High bit of each byte lane of `x` (every lane < 0x80) set iff that lane is in `lo..=hi`
