@@ -257,6 +257,22 @@ def test_special_tokens_with_huge_ids_like_tiktoken() -> None:
     assert ours_far.decode_single_token_bytes(3_000_000_000) == b"<|far|>"
 
 
+def test_lists_whose_largest_id_sits_at_the_edges_of_the_shared_ints() -> None:
+    # A list whose ids are all below 2**18 is filled in one loop after the shared int objects
+    # up to its largest id are made; others are filled id by id, with fresh ints from 2**21
+    # up. Each edge, as a list's largest id, must still give the right ints.
+    edges = {"<|a|>": 2**18 - 1, "<|b|>": 2**18, "<|c|>": 2**21 - 1, "<|d|>": 2**21}
+    kwargs = variant_of("r50k_base", "edges", {**edges, "<|endoftext|>": 50256})
+    ours, theirs = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
+    for name, top in edges.items():
+        text = f"ids 0 and 255 and 50255: 日本語{name}!"
+        want = theirs.encode(text, allowed_special="all")
+        got = ours.encode(text, allowed_special="all")
+        assert got == want and max(got) == top
+        assert [i + 0 for i in got] == [int(str(i)) for i in got] == want
+        assert ours.encode_batch([text] * 3, allowed_special="all", num_threads=2) == [want] * 3
+
+
 def test_returned_ids_are_plain_ints_that_outlive_their_encoding() -> None:
     # encode hands out shared int objects that ferrotok lays out itself and never frees: they
     # must behave as ordinary ints, and stay valid after their Encoding and every list holding

@@ -9,7 +9,7 @@ use crate::vocab::Rank;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Where this interpreter keeps a small `int`'s value, so that ids can be read straight from
@@ -159,6 +159,12 @@ fn list_id<const LAYOUT: u8>(
 /// text sat on that write. (Part of that moves to the list's free, whose decrement now meets
 /// the object first; the encode loop came out 1.02-1.04x as fast.) Where the layout is
 /// unknown the ints are made by the C API.
+///
+/// When every id has an object (the usual case), the list's item array is filled in one
+/// loop with no branch and no load per item: each item is the region's base plus 32 times
+/// the id, which the compiler turns into a few vector instructions for several ids at once.
+/// The per-item loop it replaced (a chunk check, a load of the list's item pointer and a
+/// store per id) was 14 instructions an id.
 pub(super) fn id_list<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
     let shared = id_int_spec(py).and_then(|spec| Some((spec, region()?)));
     // SAFETY: `PyList_New` gives a new list of `ids.len()` NULL items (or NULL with an
@@ -175,6 +181,26 @@ pub(super) fn id_list<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py,
             return Err(PyErr::fetch(py));
         }
         let list = Bound::from_owned_ptr(py, raw).cast_into_unchecked::<PyList>();
+        if let Some((spec, region)) = shared {
+            if let Some(top) = ids.iter().copied().max() {
+                if region.make_through(spec, top) {
+                    // SAFETY (in addition to the above): `raw` is a list (`PyList_New`) of
+                    // `len` items, so on CPython its `ob_item` array holds `len` pointers,
+                    // all NULL and owned by the list; nothing else sees the new list yet.
+                    // Every id is at most `top`, whose chunk and all chunks before it are
+                    // made (`make_through`), so each pointer is a made id int.
+                    let items = std::slice::from_raw_parts_mut(
+                        (*raw.cast::<ffi::PyListObject>()).ob_item,
+                        ids.len(),
+                    );
+                    let base = region.base as usize;
+                    for (item, &id) in items.iter_mut().zip(ids) {
+                        *item = (base + id as usize * std::mem::size_of::<IdInt>()) as *mut _;
+                    }
+                    return Ok(list);
+                }
+            }
+        }
         for (i, &id) in ids.iter().enumerate() {
             let item = match shared.and_then(|(spec, region)| id_int(spec, region, id)) {
                 Some(obj) => obj,
@@ -222,6 +248,9 @@ struct IdInt {
 const CHUNK: usize = 1 << 12;
 /// Ids from here up (only special tokens can have them) get fresh ints.
 const ID_INT_LIMIT: usize = 1 << 21;
+/// [`id_list`]'s one-loop fill takes lists whose ids are all below this: it makes every
+/// chunk up to the largest id, at most 8 MiB (o200k's 200k ids take 6.4).
+const FILL_LIMIT: usize = 1 << 18;
 
 /// Where the id ints live: one allocation with room for all [`ID_INT_LIMIT`] of them (64 MiB
 /// of address space, of which the system backs only the pages of the chunks made), never
@@ -233,6 +262,8 @@ struct Region {
     made: [AtomicBool; ID_INT_LIMIT / CHUNK],
     /// Held while a chunk is being written.
     making: Mutex<()>,
+    /// Every chunk below this index is made.
+    made_below: AtomicUsize,
 }
 
 // SAFETY: `base` points to memory owned by the region for the whole process (it is leaked,
@@ -258,6 +289,7 @@ fn region() -> Option<&'static Region> {
                 base,
                 made: [const { AtomicBool::new(false) }; ID_INT_LIMIT / CHUNK],
                 making: Mutex::new(()),
+                made_below: AtomicUsize::new(0),
             })
         })
         .as_ref()
@@ -274,6 +306,36 @@ impl Region {
         // only pointers into it that ever leave this module are those of made objects
         // (`id_int`). Its value, set when its chunk was made and never changed, is its index.
         (offset < ID_INT_LIMIT * size && offset % size == 0).then_some((offset / size) as Rank)
+    }
+
+    /// Makes the chunk of id `top` and every chunk before it, unless made; `false` (nothing
+    /// made) if `top` is not below [`FILL_LIMIT`]. Once it returns `true`, every id up to
+    /// `top` has its object.
+    #[inline(always)]
+    fn make_through(&self, spec: IdIntSpec, top: Rank) -> bool {
+        let top = top as usize;
+        if top / CHUNK < self.made_below.load(Ordering::Acquire) {
+            return true;
+        }
+        if top >= FILL_LIMIT {
+            return false;
+        }
+        self.make_below(spec, top / CHUNK + 1);
+        true
+    }
+
+    /// Makes chunks `0..end` (those not made yet), then records that they are.
+    #[cold]
+    #[inline(never)]
+    fn make_below(&self, spec: IdIntSpec, end: usize) {
+        for (index, made) in self.made[..end].iter().enumerate() {
+            if !made.load(Ordering::Acquire) {
+                make_chunk(spec, self, index);
+            }
+        }
+        // Each chunk was seen made (Acquire) after its objects were written, so a thread
+        // that sees this (Acquire) sees them too.
+        self.made_below.fetch_max(end, Ordering::Release);
     }
 }
 
