@@ -299,6 +299,8 @@ impl Backtrack {
             .spines
             .as_ref()
             .filter(|_| piece.last().is_some_and(|&b| !b.is_ascii()));
+        // Until some position dies (rare on real text), every end is alive: no bit to test.
+        let mut any_dead = false;
         let mut pos = 0usize;
         let mut next = self.longest_match(piece);
         while pos < n {
@@ -308,7 +310,7 @@ impl Backtrack {
             };
             loop {
                 let end = pos + len;
-                let alive = dead[end / 64] & (1 << (end % 64)) == 0;
+                let alive = !any_dead || dead[end / 64] & (1 << (end % 64)) == 0;
                 if alive
                     && (out.len() == base || self.compatible(vocab, spines, out[out.len() - 1], t))
                 {
@@ -329,6 +331,7 @@ impl Backtrack {
                 }
                 // No token starts here in any BPE sequence: retreat by one token.
                 dead[pos / 64] |= 1 << (pos % 64);
+                any_dead = true;
                 if out.len() == base {
                     return false;
                 }

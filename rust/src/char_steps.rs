@@ -54,9 +54,10 @@ impl CharSteps {
             bloom_shift: 64 - bloom_bits.trailing_zeros(),
         };
         for (node, cp, step) in steps {
-            let b = t.bloom_bit(node, cp);
+            let h = Self::hash(node, cp);
+            let b = t.bloom_bit(h);
             t.bloom[b / 64] |= 1 << (b % 64);
-            let mut i = t.index(node, cp);
+            let mut i = t.index(h);
             while t.slots[i][0] != FREE {
                 i = (i + 1) & (cap - 1);
             }
@@ -70,19 +71,22 @@ impl CharSteps {
         t
     }
 
+    /// One product for both the filter and the slots: its top bits pick the filter bit, the
+    /// bits below them the first slot (one multiply a probe, not two).
     #[inline(always)]
-    fn index(&self, node: u32, cp: u16) -> usize {
-        ((node as u64) << 16 | cp as u64)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_shr(self.shift) as usize
+    fn hash(node: u32, cp: u16) -> u64 {
+        ((node as u64) << 16 | cp as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
     }
 
-    /// The filter bit of `(node, cp)`: the top bits of a product with another odd constant.
     #[inline(always)]
-    fn bloom_bit(&self, node: u32, cp: u16) -> usize {
-        ((node as u64) << 16 | cp as u64)
-            .wrapping_mul(0xD6E8_FEB8_6659_FD93)
-            .wrapping_shr(self.bloom_shift) as usize
+    fn index(&self, h: u64) -> usize {
+        (h << (64 - self.bloom_shift)).wrapping_shr(self.shift) as usize
+    }
+
+    /// The filter bit of a key's hash `h`.
+    #[inline(always)]
+    fn bloom_bit(&self, h: u64) -> usize {
+        h.wrapping_shr(self.bloom_shift) as usize
     }
 
     /// The step stored for `(node, cp)`.
@@ -91,12 +95,13 @@ impl CharSteps {
         if self.slots.is_empty() {
             return None;
         }
-        let b = self.bloom_bit(node, cp);
+        let h = Self::hash(node, cp);
+        let b = self.bloom_bit(h);
         if self.bloom[b / 64] & (1 << (b % 64)) == 0 {
             return None;
         }
         let mask = self.slots.len() - 1;
-        let mut i = self.index(node, cp);
+        let mut i = self.index(h);
         loop {
             let [n, key, next, best] = self.slots[i];
             if n == node && key as u16 == cp {
@@ -149,7 +154,7 @@ mod tests {
                     continue;
                 }
                 assert_eq!(t.get(node, cp), None, "({node}, {cp})");
-                let b = t.bloom_bit(node, cp);
+                let b = t.bloom_bit(CharSteps::hash(node, cp));
                 absent += 1;
                 past_filter += (t.bloom[b / 64] >> (b % 64) & 1) as usize;
             }

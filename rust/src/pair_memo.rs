@@ -31,12 +31,11 @@ pub struct PairMemo {
 }
 
 /// A bijection of `0..2^42` that spreads nearby pairs over the sets: multiplying by an odd
-/// number and xor-ing in a right shift by half the width can each be undone modulo 2^42.
+/// number can be undone modulo 2^42, and the product's top bits (the set) depend on every
+/// bit of the key.
 #[inline(always)]
 fn mix(key: u64) -> u64 {
-    let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) & KEY_MASK;
-    let h = h ^ (h >> ID_BITS);
-    h.wrapping_mul(0xD6E8_FEB8_6659_FD93) & KEY_MASK
+    key.wrapping_mul(0x9E37_79B9_7F4A_7C15) & KEY_MASK
 }
 
 impl Default for PairMemo {
@@ -92,8 +91,7 @@ mod tests {
     /// `mix` must be one-to-one, or two pairs could share a set and a tag.
     #[test]
     fn mix_is_one_to_one_on_a_sample_and_can_be_undone() {
-        // Undo each step: the inverse of an odd multiplier modulo 2^42 by Newton's iteration,
-        // and the xor-shift by applying it again (a shift of 21 on 42 bits is its own inverse).
+        // Undo it: the inverse of an odd multiplier modulo 2^42 by Newton's iteration.
         let inverse = |m: u64| {
             let mut x = m;
             for _ in 0..6 {
@@ -101,11 +99,7 @@ mod tests {
             }
             x
         };
-        let unmix = |h: u64| {
-            let h = h.wrapping_mul(inverse(0xD6E8_FEB8_6659_FD93)) & KEY_MASK;
-            let h = h ^ (h >> ID_BITS);
-            h.wrapping_mul(inverse(0x9E37_79B9_7F4A_7C15)) & KEY_MASK
-        };
+        let unmix = |h: u64| h.wrapping_mul(inverse(0x9E37_79B9_7F4A_7C15)) & KEY_MASK;
         let mut x: u64 = 1;
         for _ in 0..100_000 {
             x = x
