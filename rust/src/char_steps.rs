@@ -36,7 +36,8 @@ const FREE: u32 = u32::MAX;
 pub struct CharSteps {
     slots: Vec<[u32; 4]>,
     shift: u32,
-    /// One bit per key, at a hash independent of `index`'s: clear means no such key.
+    /// One bit per key, from the top bits of the key's hash (`index` takes the bits below
+    /// them): clear means no such key.
     bloom: Vec<u64>,
     bloom_shift: u32,
 }
@@ -80,7 +81,8 @@ impl CharSteps {
 
     #[inline(always)]
     fn index(&self, h: u64) -> usize {
-        (h << (64 - self.bloom_shift)).wrapping_shr(self.shift) as usize
+        h.wrapping_shl(64 - self.bloom_shift)
+            .wrapping_shr(self.shift) as usize
     }
 
     /// The filter bit of a key's hash `h`.
