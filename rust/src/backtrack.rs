@@ -46,9 +46,6 @@ pub struct Backtrack {
     /// Text repeats its token pairs (a CJK run reuses the same few thousand characters), and
     /// one probe here replaces an unwinding that touches the pair table several times.
     memo: PairMemo,
-    /// Which pairs might be in the pair table: `unwind` asks it before each table probe, as
-    /// nearly every probe there finds no merge (see `pair_filter.rs`).
-    filter: PairFilter,
     /// Asked before the memo, on pieces where it pays (see [`Spines`]); `None` for large
     /// vocabularies.
     spines: Option<Spines>,
@@ -168,13 +165,13 @@ impl Backtrack {
     /// rank is not below the token's (then the unwinding in `compatible` would be wrong).
     pub fn new(vocab: &Vocab) -> Option<Backtrack> {
         let n = vocab.n_ids();
-        let filter = PairFilter::new(vocab.pairs.n_pairs(), vocab.pairs.pairs());
+        let filter = vocab.pair_filter();
         // Per rank: Some(split) for reachable ordinary tokens.
         let merges: Vec<Option<(Rank, Rank)>> = (0..n as Rank)
             .into_par_iter()
             .map(|r| {
                 let bytes = vocab.ordinary_bytes(r)?;
-                let last = last_merge(vocab, &filter, bytes)?;
+                let last = last_merge(vocab, filter, bytes)?;
                 Some(last.unwrap_or((r, r)))
             })
             .collect();
@@ -209,7 +206,6 @@ impl Backtrack {
             next_prefix,
             split,
             memo: PairMemo::default(),
-            filter,
             spines,
         })
     }
@@ -242,10 +238,14 @@ impl Backtrack {
     /// boundary were both alive until `m` happened, so a token across the boundary with a rank
     /// below `m` (on the right side: at most `m`, as the boundary pair is further left and
     /// wins the tie) would have been merged first and the pair is not compatible.
+    ///
+    /// Nearly every pair it asks about does not merge: the vocabulary's pair filter settles
+    /// those before the table is probed.
     fn unwind(&self, vocab: &Vocab, mut left: Rank, mut right: Rank) -> bool {
+        let filter = vocab.pair_filter();
         let mut limit = Rank::MAX;
         loop {
-            if self.filter.may_merge(left, right) {
+            if filter.may_merge(left, right) {
                 if let Some(m) = vocab.pairs.get(left, right) {
                     if m < limit {
                         return false;
@@ -353,7 +353,6 @@ impl Backtrack {
             + self.next_prefix.len() * 4
             + self.split.len() * 8
             + self.memo.memory_bytes()
-            + self.filter.memory_bytes()
             + self.spines.as_ref().map_or(0, Spines::memory_bytes)
     }
 }

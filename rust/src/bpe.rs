@@ -198,6 +198,16 @@ pub fn merge_scan(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()
     for (p, w) in pair.iter_mut().zip(piece.windows(2)) {
         *p = pairs.byte_pair(w[0], w[1]);
     }
+    // Most pairs beside a merge do not merge; the filter settles those from L2, where the
+    // pair table (4-8 MB) would be a cache miss for every piece met for the first time.
+    let filter = vocab.pair_filter();
+    let lookup = |a: Rank, b: Rank| {
+        if filter.may_merge(a, b) {
+            pairs.get(a, b).unwrap_or(NO_RANK)
+        } else {
+            NO_RANK
+        }
+    };
     let mut n = m; // number of parts
     loop {
         // Leftmost minimum over the pairs.
@@ -218,12 +228,12 @@ pub fn merge_scan(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()
         pair.copy_within(at + 1..n - 1, at);
         n -= 1;
         pair[at] = if at + 1 < n {
-            pairs.get(tok[at], tok[at + 1]).unwrap_or(NO_RANK)
+            lookup(tok[at], tok[at + 1])
         } else {
             NO_RANK
         };
         if at > 0 {
-            pair[at - 1] = pairs.get(tok[at - 1], tok[at]).unwrap_or(NO_RANK);
+            pair[at - 1] = lookup(tok[at - 1], tok[at]);
         }
     }
     out.extend_from_slice(&tok[..n]);

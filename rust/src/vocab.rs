@@ -10,6 +10,7 @@
 use crate::backtrack::Backtrack;
 use crate::error::{Error, Result};
 use crate::mid_table::MidTable;
+use crate::pair_filter::PairFilter;
 use crate::pair_table::PairTable;
 use crate::short_table::{self, ShortTable};
 use crate::token_table::TokenTable;
@@ -57,6 +58,8 @@ pub struct Vocab {
     /// The backtracking encoder for long pieces, built when the first one comes (`None` if
     /// this vocabulary's merges do not allow it; see `backtrack.rs`).
     backtrack: OnceLock<Option<Backtrack>>,
+    /// Which pairs might merge, built at the first BPE that needs it (see `pair_filter.rs`).
+    pair_filter: OnceLock<PairFilter>,
 }
 
 impl Vocab {
@@ -158,6 +161,7 @@ impl Vocab {
             far_specials,
             byte_ranks,
             backtrack: OnceLock::new(),
+            pair_filter: OnceLock::new(),
         };
         // In rank order, so that the tables' open addressing gives the lowest ranks (BPE's
         // earliest merges, the most frequent tokens) their home slots: see `short_home`.
@@ -285,6 +289,13 @@ impl Vocab {
 
     /// The backtracking encoder, built on first use; `None` where it does not apply.
     #[inline]
+    /// The filter in front of the pair table, built on first use (a few milliseconds for
+    /// o200k): most look-ups of a pair that does not merge end there, in L2.
+    pub fn pair_filter(&self) -> &PairFilter {
+        self.pair_filter
+            .get_or_init(|| PairFilter::new(self.pairs.n_pairs(), self.pairs.pairs()))
+    }
+
     pub fn backtrack(&self) -> Option<&Backtrack> {
         self.backtrack.get_or_init(|| Backtrack::new(self)).as_ref()
     }
@@ -302,6 +313,7 @@ impl Vocab {
             + self.is_special.len()
             + self.decode_slots.len() * 16
             + backtrack.map_or(0, Backtrack::memory_bytes)
+            + self.pair_filter.get().map_or(0, PairFilter::memory_bytes)
     }
 
     /// Concatenated bytes of `ids`, failing on the first unknown id.
