@@ -13,6 +13,11 @@
 //! still missed 3,112 of its 21,177 (cl100k; 1,133 with 32,768).
 //! Each thread has its own cache (`thread_local::ThreadLocal`), so no locks; an encode call
 //! looks its thread's slots up once and keeps them in a [`Local`] for all its pieces.
+//! In front of the sets, one tag byte per way (32 KiB a thread) turns away most pieces the
+//! cache does not hold without reading their set: on text met once, where a third of the
+//! probes miss, each such probe read two lines that were misses in L2. Measured at 8 MB a
+//! corpus (Rust core, best of 5, alternated): r50k multilingual 150 -> 157 MB/s, o200k English
+//! 253 -> 257, cl100k and o200k multilingual within 1%; at 1 MB no change beyond noise.
 
 use std::cell::{RefCell, RefMut};
 use thread_local::ThreadLocal;
@@ -62,7 +67,21 @@ const EMPTY: Entry = Entry {
 struct Set([Entry; 2]);
 
 pub struct PieceCache {
-    per_thread: ThreadLocal<OwnLine<RefCell<Box<[Set]>>>>,
+    per_thread: ThreadLocal<OwnLine<RefCell<Slots>>>,
+}
+
+/// A thread's sets, and per set the tags of its two ways (the hash's top byte, 0 for an
+/// empty way): 32 KiB that stay in L1/L2, so that a piece the cache does not hold is turned
+/// away without reading its set (two lines of a 3 MiB array, misses in L2 on text met once).
+struct Slots {
+    sets: Box<[Set]>,
+    tags: Box<[[u8; 2]]>,
+}
+
+/// The tag of hash `h`: its top byte (the set is chosen by the low bits).
+#[inline(always)]
+fn tag(h: u64) -> u8 {
+    (h >> 56) as u8
 }
 
 /// A thread's slot handle on cache lines of its own. `ThreadLocal` keeps the values of
@@ -87,13 +106,14 @@ impl PieceCache {
     }
 
     #[inline(always)]
-    fn slots(&self) -> &RefCell<Box<[Set]>> {
+    fn slots(&self) -> &RefCell<Slots> {
         &self
             .per_thread
             .get_or(|| {
-                OwnLine(RefCell::new(
-                    vec![Set([EMPTY; 2]); SLOTS / 2].into_boxed_slice(),
-                ))
+                OwnLine(RefCell::new(Slots {
+                    sets: vec![Set([EMPTY; 2]); SLOTS / 2].into_boxed_slice(),
+                    tags: vec![[0; 2]; SLOTS / 2].into_boxed_slice(),
+                }))
             })
             .0
     }
@@ -117,7 +137,7 @@ pub struct Local<'c> {
     /// Where to borrow the slots from; taken at the first try, so a failed borrow is not
     /// retried on every piece.
     cache: Option<&'c PieceCache>,
-    slots: Option<RefMut<'c, Box<[Set]>>>,
+    slots: Option<RefMut<'c, Slots>>,
 }
 
 impl Local<'_> {
@@ -130,13 +150,13 @@ impl Local<'_> {
     }
 
     #[inline(always)]
-    fn slots(&mut self) -> Option<&mut [Set]> {
+    fn slots(&mut self) -> Option<&mut Slots> {
         if self.slots.is_none() {
             // A second `Local` on this thread at once (no encode path makes one) finds the
             // slots borrowed and goes without.
             self.slots = self.cache.take()?.slots().try_borrow_mut().ok();
         }
-        self.slots.as_deref_mut().map(|s| &mut s[..])
+        self.slots.as_deref_mut()
     }
 
     /// Appends the cached ids of `piece` (hash `h`) to `out`; false on a miss.
@@ -148,7 +168,11 @@ impl Local<'_> {
         let Some(slots) = self.slots() else {
             return false;
         };
-        let set = &slots[(h as usize) % SLOTS / 2];
+        let i = (h as usize) % SLOTS / 2;
+        if !slots.tags[i].contains(&tag(h)) {
+            return false;
+        }
+        let set = &slots.sets[i];
         for e in &set.0 {
             if e.hash == h && e.len as usize == piece.len() && same_bytes(&e.bytes, piece) {
                 if e.n_ids & NARROW == 0 {
@@ -179,7 +203,9 @@ impl Local<'_> {
         let Some(slots) = self.slots() else {
             return;
         };
-        let set = &mut slots[(h as usize) % SLOTS / 2];
+        let i = (h as usize) % SLOTS / 2;
+        slots.tags[i] = [tag(h), slots.tags[i][0]];
+        let set = &mut slots.sets[i];
         set.0[1] = set.0[0];
         let e = &mut set.0[0];
         e.hash = h;
@@ -304,6 +330,34 @@ mod tests {
         let wide: Vec<u32> = (0..MAX_IDS as u32).map(|i| 199_000 + i).collect();
         c.put(b"wide", 3, &wide);
         assert!(c.get(b"wide", 3, &mut out) && out == wide);
+    }
+
+    #[test]
+    fn a_sets_tags_follow_its_two_ways() {
+        // Four hashes of one set (low bits 7) with different top bytes, so different tags.
+        let h = |t: u64| t << 56 | 7;
+        let c = PieceCache::new();
+        let mut c = c.local();
+        let mut out = Vec::new();
+        c.put(b"one", h(1), &[1]);
+        c.put(b"two", h(2), &[2]);
+        assert!(c.get(b"one", h(1), &mut out) && out == [1]);
+        out.clear();
+        assert!(c.get(b"two", h(2), &mut out) && out == [2]);
+        out.clear();
+        c.put(b"three", h(3), &[3]);
+        assert!(
+            !c.get(b"one", h(1), &mut out),
+            "the oldest way is gone, tag and all"
+        );
+        assert!(c.get(b"three", h(3), &mut out) && out == [3]);
+        out.clear();
+        assert!(
+            c.get(b"two", h(2), &mut out) && out == [2],
+            "moved behind with its tag"
+        );
+        // A tag that matches does not make a hit by itself: the set's key decides.
+        assert!(!c.get(b"owt", h(2), &mut out) && !c.get(b"two", h(4), &mut out));
     }
 
     #[test]
