@@ -14,9 +14,10 @@
 //!
 //! Text in three-byte chars (CJK, Thai, Devanagari, ...) goes down whole chars at a time: one
 //! load of `char3` for the first char (which most often also tells that the token ends there)
-//! and one probe of `steps` for each char after it, in place of three steps of one byte. Why: a byte step ends in a branch on whether the token
-//! goes on, which the branch predictor cannot know on such text; most of the cost was in
-//! those mispredicted branches rather than in the loads (see `after_chars`).
+//! and one probe of `steps` for each char after it, in place of three steps of one byte.
+//! Why: a byte step ends in a branch on whether the token goes on, which the branch predictor
+//! cannot know on such text; most of the cost was in those mispredicted branches rather than
+//! in the loads (see `after_chars`).
 
 use crate::char_steps::{CharSteps, Step};
 use crate::vocab::{Rank, NO_RANK};
@@ -413,13 +414,13 @@ impl PrefixTrie {
 /// char.
 ///
 /// Why the followers: after most chars of CJK text the token ends (in the benchmark's Japanese
-/// megabyte, 57% of the tokens o200k's walk finds are one char), and the probe of `steps` that found
-/// so read the step table's filter, a second load after this entry's, and then branched on
-/// it. A clear bit answers from the entry's own line (16 bytes, aligned, so never split).
-/// Measured against the filter alone: the backtracking walk on o200k multilingual went
-/// 212 → 222 MB/s (medians of 5 alternations, best of 20 rounds each), and the Python
-/// encode loop in one process 1.036-1.052x on o200k and 1.062x on cl100k (15-21 paired
-/// rounds).
+/// megabyte, 57% of the tokens o200k's walk finds are one char), and the probe of `steps`
+/// that found so read the step table's filter, a second load after this entry's, and then
+/// branched on it. A clear bit answers from the entry's own line (16 bytes, aligned, so
+/// never split). Measured against the filter alone: the backtracking walk on o200k
+/// multilingual went 212 → 222 MB/s (medians of 5 alternations, best of 20 rounds each), and
+/// the Python encode loop in one process 1.036-1.052x on o200k and 1.062x on cl100k (15-21
+/// paired rounds).
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Char3 {
