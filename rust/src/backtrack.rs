@@ -210,6 +210,12 @@ impl Backtrack {
         })
     }
 
+    /// Does BPE of token `r`'s bytes give `r` back? (Every byte token does; a few longer
+    /// tokens of a trained vocabulary cannot be reached by any merge.)
+    pub fn is_reachable(&self, r: Rank) -> bool {
+        self.split.get(r as usize).is_some_and(|s| s.0 != NO_RANK)
+    }
+
     /// The longest reachable token that `text` starts with, and its length.
     #[inline(always)]
     fn longest_match(&self, text: &[u8]) -> Option<(Rank, usize)> {

@@ -21,7 +21,8 @@
 //! Before any of these, [`encode_piece`] answers whole-token pieces with one probe (the
 //! short-token table for pieces of up to 8 bytes, the mid table for 9-16) and repeated
 //! multi-token pieces from the per-thread cache ([`Local`], a thread's share of a
-//! [`PieceCache`](crate::piece_cache::PieceCache)); and in front of it, for pieces cut out of
+//! [`PieceCache`](crate::piece_cache::PieceCache)), and cuts a long CJK piece into parts
+//! that no token spans ([`crate::char_cuts`]); and in front of it, for pieces cut out of
 //! a text, [`encode_piece_in`] answers most short whole tokens with one compare.
 
 use crate::error::{Error, Result};
@@ -90,8 +91,51 @@ pub fn encode_piece_in(
 }
 
 /// Encode one piece, appending its tokens to `out`. `cache` remembers multi-token pieces.
+///
+/// A piece of more than 8 bytes that ends in a three-byte char from U+1000 up (Chinese,
+/// Japanese, Korean, ...) and that is not a token or in the cache is cut where no token spans
+/// (`char_cuts.rs`) rather than walked; its parts are looked up and cached one by one, and
+/// the piece itself is cached only if nothing cut it. A cut piece is seldom met again as a
+/// whole (a sentence or clause), while its parts are met all the time.
 #[inline]
 pub fn encode_piece(
+    vocab: &Vocab,
+    piece: &[u8],
+    cache: &mut Local<'_>,
+    out: &mut Vec<Rank>,
+) -> Result<()> {
+    if piece.len() > crate::short_table::MAX_LEN && ends_in_char_from_u1000(piece) {
+        return encode_one::<CUT_PIECE>(vocab, piece, cache, out);
+    }
+    encode_one::<PIECE>(vocab, piece, cache, out)
+}
+
+/// What [`encode_one`] is given. A piece that is a whole token is that token (tiktoken's rule,
+/// even for the few tokens BPE cannot reach); a part of a cut piece is BPE proper, so there a
+/// whole token counts only if BPE reaches it.
+const PIECE: u8 = 0;
+/// A piece that is cut where no token spans, rather than merged.
+const CUT_PIECE: u8 = 1;
+/// A part of a cut piece.
+const PART: u8 = 2;
+
+/// May [`encode_one`] of kind `K` answer its bytes with the whole token `r`?
+#[inline(always)]
+fn whole<const K: u8>(vocab: &Vocab, r: Rank) -> bool {
+    K != PART || vocab.char_cuts().is_some_and(|c| c.reachable(r))
+}
+
+/// Does `piece` end in a three-byte char from U+1000 up (lead byte 0xE1-0xEF)? Chars below
+/// it are not worth the look for cuts: see `char_cuts.rs`.
+#[inline(always)]
+fn ends_in_char_from_u1000(piece: &[u8]) -> bool {
+    piece.len() >= 3 && (0xE1..=0xEF).contains(&piece[piece.len() - 3])
+}
+
+/// [`encode_piece`] without its choice, for bytes of kind `K` ([`PIECE`], [`CUT_PIECE`] or
+/// [`PART`]). The parts of a cut piece come back through here; none of them has a cut.
+#[inline(always)]
+fn encode_one<const K: u8>(
     vocab: &Vocab,
     piece: &[u8],
     cache: &mut Local<'_>,
@@ -108,7 +152,7 @@ pub fn encode_piece(
     // Most pieces of real text are whole tokens: one probe, and for the short ones (nearly
     // all) a probe that never leaves the slot.
     if piece.len() <= crate::short_table::MAX_LEN {
-        if let Some(r) = vocab.short_rank(piece) {
+        if let Some(r) = vocab.short_rank(piece).filter(|&r| whole::<K>(vocab, r)) {
             out.push(r);
             return Ok(());
         }
@@ -116,7 +160,7 @@ pub fn encode_piece(
     // The next most common whole tokens, 9-16 bytes, are one slot of the mid table; a miss
     // there is a sure miss, so such a piece skips the general table.
     if piece.len() <= crate::mid_table::MAX_LEN {
-        if let Some(r) = vocab.mid_rank(piece) {
+        if let Some(r) = vocab.mid_rank(piece).filter(|&r| whole::<K>(vocab, r)) {
             out.push(r);
             return Ok(());
         }
@@ -124,11 +168,14 @@ pub fn encode_piece(
     // Too long for the cache, and a whole token the walk returns as one: no hash is needed.
     // (Japanese and Chinese sentences are pieces of this kind, tens of bytes each.)
     if piece.len() > crate::piece_cache::MAX_PIECE && walk_finds_whole_token(vocab, piece) {
-        return merge(vocab, piece, out);
+        return cut_or_merge::<K>(vocab, piece, cache, out).map(|_| ());
     }
     let h = hash_bytes(piece);
     if piece.len() > crate::mid_table::MAX_LEN && !walk_finds_whole_token(vocab, piece) {
-        if let Some(r) = vocab.rank_hashed(piece, h) {
+        if let Some(r) = vocab
+            .rank_hashed(piece, h)
+            .filter(|&r| whole::<K>(vocab, r))
+        {
             out.push(r);
             return Ok(());
         }
@@ -137,9 +184,38 @@ pub fn encode_piece(
         return Ok(());
     }
     let start = out.len();
-    merge(vocab, piece, out)?;
-    cache.put(piece, h, &out[start..]);
+    if !cut_or_merge::<K>(vocab, piece, cache, out)? {
+        cache.put(piece, h, &out[start..]);
+    }
     Ok(())
+}
+
+/// For a [`CUT_PIECE`], the piece cut where no token spans if it has such a place (returns
+/// true), else [`merge`].
+#[inline(always)]
+fn cut_or_merge<const K: u8>(
+    vocab: &Vocab,
+    piece: &[u8],
+    cache: &mut Local<'_>,
+    out: &mut Vec<Rank>,
+) -> Result<bool> {
+    if K == CUT_PIECE && cut(vocab, piece, cache, out)? {
+        return Ok(true);
+    }
+    merge(vocab, piece, out)?;
+    Ok(false)
+}
+
+/// The piece's parts between cuts, each through [`encode_one`]; false (nothing appended) if
+/// the vocabulary has no cut tables or no boundary of the piece is a cut.
+#[inline(never)]
+fn cut(vocab: &Vocab, piece: &[u8], cache: &mut Local<'_>, out: &mut Vec<Rank>) -> Result<bool> {
+    let Some(cuts) = vocab.char_cuts() else {
+        return Ok(false);
+    };
+    cuts.encode(piece, out, |part, out| {
+        encode_one::<PART>(vocab, part, cache, out)
+    })
 }
 
 /// Will `merge` give a piece that is a whole token back as that one token, by itself?

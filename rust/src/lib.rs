@@ -8,6 +8,7 @@
 pub mod backtrack;
 pub mod blocked_bloom;
 pub mod bpe;
+pub mod char_cuts;
 pub mod char_steps;
 pub mod encoder;
 pub mod error;

@@ -8,6 +8,7 @@
 //! up in a [`TokenTable`] over the same buffer, so each token's bytes are stored once.
 
 use crate::backtrack::Backtrack;
+use crate::char_cuts::CharCuts;
 use crate::error::{Error, Result};
 use crate::mid_table::MidTable;
 use crate::pair_filter::PairFilter;
@@ -60,6 +61,9 @@ pub struct Vocab {
     backtrack: OnceLock<Option<Backtrack>>,
     /// Which pairs might merge, built at the first BPE that needs it (see `pair_filter.rs`).
     pair_filter: OnceLock<PairFilter>,
+    /// Where long CJK pieces may be cut, built at the first one (`None` for a vocabulary with
+    /// too few such chars; see `char_cuts.rs`).
+    char_cuts: OnceLock<Option<CharCuts>>,
 }
 
 impl Vocab {
@@ -162,6 +166,7 @@ impl Vocab {
             byte_ranks,
             backtrack: OnceLock::new(),
             pair_filter: OnceLock::new(),
+            char_cuts: OnceLock::new(),
         };
         // In rank order, so that the tables' open addressing gives the lowest ranks (BPE's
         // earliest merges, the most frequent tokens) their home slots: see `short_home`.
@@ -295,6 +300,13 @@ impl Vocab {
             .get_or_init(|| PairFilter::new(self.pairs.n_pairs(), self.pairs.pairs()))
     }
 
+    /// The cut tables (see `char_cuts.rs`), built on first use; `None` where they would not
+    /// pay.
+    #[inline]
+    pub fn char_cuts(&self) -> Option<&CharCuts> {
+        self.char_cuts.get_or_init(|| CharCuts::new(self)).as_ref()
+    }
+
     /// The backtracking encoder, built on first use; `None` where it does not apply.
     #[inline]
     pub fn backtrack(&self) -> Option<&Backtrack> {
@@ -315,6 +327,11 @@ impl Vocab {
             + self.decode_slots.len() * 16
             + backtrack.map_or(0, Backtrack::memory_bytes)
             + self.pair_filter.get().map_or(0, PairFilter::memory_bytes)
+            + self
+                .char_cuts
+                .get()
+                .and_then(Option::as_ref)
+                .map_or(0, CharCuts::memory_bytes)
     }
 
     /// Concatenated bytes of `ids`, failing on the first unknown id.

@@ -1,0 +1,498 @@
+//! Cuts: the boundaries between two three-byte chars that no token spans. BPE of a piece falls
+//! apart there into BPE of its parts.
+//!
+//! Invariant: `is_cut(c1, c2)` only if no token's bytes are a nonempty suffix of the UTF-8
+//! bytes of `c1` followed by a nonempty prefix of those of `c2`. Then [`CharCuts::encode`]
+//! appends exactly the BPE tokens of the piece (the definition in `bpe.rs`), provided its
+//! `part` callback appends those of each part.
+//!
+//! Why BPE falls apart at a cut: every merge joins two adjacent parts into a token made of
+//! the bytes they cover. No token spans a cut, so no merge joins parts across it; the merges on
+//! either side only ever see their own side's parts, and happen in the order they would if
+//! that side were encoded alone (a tie between the two sides goes to the left one, which
+//! changes nothing on the right). So the tokens of the piece are the tokens of the text before
+//! the cut followed by those of the text after it.
+//!
+//! Why it pays: a Chinese or Japanese sentence is one piece of tens of bytes, met once, which
+//! the walk (`backtrack.rs`) would encode token by token with a pair check for each. Cut, it
+//! is a run of parts of one or two chars (1 MB of the shared multilingual text, o200k: ~80,000
+//! parts, ~3,600 of them distinct), which repeat across texts as words do: a part that is a
+//! token is one load of a table here, any other part one probe of the piece cache. Measured
+//! (Rust core, paired passes in one process): o200k, 1 MB of the multilingual text 1.19x as
+//! fast, Japanese 1.24x, Chinese 1.19x, Korean 1.10x; 8 MB of the multilingual text met once
+//! 1.33x (cl100k 1.12x). The Python encode loop on the 1 MB: 1.20x (21 paired rounds).
+//!
+//! Where it does not pay, and so is not done (see `bpe::encode_piece`):
+//! - pieces whose last char is below U+1000 (Devanagari, Thai and the other scripts of lead
+//!   byte 0xE0): their vowel signs join nearly every char to the next, few boundaries are cuts,
+//!   and the look for them cost more than it saved (Hindi 0.91x with them);
+//! - vocabularies with fewer than [`MIN_WHOLE_CHARS`] tokens that are one such char (r50k and
+//!   p50k have 179): their parts are mostly not tokens and go the general way, slower than
+//!   the walk they replace (r50k Chinese 0.89x).
+
+use crate::blocked_bloom::BlockedBloom;
+use crate::vocab::{Rank, Vocab};
+
+pub struct CharCuts {
+    /// Per code point (the 16 bits a three-byte char carries): `rank << 2 | flags`, with
+    /// `rank` the token that is exactly that char ([`NO_CHAR_TOKEN`] if none) and the flags
+    /// [`LEFT_OPEN`] and [`RIGHT_OPEN`]. One load gives a part of one char its token.
+    chars: Box<[u32]>,
+    /// Pairs of whole chars `(c1, c2)` that follow each other inside some token (16 KiB for
+    /// o200k's 11,890 pairs: in L1, where the question is asked for every boundary).
+    pairs: BlockedBloom,
+    /// Tokens that are exactly two three-byte chars: open addressing on `c1 << 16 | c2`,
+    /// slots `[key + 1, rank]` (0 = free), at most half full.
+    duos: Box<[[u32; 2]]>,
+    duo_mask: usize,
+    /// One bit per rank: does BPE of the token's bytes give the token back? A part of a cut
+    /// piece is BPE proper, where a token no merge reaches never comes out (unlike a piece,
+    /// which is its token if it is one, as in tiktoken). `chars` and `duos` hold only
+    /// reachable tokens.
+    reachable: Box<[u64]>,
+}
+
+/// A token spans a boundary before this char with only part of a char on its left.
+const LEFT_OPEN: u32 = 1;
+/// A token spans a boundary after this char with only part of a char on its right.
+const RIGHT_OPEN: u32 = 2;
+/// In `chars`: the char is not a token by itself.
+const NO_CHAR_TOKEN: u32 = u32::MAX >> 2;
+/// In [`CharCuts::encode`]: the char before is not a three-byte char (or there is none).
+const NOT_A_CHAR: u32 = u32::MAX;
+
+/// Vocabularies with fewer tokens that are one three-byte char from U+1000 up go without cuts.
+pub const MIN_WHOLE_CHARS: usize = 512;
+
+#[inline(always)]
+fn pair_hash(c1: u32, c2: u32) -> u64 {
+    let h = ((c1 as u64) << 16 | c2 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 29)
+}
+
+/// The 16 payload bits of the three-byte UTF-8 char `b` starts with, if it starts with one
+/// (any lead byte 0xE0-0xEF and two continuation bytes: overlong and surrogate forms included,
+/// so that the mapping is one to one on byte triples, whatever bytes a piece holds).
+#[inline(always)]
+pub fn char3(b: &[u8]) -> Option<u32> {
+    match *b {
+        [x @ 0xE0..=0xEF, y, z, ..] if y & 0xC0 == 0x80 && z & 0xC0 == 0x80 => {
+            Some((x as u32 & 0x0F) << 12 | (y as u32 & 0x3F) << 6 | (z as u32 & 0x3F))
+        }
+        _ => None,
+    }
+}
+
+/// The three bytes that [`char3`] reads as `cp` (for every `cp` below 2^16).
+fn char3_bytes(cp: u32) -> [u8; 3] {
+    [
+        0xE0 | (cp >> 12) as u8,
+        0x80 | (cp >> 6 & 0x3F) as u8,
+        0x80 | (cp & 0x3F) as u8,
+    ]
+}
+
+/// Is `b` a continuation byte?
+fn cont(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+impl CharCuts {
+    /// The tables for `vocab`, or `None` if it has fewer than [`MIN_WHOLE_CHARS`] tokens that
+    /// are one three-byte char from U+1000 up. o200k: ~35 ms on one core.
+    pub fn new(vocab: &Vocab) -> Option<CharCuts> {
+        let whole_chars = (0x1000..=0xFFFFu32)
+            .filter(|&cp| vocab.rank(&char3_bytes(cp)).is_some())
+            .count();
+        if whole_chars < MIN_WHOLE_CHARS {
+            return None;
+        }
+        // The vocabularies the walk refuses keep their pieces whole too: they are not trained
+        // ones, and the reachability below comes from the walk's tables.
+        let walk = vocab.backtrack()?;
+        let mut reachable = vec![0u64; vocab.n_ids().div_ceil(64)].into_boxed_slice();
+        for r in 0..vocab.n_ids() as Rank {
+            if walk.is_reachable(r) {
+                reachable[r as usize / 64] |= 1 << (r % 64);
+            }
+        }
+        let is_reachable = |r: Rank| reachable[r as usize / 64] >> (r % 64) & 1 != 0;
+        let mut flags = vec![0u32; 1 << 16];
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut duo_tokens: Vec<(u32, Rank)> = Vec::new();
+        for id in 0..vocab.n_ids() as Rank {
+            let Some(t) = vocab.ordinary_bytes(id) else {
+                continue;
+            };
+            if let (6, Some(a), Some(b)) = (t.len(), char3(t), char3(t.get(3..).unwrap_or(&[]))) {
+                if is_reachable(id) {
+                    duo_tokens.push((a << 16 | b, id));
+                }
+            }
+            // Every place the token could span a boundary between three-byte chars: a
+            // continuation byte (the end of `c1`), then a lead byte (the start of `c2`).
+            for k in 1..t.len() {
+                if !(0xE0..=0xEF).contains(&t[k]) || !cont(t[k - 1]) {
+                    continue;
+                }
+                // What the token needs of `c1`: all of it, or (the token starts inside it) a
+                // suffix of continuation bytes; anything else matches no `c1`.
+                let left = match k {
+                    3.. => match char3(&t[k - 3..]) {
+                        Some(c) => Some(c),
+                        None => continue,
+                    },
+                    _ if t[..k].iter().all(|&b| cont(b)) => None,
+                    _ => continue,
+                };
+                let right = match t.len() - k {
+                    3.. => match char3(&t[k..]) {
+                        Some(c) => Some(c),
+                        None => continue,
+                    },
+                    _ if t[k + 1..].iter().all(|&b| cont(b)) => None,
+                    _ => continue,
+                };
+                match (left, right) {
+                    (Some(a), Some(b)) => pairs.push((a, b)),
+                    (Some(a), None) => flags[a as usize] |= RIGHT_OPEN,
+                    (None, Some(b)) => flags[b as usize] |= LEFT_OPEN,
+                    // Part of a char on each side: every `c1` that ends in the left part.
+                    (None, None) => {
+                        for cp in 0..=0xFFFFu32 {
+                            if char3_bytes(cp).ends_with(&t[..k]) {
+                                flags[cp as usize] |= RIGHT_OPEN;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut filter = BlockedBloom::new(pairs.len());
+        for (a, b) in pairs {
+            filter.insert(pair_hash(a, b));
+        }
+        let chars = (0..=0xFFFFu32)
+            .map(|cp| {
+                let r = vocab
+                    .rank(&char3_bytes(cp))
+                    .filter(|&r| is_reachable(r) && r < NO_CHAR_TOKEN)
+                    .unwrap_or(NO_CHAR_TOKEN);
+                r << 2 | flags[cp as usize]
+            })
+            .collect();
+        let cap = (duo_tokens.len() * 2).next_power_of_two().max(16);
+        let mut duos = vec![[0u32; 2]; cap].into_boxed_slice();
+        for (key, rank) in duo_tokens {
+            let mut i = Self::duo_slot(key, cap - 1);
+            while duos[i][0] != 0 {
+                i = (i + 1) & (cap - 1);
+            }
+            duos[i] = [key + 1, rank];
+        }
+        Some(CharCuts {
+            chars,
+            pairs: filter,
+            duos,
+            duo_mask: cap - 1,
+            reachable,
+        })
+    }
+
+    /// Does BPE of token `r`'s bytes give `r` back?
+    #[inline(always)]
+    pub fn reachable(&self, r: Rank) -> bool {
+        self.reachable
+            .get(r as usize / 64)
+            .is_some_and(|w| w >> (r % 64) & 1 != 0)
+    }
+
+    /// Is the boundary between chars `c1` and `c2` one that no token spans? `false` is not
+    /// a promise that some token does.
+    #[inline(always)]
+    pub fn is_cut(&self, c1: u32, c2: u32) -> bool {
+        !self.pairs.may_hold(pair_hash(c1, c2))
+            && (self.chars[c1 as usize] & RIGHT_OPEN) | (self.chars[c2 as usize] & LEFT_OPEN) == 0
+    }
+
+    #[inline(always)]
+    fn duo_slot(key: u32, mask: usize) -> usize {
+        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & mask
+    }
+
+    /// The token that is exactly chars `c1` and `c2`.
+    #[inline(always)]
+    fn duo(&self, c1: u32, c2: u32) -> Option<Rank> {
+        let key = c1 << 16 | c2;
+        let mut i = Self::duo_slot(key, self.duo_mask);
+        loop {
+            match self.duos[i] {
+                [k, r] if k == key + 1 => return Some(r),
+                [0, _] => return None,
+                _ => i = (i + 1) & self.duo_mask,
+            }
+        }
+    }
+
+    /// Approximate heap memory, in bytes (o200k: 256 KiB of chars, 16 KiB of pairs, 64 KiB of
+    /// two-char tokens).
+    pub fn memory_bytes(&self) -> usize {
+        self.chars.len() * 4
+            + self.pairs.memory_bytes()
+            + self.duos.len() * 8
+            + self.reachable.len() * 8
+    }
+
+    /// Appends the tokens of `piece`, cut at the boundaries no token spans: a part that is one
+    /// char or two that make a token is answered here, any other part by `part`. Returns
+    /// `false`, with nothing appended, if no boundary is a cut.
+    ///
+    /// The filter of pairs is asked first: it is in L1 and on most text says "in a token" for
+    /// the boundaries that are not cuts, so `chars` (256 KiB) is read only at cuts.
+    #[inline(always)]
+    pub fn encode<E>(
+        &self,
+        piece: &[u8],
+        out: &mut Vec<Rank>,
+        mut part: impl FnMut(&[u8], &mut Vec<Rank>) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        let n = piece.len();
+        let (mut start, mut i) = (0usize, 0usize);
+        // The char before `i`, and the one before that if it is in the same part.
+        let (mut prev, mut prev2) = (NOT_A_CHAR, NOT_A_CHAR);
+        while i < n {
+            let Some(c) = char3(&piece[i..]) else {
+                (prev, prev2) = (NOT_A_CHAR, NOT_A_CHAR);
+                i += 1;
+                continue;
+            };
+            if prev != NOT_A_CHAR && self.is_cut(prev, c) {
+                self.emit(&piece[start..i], prev2, prev, out, &mut part)?;
+                (start, prev, prev2) = (i, c, NOT_A_CHAR);
+            } else {
+                (prev, prev2) = (c, prev);
+            }
+            i += 3;
+        }
+        if start == 0 {
+            return Ok(false);
+        }
+        self.emit(&piece[start..], prev2, prev, out, &mut part)?;
+        Ok(true)
+    }
+
+    /// Appends the tokens of the part `bytes`, whose last two chars are `c1`, `c2` (either
+    /// `NOT_A_CHAR` where that is not a three-byte char of the part).
+    #[inline(always)]
+    fn emit<E>(
+        &self,
+        bytes: &[u8],
+        c1: u32,
+        c2: u32,
+        out: &mut Vec<Rank>,
+        part: &mut impl FnMut(&[u8], &mut Vec<Rank>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if bytes.len() == 3 && c2 != NOT_A_CHAR {
+            let r = self.chars[c2 as usize] >> 2;
+            if r != NO_CHAR_TOKEN {
+                out.push(r);
+                return Ok(());
+            }
+        }
+        if bytes.len() == 6 && c1 != NOT_A_CHAR {
+            if let Some(r) = self.duo(c1, c2) {
+                out.push(r);
+                return Ok(());
+            }
+        }
+        part(bytes, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpe::{encode_piece, merge_heap};
+    use crate::piece_cache::PieceCache;
+    use rustc_hash::FxHashMap;
+
+    fn utf8(c: char) -> Vec<u8> {
+        c.to_string().into_bytes()
+    }
+
+    /// Every byte; the chars from U+4E00 on, [`MIN_WHOLE_CHARS`] of them, each a token (with
+    /// its first two bytes, so that BPE can reach it); then `extra`.
+    fn vocab(extra: &[Vec<u8>]) -> Vocab {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        let chars: Vec<Vec<u8>> = (0x4E00..0x4E00 + MIN_WHOLE_CHARS as u32)
+            .map(|cp| utf8(char::from_u32(cp).expect("a CJK char")))
+            .collect();
+        for c in &chars {
+            if !tokens.contains(&c[..2].to_vec()) {
+                tokens.push(c[..2].to_vec());
+            }
+        }
+        tokens.extend(chars);
+        tokens.extend(extra.iter().cloned());
+        let ranks: FxHashMap<Vec<u8>, Rank> = tokens.into_iter().zip(0..).collect();
+        Vocab::new(ranks, Vec::new()).expect("a valid vocabulary")
+    }
+
+    /// Tokens across char boundaries of every kind `CharCuts::new` tells apart.
+    fn spanning_tokens() -> Vec<Vec<u8>> {
+        let cat = |parts: &[&[u8]]| parts.concat();
+        vec![
+            // Whole chars on both sides, also inside a longer token.
+            cat(&[&utf8('一'), &utf8('丁')]),
+            cat(&[&utf8('丁'), &utf8('七')]),
+            cat(&[&utf8('上'), &utf8('下'), &utf8('不')]),
+            // The last byte of 丂, then 万: a token that starts inside a char.
+            cat(&[&utf8('丂')[2..], &utf8('万')]),
+            // 丈, then the first byte of the next char: a token that ends inside one.
+            cat(&[&utf8('丈'), &utf8('丈')[..1]]),
+            // Inside a char on both sides: the last byte of 三 (0x89), then two bytes.
+            cat(&[&utf8('三')[2..], &utf8('丁')[..2]]),
+            // Bytes that cannot be the end of a three-byte char before a lead byte.
+            cat(&[b"a", &utf8('与')]),
+            // A char and two chars that are tokens no merge reaches (no token is part of
+            // them).
+            utf8('怐'),
+            cat(&[&utf8('怐'), &utf8('怑')]),
+        ]
+    }
+
+    /// Does some token of `vocab` span the boundary between `c1` and `c2`, in a text where
+    /// one follows the other? Straight from the definition: a split of a token whose bytes
+    /// before it (up to three) end `c1` and whose bytes after it (up to three) begin `c2`.
+    fn spans(vocab: &Vocab, c1: char, c2: char) -> bool {
+        let (b1, b2) = (utf8(c1), utf8(c2));
+        (0..vocab.n_ids() as Rank)
+            .filter_map(|id| vocab.ordinary_bytes(id))
+            .any(|t| {
+                (1..t.len()).any(|k| {
+                    b1.ends_with(&t[k.saturating_sub(3)..k])
+                        && b2.starts_with(&t[k..(k + 3).min(t.len())])
+                })
+            })
+    }
+
+    #[test]
+    fn a_cut_is_a_boundary_no_token_spans() {
+        let v = vocab(&spanning_tokens());
+        let cuts = v.char_cuts().expect("enough whole chars");
+        // The chars the tokens above are made of, their neighbours, and chars that end in the
+        // byte 0x89 as 三 does.
+        let mut chars: Vec<char> = ('\u{4DFE}'..='\u{4E12}').collect();
+        chars.extend([
+            '\u{4E49}', '\u{4E89}', '\u{4EC9}', '\u{6000}', '\u{6010}', '\u{6011}',
+        ]);
+        let (mut cut, mut spanned) = (0, 0);
+        for &c1 in &chars {
+            for &c2 in &chars {
+                let s = spans(&v, c1, c2);
+                spanned += s as usize;
+                if cuts.is_cut(c1 as u32, c2 as u32) {
+                    cut += 1;
+                    assert!(!s, "{c1}{c2}: a token spans the boundary, but it is a cut");
+                }
+            }
+        }
+        assert!(
+            spanned >= 4 && cut > chars.len(),
+            "{cut} cuts, {spanned} spanned"
+        );
+    }
+
+    #[test]
+    fn cut_pieces_encode_as_merging_does() {
+        let v = vocab(&spanning_tokens());
+        let cuts = v.char_cuts().expect("enough whole chars");
+        // Chars that are tokens and chars that are not (U+6000 on), the byte 'a' and a
+        // two-byte char between them.
+        let alphabet: Vec<char> = "一丁七丂万丈三上下不与怐怑\u{6000}\u{6001}aé"
+            .chars()
+            .collect();
+        let cache = PieceCache::new();
+        let mut local = cache.local();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut was_cut = 0;
+        for len in 1..400 {
+            let piece: String = (0..len % 40 + 1)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    alphabet[(x % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let piece = piece.as_bytes();
+            let mut expected = Vec::new();
+            merge_heap(&v, piece, &mut expected).expect("every byte is a token");
+            let as_piece = v.rank(piece).map_or_else(|| expected.clone(), |r| vec![r]);
+            let mut parts = Vec::new();
+            let cut = cuts
+                .encode(piece, &mut parts, |part, out| merge_heap(&v, part, out))
+                .expect("every byte is a token");
+            if cut {
+                was_cut += 1;
+                assert_eq!(
+                    parts,
+                    expected,
+                    "cut apart: {:?}",
+                    String::from_utf8_lossy(piece)
+                );
+            } else {
+                assert!(parts.is_empty());
+            }
+            for _ in 0..2 {
+                let mut got = Vec::new();
+                encode_piece(&v, piece, &mut local, &mut got).expect("every byte is a token");
+                assert_eq!(got, as_piece, "{:?}", String::from_utf8_lossy(piece));
+            }
+        }
+        assert!(was_cut > 100, "only {was_cut} pieces were cut");
+    }
+
+    /// 上下不, 怐 and 怐怑 are tokens no merge reaches (neither 上下 nor 下不 is one, and no
+    /// token is part of 怐 or 怑). As a piece each is that token, as tiktoken has it; as a
+    /// part of a cut piece it is what BPE makes of it.
+    #[test]
+    fn a_part_is_bpe_proper_even_where_it_spells_a_token() {
+        let v = vocab(&spanning_tokens());
+        let id = |s: &str| v.rank(s.as_bytes()).expect("a token");
+        let cache = PieceCache::new();
+        let mut local = cache.local();
+        for _ in 0..2 {
+            let mut alone = Vec::new();
+            encode_piece(&v, "上下不".as_bytes(), &mut local, &mut alone).unwrap();
+            assert_eq!(alone, [id("上下不")]);
+            let mut cut = Vec::new();
+            encode_piece(&v, "上下不一".as_bytes(), &mut local, &mut cut).unwrap(); // 12 bytes
+            assert_eq!(cut, [id("上"), id("下"), id("不"), id("一")]);
+            let bytes = |s: &str| -> Vec<Rank> { s.bytes().map(|b| b as Rank).collect() };
+            for (whole, bpe) in [("怐", bytes("怐")), ("怐怑", bytes("怐怑"))] {
+                let mut alone = Vec::new();
+                encode_piece(&v, whole.as_bytes(), &mut local, &mut alone).unwrap();
+                assert_eq!(alone, [id(whole)]);
+                let mut cut = Vec::new();
+                // Long enough to be cut (more than 8 bytes).
+                let piece = format!("一一一{whole}");
+                encode_piece(&v, piece.as_bytes(), &mut local, &mut cut).unwrap();
+                assert_eq!(cut, [&[id("一"); 3][..], &bpe].concat(), "{piece}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_vocabulary_with_few_whole_chars_has_no_cuts() {
+        let mut ranks: FxHashMap<Vec<u8>, Rank> =
+            (0..=255u8).map(|b| (vec![b], b as Rank)).collect();
+        for (i, cp) in (0x4E00..0x4E00 + MIN_WHOLE_CHARS as u32 - 1).enumerate() {
+            ranks.insert(
+                utf8(char::from_u32(cp).expect("a CJK char")),
+                256 + i as Rank,
+            );
+        }
+        assert!(Vocab::new(ranks, Vec::new()).unwrap().char_cuts().is_none());
+    }
+}
