@@ -15,12 +15,14 @@
 //!
 //! Why it pays: a Chinese or Japanese sentence is one piece of tens of bytes, met once, which
 //! the walk (`backtrack.rs`) would encode token by token with a pair check for each. Cut, it
-//! is a run of parts of one or two chars (1 MB of the shared multilingual text, o200k: ~80,000
-//! parts, ~3,600 of them distinct), which repeat across texts as words do: a part that is a
-//! token is one load of a table here, any other part one probe of the piece cache. Measured
-//! (Rust core, paired passes in one process): o200k, 1 MB of the multilingual text 1.19x as
-//! fast, Japanese 1.24x, Chinese 1.19x, Korean 1.10x; 8 MB of the multilingual text met once
-//! 1.33x (cl100k 1.12x). The Python encode loop on the 1 MB: 1.20x (21 paired rounds).
+//! is a run of parts of one or two chars, which repeat across texts as words do: a part that
+//! is a token is one load of a table here, any other part one probe of the piece cache. In
+//! the benchmark's multilingual megabyte, o200k: 64% of the boundaries between such chars are
+//! cuts, and the pieces cut (of 19,008 that end in such a char and are over 8 bytes) give
+//! 132,425 parts, 2,833 distinct, 103,875 of them one or two chars that make a token. Measured (Rust core, paired passes in one process), o200k: the
+//! multilingual megabyte ~1.15x as fast (1.11x, then 1.05x for the exact test of tokens that
+//! span with part of a char), Japanese ~1.2x, Korean ~1.15x; 8 MB of it met once ~1.5x
+//! (1.37x, then 1.10x). The Python encode loop on the megabyte: 1.20x, then 1.05x.
 //!
 //! Where it does not pay, and so is not done (see `bpe::encode_piece`):
 //! - pieces whose last char is below U+1000 (Devanagari, Thai and the other scripts of lead
@@ -31,16 +33,21 @@
 //!   the walk they replace (r50k Chinese 0.89x).
 
 use crate::blocked_bloom::BlockedBloom;
-use crate::vocab::{Rank, Vocab};
+use crate::vocab::{Rank, Vocab, NO_RANK};
 
 pub struct CharCuts {
-    /// Per code point (the 16 bits a three-byte char carries): `rank << 2 | flags`, with
-    /// `rank` the token that is exactly that char ([`NO_CHAR_TOKEN`] if none) and the flags
-    /// [`LEFT_OPEN`] and [`RIGHT_OPEN`]. One load gives a part of one char its token.
-    chars: Box<[u32]>,
+    /// Per code point (the 16 bits a three-byte char carries), the token that is exactly that
+    /// char, or `NO_RANK`. One load gives a part of one char its token.
+    chars: Box<[Rank]>,
     /// Pairs of whole chars `(c1, c2)` that follow each other inside some token (16 KiB for
     /// o200k's 11,890 pairs: in L1, where the question is asked for every boundary).
     pairs: BlockedBloom,
+    /// The tokens that span a boundary with only part of a char on one side or both (o200k:
+    /// 349 of them), as what they need of `c1` and of `c2`, grouped by `c1`'s last byte and
+    /// `c2`'s lead byte: `partly[index[g]..index[g + 1]]` is group `g` (see `group`). Asked
+    /// at the boundaries the filter of pairs lets through; nearly all groups are empty.
+    partly_index: Box<[u32]>,
+    partly: Box<[Partial]>,
     /// Tokens that are exactly two three-byte chars: open addressing on `c1 << 16 | c2`,
     /// slots `[key + 1, rank]` (0 = free), at most half full.
     duos: Box<[[u32; 2]]>,
@@ -52,12 +59,23 @@ pub struct CharCuts {
     reachable: Box<[u64]>,
 }
 
-/// A token spans a boundary before this char with only part of a char on its left.
-const LEFT_OPEN: u32 = 1;
-/// A token spans a boundary after this char with only part of a char on its right.
-const RIGHT_OPEN: u32 = 2;
-/// In `chars`: the char is not a token by itself.
-const NO_CHAR_TOKEN: u32 = u32::MAX >> 2;
+/// What a token that spans a boundary needs: its 1-3 bytes before the boundary must end
+/// `c1`, its 1-3 bytes after it begin `c2` (one side, at least, less than a whole char).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Partial {
+    group: u16,
+    left: [u8; 3],
+    left_len: u8,
+    right: [u8; 3],
+    right_len: u8,
+}
+
+/// The group of [`Partial`]s a boundary between `c1` and `c2` looks in: the low six bits of
+/// `c1`'s last byte, and the low four of `c2`'s lead byte.
+#[inline(always)]
+fn group(c1: u32, c2: u32) -> usize {
+    ((c1 & 0x3F) << 4 | (c2 >> 12 & 0xF)) as usize
+}
 /// In [`CharCuts::encode`]: the char before is not a three-byte char (or there is none).
 const NOT_A_CHAR: u32 = u32::MAX;
 
@@ -117,7 +135,7 @@ impl CharCuts {
             }
         }
         let is_reachable = |r: Rank| reachable[r as usize / 64] >> (r % 64) & 1 != 0;
-        let mut flags = vec![0u32; 1 << 16];
+        let mut partly: Vec<Partial> = Vec::new();
         let mut pairs: Vec<(u32, u32)> = Vec::new();
         let mut duo_tokens: Vec<(u32, Rank)> = Vec::new();
         for id in 0..vocab.n_ids() as Rank {
@@ -153,32 +171,42 @@ impl CharCuts {
                     _ if t[k + 1..].iter().all(|&b| cont(b)) => None,
                     _ => continue,
                 };
-                match (left, right) {
-                    (Some(a), Some(b)) => pairs.push((a, b)),
-                    (Some(a), None) => flags[a as usize] |= RIGHT_OPEN,
-                    (None, Some(b)) => flags[b as usize] |= LEFT_OPEN,
-                    // Part of a char on each side: every `c1` that ends in the left part.
-                    (None, None) => {
-                        for cp in 0..=0xFFFFu32 {
-                            if char3_bytes(cp).ends_with(&t[..k]) {
-                                flags[cp as usize] |= RIGHT_OPEN;
-                            }
-                        }
-                    }
+                if let (Some(a), Some(b)) = (left, right) {
+                    pairs.push((a, b));
+                    continue;
                 }
+                let (l, r) = (&t[k.saturating_sub(3)..k], &t[k..(k + 3).min(t.len())]);
+                let mut p = Partial {
+                    group: ((l[l.len() - 1] as u16 & 0x3F) << 4) | (r[0] as u16 & 0xF),
+                    left: [0; 3],
+                    left_len: l.len() as u8,
+                    right: [0; 3],
+                    right_len: r.len() as u8,
+                };
+                p.left[..l.len()].copy_from_slice(l);
+                p.right[..r.len()].copy_from_slice(r);
+                partly.push(p);
             }
         }
         let mut filter = BlockedBloom::new(pairs.len());
         for (a, b) in pairs {
             filter.insert(pair_hash(a, b));
         }
+        partly.sort_unstable();
+        partly.dedup();
+        let mut partly_index = vec![0u32; (1 << 10) + 1].into_boxed_slice();
+        for p in &partly {
+            partly_index[p.group as usize + 1] += 1;
+        }
+        for g in 0..1 << 10 {
+            partly_index[g + 1] += partly_index[g];
+        }
         let chars = (0..=0xFFFFu32)
             .map(|cp| {
-                let r = vocab
+                vocab
                     .rank(&char3_bytes(cp))
-                    .filter(|&r| is_reachable(r) && r < NO_CHAR_TOKEN)
-                    .unwrap_or(NO_CHAR_TOKEN);
-                r << 2 | flags[cp as usize]
+                    .filter(|&r| is_reachable(r))
+                    .unwrap_or(NO_RANK)
             })
             .collect();
         let cap = (duo_tokens.len() * 2).next_power_of_two().max(16);
@@ -193,6 +221,8 @@ impl CharCuts {
         Some(CharCuts {
             chars,
             pairs: filter,
+            partly_index,
+            partly: partly.into_boxed_slice(),
             duos,
             duo_mask: cap - 1,
             reachable,
@@ -211,8 +241,26 @@ impl CharCuts {
     /// a promise that some token does.
     #[inline(always)]
     pub fn is_cut(&self, c1: u32, c2: u32) -> bool {
-        !self.pairs.may_hold(pair_hash(c1, c2))
-            && (self.chars[c1 as usize] & RIGHT_OPEN) | (self.chars[c2 as usize] & LEFT_OPEN) == 0
+        if self.pairs.may_hold(pair_hash(c1, c2)) {
+            return false;
+        }
+        let g = group(c1, c2);
+        let (a, z) = (
+            self.partly_index[g] as usize,
+            self.partly_index[g + 1] as usize,
+        );
+        a == z || !self.spanned_partly(c1, c2, a..z)
+    }
+
+    /// Does one of `partly[range]` span the boundary between `c1` and `c2`?
+    #[cold]
+    #[inline(never)]
+    fn spanned_partly(&self, c1: u32, c2: u32, range: std::ops::Range<usize>) -> bool {
+        let (b1, b2) = (char3_bytes(c1), char3_bytes(c2));
+        self.partly[range].iter().any(|p| {
+            b1.ends_with(&p.left[..p.left_len as usize])
+                && b2.starts_with(&p.right[..p.right_len as usize])
+        })
     }
 
     #[inline(always)]
@@ -240,6 +288,8 @@ impl CharCuts {
         self.chars.len() * 4
             + self.pairs.memory_bytes()
             + self.duos.len() * 8
+            + self.partly_index.len() * 4
+            + self.partly.len() * std::mem::size_of::<Partial>()
             + self.reachable.len() * 8
     }
 
@@ -293,8 +343,8 @@ impl CharCuts {
         part: &mut impl FnMut(&[u8], &mut Vec<Rank>) -> Result<(), E>,
     ) -> Result<(), E> {
         if bytes.len() == 3 && c2 != NOT_A_CHAR {
-            let r = self.chars[c2 as usize] >> 2;
-            if r != NO_CHAR_TOKEN {
+            let r = self.chars[c2 as usize];
+            if r != NO_RANK {
                 out.push(r);
                 return Ok(());
             }
