@@ -166,7 +166,8 @@ fn encode_one<const K: u8>(
         }
     }
     // Too long for the cache, and a whole token the walk returns as one: no hash is needed.
-    // (Japanese and Chinese sentences are pieces of this kind, tens of bytes each.)
+    // (Japanese and Chinese sentences are pieces of this kind, tens of bytes each; they are
+    // cut first, and a whole token has no cut.)
     if piece.len() > crate::piece_cache::MAX_PIECE && walk_finds_whole_token(vocab, piece) {
         return cut_or_merge::<K>(vocab, piece, cache, out).map(|_| ());
     }
