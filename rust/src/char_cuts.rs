@@ -1,8 +1,9 @@
 //! Cuts: the boundaries between two three-byte chars that no token spans. BPE of a piece falls
 //! apart there into BPE of its parts.
 //!
-//! Invariant: `is_cut(c1, c2)` only if no token's bytes are a nonempty suffix of the UTF-8
-//! bytes of `c1` followed by a nonempty prefix of those of `c2`. Then [`CharCuts::encode`]
+//! Invariant: `is_cut(c1, c2)` only if no token spans the boundary between `c1` and `c2` in
+//! any text: no token has a split whose (up to three) bytes before it end the UTF-8 bytes of
+//! `c1` and whose (up to three) bytes after it begin those of `c2`. Then [`CharCuts::encode`]
 //! appends exactly the BPE tokens of the piece (the definition in `bpe.rs`), provided its
 //! `part` callback appends those of each part.
 //!
@@ -44,8 +45,9 @@ pub struct CharCuts {
     pairs: BlockedBloom,
     /// The tokens that span a boundary with only part of a char on one side or both (o200k:
     /// 349 of them), as what they need of `c1` and of `c2`, grouped by `c1`'s last byte and
-    /// `c2`'s lead byte: `partly[index[g]..index[g + 1]]` is group `g` (see `group`). Asked
-    /// at the boundaries the filter of pairs lets through; nearly all groups are empty.
+    /// `c2`'s lead byte: `partly[partly_index[g]..partly_index[g + 1]]` is group `g` (see
+    /// `group`). Asked at the boundaries the filter of pairs lets through; nearly all groups
+    /// are empty.
     partly_index: Box<[u32]>,
     partly: Box<[Partial]>,
     /// Tokens that are exactly two three-byte chars: open addressing on `c1 << 16 | c2`,
@@ -76,6 +78,7 @@ struct Partial {
 fn group(c1: u32, c2: u32) -> usize {
     ((c1 & 0x3F) << 4 | (c2 >> 12 & 0xF)) as usize
 }
+
 /// In [`CharCuts::encode`]: the char before is not a three-byte char (or there is none).
 const NOT_A_CHAR: u32 = u32::MAX;
 
