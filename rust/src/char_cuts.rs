@@ -20,15 +20,16 @@
 //! is a token is one load of a table here, any other part one probe of the piece cache. In
 //! the benchmark's multilingual megabyte, o200k: 64% of the boundaries between such chars are
 //! cuts, and the pieces cut (of 19,008 that end in such a char and are over 8 bytes) give
-//! 132,425 parts, 2,833 distinct, 103,875 of them one or two chars that make a token. Measured (Rust core, paired passes in one process), o200k: the
-//! multilingual megabyte ~1.15x as fast (1.11x, then 1.05x for the exact test of tokens that
-//! span with part of a char), Japanese ~1.2x, Korean ~1.15x; 8 MB of it met once ~1.5x
-//! (1.37x, then 1.10x). The Python encode loop on the megabyte: 1.20x, then 1.05x.
+//! 132,425 parts, 2,833 distinct, 103,875 of them one or two chars that make a token.
+//! Measured (Rust core, paired passes in one process), o200k: the multilingual megabyte
+//! ~1.15x as fast (1.11x, then 1.05x for the exact test of tokens that span with part of a
+//! char), Japanese ~1.2x, Korean ~1.15x; 8 MB of it met once ~1.5x (1.37x, then 1.10x). The
+//! Python encode loop on the megabyte: 1.20x, then 1.05x.
 //!
 //! Where it does not pay, and so is not done (see `bpe::encode_piece`):
 //! - pieces whose last char is below U+1000 (Devanagari, Thai and the other scripts of lead
 //!   byte 0xE0): their vowel signs join nearly every char to the next, few boundaries are cuts,
-//!   and the look for them cost more than it saved (Hindi 0.91x with them);
+//!   and the look for them cost more than it saved (Hindi 0.89x with them);
 //! - vocabularies with fewer than [`MIN_WHOLE_CHARS`] tokens that are one such char (r50k and
 //!   p50k have 179): their parts are mostly not tokens and go the general way, slower than
 //!   the walk they replace (r50k Chinese 0.89x).
@@ -40,11 +41,11 @@ pub struct CharCuts {
     /// Per code point (the 16 bits a three-byte char carries), the token that is exactly that
     /// char, or `NO_RANK`. One load gives a part of one char its token.
     chars: Box<[Rank]>,
-    /// Pairs of whole chars `(c1, c2)` that follow each other inside some token (16 KiB for
-    /// o200k's 11,890 pairs: in L1, where the question is asked for every boundary).
+    /// Pairs of whole chars `(c1, c2)` that follow each other inside some token (64 KiB for
+    /// o200k, 1 KiB for cl100k: small, as the question is asked at every boundary).
     pairs: BlockedBloom,
     /// The tokens that span a boundary with only part of a char on one side or both (o200k:
-    /// 349 of them), as what they need of `c1` and of `c2`, grouped by `c1`'s last byte and
+    /// 188 distinct cases), as what they need of `c1` and of `c2`, grouped by `c1`'s last byte and
     /// `c2`'s lead byte: `partly[partly_index[g]..partly_index[g + 1]]` is group `g` (see
     /// `group`). Asked at the boundaries the filter of pairs lets through; nearly all groups
     /// are empty.
@@ -72,11 +73,11 @@ struct Partial {
     right_len: u8,
 }
 
-/// The group of [`Partial`]s a boundary between `c1` and `c2` looks in: the low six bits of
-/// `c1`'s last byte, and the low four of `c2`'s lead byte.
+/// The group of [`Partial`]s a boundary looks in, from the last byte before it and the lead
+/// byte after it: the low six bits of the one, the low four of the other.
 #[inline(always)]
-fn group(c1: u32, c2: u32) -> usize {
-    ((c1 & 0x3F) << 4 | (c2 >> 12 & 0xF)) as usize
+fn group(last: u8, lead: u8) -> usize {
+    ((last & 0x3F) as usize) << 4 | (lead & 0xF) as usize
 }
 
 /// In [`CharCuts::encode`]: the char before is not a three-byte char (or there is none).
@@ -120,12 +121,13 @@ fn cont(b: u8) -> bool {
 
 impl CharCuts {
     /// The tables for `vocab`, or `None` if it has fewer than [`MIN_WHOLE_CHARS`] tokens that
-    /// are one three-byte char from U+1000 up. o200k: ~11 ms, at the first CJK piece.
+    /// are one three-byte char from U+1000 up. o200k: ~6 ms, at the first CJK piece.
     pub fn new(vocab: &Vocab) -> Option<CharCuts> {
-        let whole_chars = (0x1000..=0xFFFFu32)
-            .filter(|&cp| vocab.rank(&char3_bytes(cp)).is_some())
-            .count();
-        if whole_chars < MIN_WHOLE_CHARS {
+        // Per code point, the token that is exactly that char, reachable or not.
+        let mut chars: Box<[Rank]> = (0..=0xFFFFu32)
+            .map(|cp| vocab.rank(&char3_bytes(cp)).unwrap_or(NO_RANK))
+            .collect();
+        if chars[0x1000..].iter().filter(|&&r| r != NO_RANK).count() < MIN_WHOLE_CHARS {
             return None;
         }
         // The vocabularies the walk refuses keep their pieces whole too: they are not trained
@@ -180,7 +182,7 @@ impl CharCuts {
                 }
                 let (l, r) = (&t[k.saturating_sub(3)..k], &t[k..(k + 3).min(t.len())]);
                 let mut p = Partial {
-                    group: ((l[l.len() - 1] as u16 & 0x3F) << 4) | (r[0] as u16 & 0xF),
+                    group: group(l[l.len() - 1], r[0]) as u16,
                     left: [0; 3],
                     left_len: l.len() as u8,
                     right: [0; 3],
@@ -204,14 +206,12 @@ impl CharCuts {
         for g in 0..1 << 10 {
             partly_index[g + 1] += partly_index[g];
         }
-        let chars = (0..=0xFFFFu32)
-            .map(|cp| {
-                vocab
-                    .rank(&char3_bytes(cp))
-                    .filter(|&r| is_reachable(r))
-                    .unwrap_or(NO_RANK)
-            })
-            .collect();
+        for r in chars
+            .iter_mut()
+            .filter(|r| **r != NO_RANK && !is_reachable(**r))
+        {
+            *r = NO_RANK;
+        }
         let cap = (duo_tokens.len() * 2).next_power_of_two().max(16);
         let mut duos = vec![[0u32; 2]; cap].into_boxed_slice();
         for (key, rank) in duo_tokens {
@@ -247,7 +247,8 @@ impl CharCuts {
         if self.pairs.may_hold(pair_hash(c1, c2)) {
             return false;
         }
-        let g = group(c1, c2);
+        // `c1`'s last byte carries its low six bits, `c2`'s lead byte its top four.
+        let g = group(c1 as u8, (c2 >> 12) as u8);
         let (a, z) = (
             self.partly_index[g] as usize,
             self.partly_index[g + 1] as usize,
@@ -285,8 +286,8 @@ impl CharCuts {
         }
     }
 
-    /// Approximate heap memory, in bytes (o200k: 256 KiB of chars, 16 KiB of pairs, 64 KiB of
-    /// two-char tokens, 25 KiB of reachability bits).
+    /// Approximate heap memory, in bytes (o200k: 256 KiB of chars, 64 KiB of pairs, 128 KiB
+    /// of two-char tokens, 25 KiB of reachability bits; 0.49 MB in all, cl100k 0.29 MB).
     pub fn memory_bytes(&self) -> usize {
         self.chars.len() * 4
             + self.pairs.memory_bytes()
@@ -300,7 +301,7 @@ impl CharCuts {
     /// char or two that make a token is answered here, any other part by `part`. Returns
     /// `false`, with nothing appended, if no boundary is a cut.
     ///
-    /// The filter of pairs is asked first: it is in L1 and on most text says "in a token" for
+    /// The filter of pairs is asked first: it is small and on most text says "in a token" for
     /// the boundaries that are not cuts, so `chars` (256 KiB) is read only at cuts.
     #[inline(always)]
     pub fn encode<E>(
