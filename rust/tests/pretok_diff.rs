@@ -34,15 +34,25 @@ const OTHER_PATTERNS: &[&str] = &[
     r"\s+(?!\S)|\s",
 ];
 
+/// The splitter `Splitter::new` picks, and the general path both ways (anchored searches on
+/// the dense DFA, and on the meta regex alone) wherever the pattern can take it.
 fn splitters_for(pattern: &str) -> Vec<(String, Splitter)> {
     let mut v = Vec::new();
     let fast = Splitter::new(pattern).unwrap();
     let kind = fast.kind();
-    v.push((kind.to_string(), fast));
     if kind != "general" {
-        if let Some(g) = General::new(pattern) {
-            v.push(("general".to_string(), Splitter::General(Box::new(g))));
-        }
+        v.push((kind.to_string(), fast));
+    }
+    if let Some(g) = General::new(pattern) {
+        let name = if g.has_dfa() {
+            "general-dfa"
+        } else {
+            "general-meta"
+        };
+        v.push((name.to_string(), Splitter::General(Box::new(g))));
+    }
+    if let Some(g) = General::new(pattern).map(General::without_dfa) {
+        v.push(("general-meta".to_string(), Splitter::General(Box::new(g))));
     }
     v
 }

@@ -48,10 +48,33 @@
 //! unanchored one. Iteration copies fancy-regex's `Matches`: after an empty
 //! match, the next search starts one char later, and an empty match right
 //! where the previous match ended is skipped.
+//!
+//! The anchored search is the one nearly every piece needs (tokenizer patterns
+//! match at every position), and a `meta::Regex` call costs more than the few
+//! bytes a piece has: it picks a strategy, sets up an `Input` and a cache, and
+//! runs a lazy DFA behind all that. So the same alternatives are also compiled,
+//! at the first split, into one dense DFA that only starts anchored, with the
+//! same syntax and leftmost-first match kind, and the anchored search walks it
+//! here a byte at a time ([`General::dfa_match`], the loop regex-automata's
+//! `Automaton` docs give for a leftmost-first search): a table load per byte.
+//! Same automaton semantics, so the same match. Where the DFA cannot answer (it
+//! would pass [`DFA_SIZE_LIMIT`], or stops at a quit byte, as a Unicode `\b`
+//! does on non-ASCII text), the meta regex runs as before; where it finds no
+//! match at the position, only the unanchored search does.
+//! Measured (Rust core, whole encode with cl100k's ranks and GPT-2's published pattern, 2 MB
+//! of each corpus in 4 KB documents, 16 alternated passes against the meta regex alone):
+//! 1.82x on English, 1.73x on code, 1.39x on multilingual text. Splitting alone, over the
+//! whole corpus, is 2.2-2.3x as fast. That pattern's DFA takes 1.2 MB and 16-24 ms to
+//! build; Llama 3's 33 ms, o200k_base's 71 ms.
+
+use std::sync::OnceLock;
 
 use fancy_regex::Expr;
+use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::meta::{self, Regex};
-use regex_automata::util::syntax;
+use regex_automata::nfa::thompson::{self, WhichCaptures};
+use regex_automata::util::primitives::StateID;
+use regex_automata::util::{start, syntax};
 use regex_automata::{Anchored, Input};
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, HirKind};
 
@@ -61,8 +84,25 @@ use crate::error::Result;
 /// A pattern run by regex-automata after proven rewrites.
 pub struct General {
     re: Regex,
+    /// The rewritten alternatives, for the DFA.
+    alternatives: Vec<String>,
+    /// The anchored DFA, built at the first split; `None` where it cannot be.
+    dfa: OnceLock<Option<dense::DFA<Vec<u32>>>>,
     /// By pattern id: matches are `\s+` runs standing for `\s+(?!\S)`.
     trim: Vec<bool>,
+}
+
+/// The dense DFA is not built past this many bytes (the meta regex alone runs then).
+const DFA_SIZE_LIMIT: usize = 8 << 20;
+
+/// What the DFA says of an anchored match at one position.
+enum Here {
+    /// The preferred match ends at this byte offset, by this pattern.
+    Match(usize, usize),
+    /// No alternative matches at the position.
+    NoMatch,
+    /// The DFA cannot tell (a quit byte, or no DFA): ask the meta regex.
+    Unknown,
 }
 
 impl General {
@@ -102,10 +142,83 @@ impl General {
                 meta::Config::new()
                     .which_captures(regex_automata::nfa::thompson::WhichCaptures::Implicit),
             )
-            .syntax(syntax::Config::new().utf8(true).unicode(true))
+            .syntax(syntax_config())
             .build_many(&strs)
             .ok()?;
-        Some(General { re, trim })
+        Some(General {
+            re,
+            alternatives: strs,
+            dfa: OnceLock::new(),
+            trim,
+        })
+    }
+
+    /// Whether the anchored search walks the dense DFA (built here if not yet): `false` where
+    /// it could not be built and the meta regex does all the searching.
+    pub fn has_dfa(&self) -> bool {
+        self.dfa.get_or_init(|| self.build_dfa()).is_some()
+    }
+
+    /// This splitter with the meta regex doing all the searching, as where the DFA cannot be
+    /// built: for the tests that check that path too.
+    pub fn without_dfa(self) -> Self {
+        let dfa = OnceLock::new();
+        let _ = dfa.set(None);
+        General { dfa, ..self }
+    }
+
+    /// The alternatives as one dense DFA with only anchored starts, or `None` if it would
+    /// pass [`DFA_SIZE_LIMIT`].
+    fn build_dfa(&self) -> Option<dense::DFA<Vec<u32>>> {
+        dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .start_kind(StartKind::Anchored)
+                    // Unicode `\b` quits on non-ASCII bytes instead of failing the build.
+                    .unicode_word_boundary(true)
+                    .dfa_size_limit(Some(DFA_SIZE_LIMIT))
+                    .determinize_size_limit(Some(DFA_SIZE_LIMIT)),
+            )
+            .syntax(syntax_config())
+            .thompson(thompson::Config::new().which_captures(WhichCaptures::None))
+            .build_many(&self.alternatives)
+            .ok()
+    }
+
+    /// The anchored leftmost-first match at `pos` by the DFA: walk until the dead state,
+    /// keeping the last match seen. A DFA's match state comes one byte late, so a match
+    /// state reached on byte `i` means a match ending at `i`. Inside a word nearly every
+    /// byte reaches a match state, so only the last one's pattern is looked up.
+    #[inline(always)]
+    fn dfa_match(dfa: &dense::DFA<Vec<u32>>, b: &[u8], pos: usize) -> Here {
+        let config = start::Config::new()
+            .anchored(Anchored::Yes)
+            .look_behind(pos.checked_sub(1).map(|i| b[i]));
+        let Ok(mut state) = dfa.start_state(&config) else {
+            return Here::Unknown;
+        };
+        let found = |last: Option<(usize, StateID)>| match last {
+            Some((end, s)) => Here::Match(end, dfa.match_pattern(s, 0).as_usize()),
+            None => Here::NoMatch,
+        };
+        let mut last = None;
+        for (i, &byte) in b.iter().enumerate().skip(pos) {
+            state = dfa.next_state(state, byte);
+            if dfa.is_special_state(state) {
+                if dfa.is_match_state(state) {
+                    last = Some((i, state));
+                } else if dfa.is_dead_state(state) {
+                    return found(last);
+                } else if dfa.is_quit_state(state) {
+                    return Here::Unknown;
+                }
+            }
+        }
+        state = dfa.next_eoi_state(state);
+        if dfa.is_match_state(state) {
+            last = Some((b.len(), state));
+        }
+        found(last)
     }
 
     /// Calls `f` with each piece of `text`, in order.
@@ -118,17 +231,27 @@ impl General {
         let b = text.as_bytes();
         let mut pos = 0;
         let mut last_match: Option<usize> = None;
+        let dfa = self.dfa.get_or_init(|| self.build_dfa()).as_ref();
         while pos <= n {
-            let input = Input::new(text).span(pos..n);
-            let m = match self.re.search(&input.clone().anchored(Anchored::Yes)) {
-                Some(m) => m,
-                None => match self.re.search(&input) {
-                    Some(m) => m,
-                    None => break,
-                },
+            let here = match dfa {
+                Some(dfa) => Self::dfa_match(dfa, b, pos),
+                None => Here::Unknown,
             };
-            let (s, mut e) = (m.start(), m.end());
-            if e < n && self.trim.get(m.pattern().as_usize()) == Some(&true) {
+            let (s, mut e, pattern) = match here {
+                Here::Match(e, pattern) => (pos, e, pattern),
+                Here::NoMatch | Here::Unknown => {
+                    let input = Input::new(text).span(pos..n);
+                    let anchored = match here {
+                        Here::NoMatch => None,
+                        _ => self.re.search(&input.clone().anchored(Anchored::Yes)),
+                    };
+                    match anchored.or_else(|| self.re.search(&input)) {
+                        Some(m) => (m.start(), m.end(), m.pattern().as_usize()),
+                        None => break,
+                    }
+                }
+            };
+            if e < n && self.trim.get(pattern) == Some(&true) {
                 if let Some((k, _)) = piece(text, s, e)?.char_indices().next_back() {
                     if k > 0 {
                         e = s + k;
@@ -148,6 +271,11 @@ impl General {
         }
         Ok(())
     }
+}
+
+/// The syntax both the meta regex and the DFA read the alternatives with.
+fn syntax_config() -> syntax::Config {
+    syntax::Config::new().utf8(true).unicode(true)
 }
 
 fn codepoint_len(b: u8) -> usize {
@@ -327,7 +455,8 @@ mod tests {
             r"\w+|\s+",
         ];
         for p in yes {
-            assert!(General::new(p).is_some(), "{p}");
+            let g = General::new(p);
+            assert!(g.is_some_and(|g| g.has_dfa()), "{p}");
         }
         let no = [
             r"\s+(?!\S)",       // nothing after the idiom
