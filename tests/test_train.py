@@ -24,6 +24,12 @@ import tiktoken.load
 from ferrotok import _core
 from ferrotok.openai_public import CL100K_PATTERN, O200K_PATTERN
 
+# GPT-2's pattern as published (no possessives): not one of the hand-written splitters, so
+# training with it counts pieces through the general path (regex-automata and its DFA).
+GPT2_PUBLISHED_PATTERN = (
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+)
+
 
 def _find_corpus() -> pathlib.Path:
     """The shared corpus: $FERROTOK_CORPUS_DIR, else shared/corpus beside or inside the repo."""
@@ -97,6 +103,8 @@ def synthetic_docs(seed: int, n_docs: int) -> list[str]:
         ("code", 1_000_000, 600_000, 8192, CL100K_PATTERN),
         ("multilingual", 2_000_000, 500_000, 2048, O200K_PATTERN),
         ("english", 5_000_000, 700_000, 8192, O200K_PATTERN),
+        ("english", 3_000_000, 500_000, 4096, GPT2_PUBLISHED_PATTERN),
+        ("multilingual", 4_000_000, 400_000, 2048, GPT2_PUBLISHED_PATTERN),
     ],
 )
 def test_equals_rustbpe_on_shared_corpora(name, start, size, vocab, pattern):
