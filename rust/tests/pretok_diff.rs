@@ -47,13 +47,8 @@ fn splitters_for(pattern: &str) -> Vec<(String, Splitter)> {
     if kind != "general" {
         v.push((kind.to_string(), fast));
     }
-    if let Some(g) = General::new(pattern) {
-        let name = if g.has_dfa() {
-            "general-dfa"
-        } else {
-            "general-meta"
-        };
-        v.push((name.to_string(), Splitter::General(Box::new(g))));
+    if let Some(g) = General::new(pattern).filter(General::has_dfa) {
+        v.push(("general-dfa".to_string(), Splitter::General(Box::new(g))));
     }
     if let Some(g) = General::new(pattern).map(General::without_dfa) {
         v.push(("general-meta".to_string(), Splitter::General(Box::new(g))));

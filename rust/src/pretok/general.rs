@@ -138,10 +138,7 @@ impl General {
             strs.push(s);
         }
         let re = Regex::builder()
-            .configure(
-                meta::Config::new()
-                    .which_captures(regex_automata::nfa::thompson::WhichCaptures::Implicit),
-            )
+            .configure(meta::Config::new().which_captures(WhichCaptures::Implicit))
             .syntax(syntax_config())
             .build_many(&strs)
             .ok()?;
