@@ -25,6 +25,8 @@ pub const NO_RANK: Rank = Rank::MAX;
 
 /// Bytes in a `decode_slots` entry: tokens of up to one less are decoded by one copy.
 const DECODE_SLOT: usize = 16;
+/// Tokens `decode_into` gathers in its stack buffer (4 KiB) before appending them.
+const DECODE_RUN: usize = 256;
 
 pub struct Vocab {
     /// Ordinary tokens, bytes -> rank.
@@ -45,7 +47,7 @@ pub struct Vocab {
     offsets: Vec<u32>,
     /// `true` where an id is a special token.
     is_special: Vec<bool>,
-    /// Per id, a token of 1-15 bytes packed in one 16-byte slot for `decode_push`: the bytes
+    /// Per id, a token of 1-15 bytes packed in one 16-byte slot for `decode_into`: the bytes
     /// from the start, the length in the last byte; all zero for anything else (longer
     /// tokens and holes go through `offsets`).
     decode_slots: Vec<[u8; DECODE_SLOT]>,
@@ -334,44 +336,41 @@ impl Vocab {
                 .map_or(0, CharCuts::memory_bytes)
     }
 
-    /// Concatenated bytes of `ids`, failing on the first unknown id.
-    pub fn decode_into(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<()> {
-        // A local buffer, so that its length stays in a register through the loop rather
-        // than being stored back through `out` after every token.
-        let mut buf = std::mem::take(out);
-        buf.reserve(ids.len() * 4 + DECODE_SLOT);
-        let bad = ids.iter().find(|&&id| !self.decode_push(id, &mut buf));
-        *out = buf;
-        match bad {
-            Some(&id) => Err(Error::UnknownToken(id)),
-            None => Ok(()),
-        }
-    }
-
-    /// Appends token `id`'s bytes to `out`; `false` (and nothing appended) for an unknown id.
+    /// Concatenated bytes of `ids`, failing on the first unknown id (`out` then holds the
+    /// bytes of the ids before it).
     ///
-    /// Why it is fast: a token of up to 15 bytes (nearly all) is one read of its slot and
-    /// one 16-byte store — a single vector move, no `memcpy` call and no dependent read of
-    /// `offsets` then `bytes` — cut back to the token's length at once.
-    #[inline(always)]
-    pub fn decode_push(&self, id: Rank, out: &mut Vec<u8>) -> bool {
-        let i = id as usize;
-        if let Some(slot) = self.decode_slots.get(i) {
-            let len = slot[DECODE_SLOT - 1] as usize;
-            if len != 0 {
-                let end = out.len() + len;
-                out.extend_from_slice(slot);
-                out.truncate(end);
-                return true;
+    /// Why it is fast: a token of up to 15 bytes (nearly all) is one read of its slot and one
+    /// 16-byte store into a stack buffer, at a position kept in a register. The store may run
+    /// past the token's end; the next token overwrites that tail. Each buffer of up to
+    /// [`DECODE_RUN`] tokens is appended to `out` by one copy. Storing straight into `out`
+    /// (as before) kept its length in memory, so every token waited on the store and reload
+    /// of the previous one's length. `decode_bytes` on cl100k English, best of rounds:
+    /// 0.84 -> 0.95 GB/s per 4 KB document, 0.91 -> 1.05 GB/s as one list. What is left is
+    /// mostly the wait for each slot (1.6 MB of them on cl100k, more than L2 holds).
+    pub fn decode_into(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<()> {
+        let slots = &self.decode_slots[..];
+        let mut buf = [0u8; DECODE_RUN * DECODE_SLOT];
+        out.reserve(ids.len() * 4);
+        for run in ids.chunks(DECODE_RUN) {
+            let mut pos = 0;
+            for &id in run {
+                match slots.get(id as usize) {
+                    // At most DECODE_RUN - 1 tokens of at most 15 bytes come before this one,
+                    // so `pos + DECODE_SLOT` is within `buf`; the check never fails.
+                    Some(slot) if slot[DECODE_SLOT - 1] != 0 => {
+                        buf[pos..pos + DECODE_SLOT].copy_from_slice(slot);
+                        pos += slot[DECODE_SLOT - 1] as usize;
+                    }
+                    _ => {
+                        out.extend_from_slice(&buf[..pos]);
+                        pos = 0;
+                        out.extend_from_slice(self.token_bytes(id).ok_or(Error::UnknownToken(id))?);
+                    }
+                }
             }
+            out.extend_from_slice(&buf[..pos]);
         }
-        match self.token_bytes(id) {
-            Some(b) => {
-                out.extend_from_slice(b);
-                true
-            }
-            None => false,
-        }
+        Ok(())
     }
 
     /// One past the largest id.
@@ -408,6 +407,7 @@ mod tests {
         // Either side of the packed word's 7 bytes.
         ranks.insert(b"7 bytes".to_vec(), 259);
         ranks.insert(b"8 bytes!".to_vec(), 260);
+        ranks.insert(b"fifteen bytes!!".to_vec(), 261);
         let v = Vocab::new(
             ranks,
             vec![("<|near|>".into(), 300), ("<|far|>".into(), 5_000_000)],
@@ -435,5 +435,34 @@ mod tests {
                 Err(Error::UnknownToken(bad))
             );
         }
+        // Runs of the stack buffer: many ids, with long tokens and the slowest case (every
+        // token 15 bytes, the buffer's worst fill) either side of each run boundary.
+        let mut ids = Vec::new();
+        for i in 0..3 * DECODE_RUN + 7 {
+            ids.push(match i % 97 {
+                0 | 1 => 257,
+                _ if i % DECODE_RUN >= DECODE_RUN - 2 || i % DECODE_RUN < 2 => 257,
+                n if n % 3 == 0 => 261,
+                n => n as Rank,
+            });
+        }
+        let want: Vec<u8> = ids
+            .iter()
+            .flat_map(|&id| v.token_bytes(id).unwrap().to_vec())
+            .collect();
+        let mut got = Vec::new();
+        v.decode_into(&ids, &mut got).unwrap();
+        assert_eq!(got, want);
+        let fifteen = vec![261; 2 * DECODE_RUN + 1];
+        let mut got = Vec::new();
+        v.decode_into(&fifteen, &mut got).unwrap();
+        assert_eq!(got, b"fifteen bytes!!".repeat(2 * DECODE_RUN + 1));
+        // An unknown id after a full run: the error names it.
+        let mut late = vec![259; DECODE_RUN + 3];
+        late.push(299);
+        assert_eq!(
+            v.decode_into(&late, &mut Vec::new()),
+            Err(Error::UnknownToken(299))
+        );
     }
 }
