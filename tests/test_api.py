@@ -4,6 +4,7 @@ unstable completions, pickling, threads, and the private attributes real code re
 from __future__ import annotations
 
 import gc
+import os
 import pickle
 import threading
 from typing import Any
@@ -91,6 +92,28 @@ def test_errors_match_tiktoken(name: str) -> None:
         ferrotok.get_encoding("no_such_encoding")
     with pytest.raises(ValueError):
         ferrotok.get_encoding(42)  # type: ignore[arg-type]
+
+
+BATCHES_TO_DECODE: list[Any] = [
+    [[1, 2], [3]], [(1, 2), [3]], ([1, 2], [3]), [[1, "a"]], [[1, -1]], [[1, 2**32]],
+    [[1, 2**40]], [[1.0]], [[True, 2]], [[200_000]], [[1], None], [[1], "ab"], "ab",
+    [[1], [2, 3.5]], [[]], [],
+]
+
+
+@pytest.mark.parametrize("batch", BATCHES_TO_DECODE, ids=repr)
+def test_decode_bytes_batch_takes_and_refuses_what_tiktoken_does(batch: Any) -> None:
+    # Lists of int lists take a fast path; everything else, and any list with an item that
+    # does not fit it, must still give tiktoken's result or its type of error.
+    ours, theirs = pair("cl100k_base")
+
+    def outcome(enc: Any) -> Any:
+        try:
+            return enc.decode_bytes_batch(batch)
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return type(e)
+
+    assert outcome(ours) == outcome(theirs)
 
 
 def test_disallowed_special_options() -> None:
@@ -299,6 +322,69 @@ def test_returned_ids_are_plain_ints_that_outlive_their_encoding() -> None:
         ids = ferrotok.Encoding(**kwargs).encode(text, allowed_special="all")
         batch = [ids[:], list(reversed(ids))]
     assert ids == want and batch[1][::-1] == want
+
+
+def test_batches_from_many_threads_share_the_helpers() -> None:
+    # Every 2-thread batch shares one pool of helper threads; batches from several Python
+    # threads at once queue for it and must all finish, each with its own right answer.
+    ours, theirs = pair("cl100k_base")
+    # Over 32 KB in all, so that 2-thread batches do use the helpers.
+    texts = [f"batch {i}: " + "word " * (i % 160) + "😀 " * (i % 7) for i in range(200)]
+    assert sum(len(t.encode()) for t in texts) > 64_000
+    expected = [theirs.encode_ordinary(t) for t in texts]
+    flat = [i for e in expected for i in e]
+    failures: list[str] = []
+
+    def work(k: int) -> None:
+        for _ in range(5):
+            mine = texts[k:] + texts[:k]
+            want = expected[k:] + expected[:k]
+            if ours.encode_ordinary_batch(mine, num_threads=2) != want:
+                failures.append(f"lists {k}")
+            if ours.count_batch(mine, num_threads=2) != [len(w) for w in want]:
+                failures.append(f"counts {k}")
+            if ours.encode_ordinary_batch_to_numpy(texts, num_threads=2)[0].tolist() != flat:
+                failures.append(f"flat {k}")
+            if ours.decode_batch(want, num_threads=2) != mine:
+                failures.append(f"decode {k}")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a batch never finished"
+    assert failures == []
+
+
+def _batch_in_child(texts: list[str], out: Any) -> None:
+    enc = ferrotok.get_encoding("cl100k_base")
+    out.put(enc.encode_ordinary_batch(texts, num_threads=2))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork start method needs os.fork")
+def test_batch_in_a_forked_child_after_the_parent_batched() -> None:
+    # A forked child (DataLoader workers on Linux) inherits the parent's helper pool but
+    # not its threads; its batches must start their own helpers instead of waiting forever.
+    import multiprocessing
+
+    ours, theirs = pair("cl100k_base")
+    texts = [f"forked {i} " * (10 * i + 1) for i in range(40)]  # ~90 KB: helpers are used
+    assert sum(map(len, texts)) > 64_000
+    expected = [theirs.encode_ordinary(t) for t in texts]
+    assert ours.encode_ordinary_batch(texts, num_threads=2) == expected  # parent's pool
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_batch_in_child, args=(texts, out))
+    child.start()
+    try:
+        got = out.get(timeout=60)
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+    assert got == expected
+    assert child.exitcode == 0
 
 
 @pytest.mark.parametrize("num_threads", [1, 2])

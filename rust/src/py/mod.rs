@@ -1,7 +1,7 @@
 //! The binding layer: converts Python values to Rust and Rust errors to Python
 //! exceptions, and nothing else. All work happens in the core with the GIL
 //! released (`py.detach`); batches run on the calling thread and helper threads that
-//! share the items (`batch_map`, `encode_lists`).
+//! share the items (`batch_map`, `encode_lists`, `with_helpers`).
 
 use crate::encoder::{Allowed, Encoder};
 use crate::error::Error;
@@ -62,6 +62,47 @@ fn ids_from_list(tokens: &Bound<'_, PyAny>, ids: &mut Vec<Rank>) -> bool {
     }
 }
 
+/// `batch` as id lists: a list of lists of ints (what the batch encoders return) is read
+/// with [`ids_from_list`]; anything else, or a list with an item that is not a list of
+/// `u32`-sized ints, takes pyo3's general extraction and gets its errors. The general one
+/// was most of `decode_bytes_batch`'s time: 16 lists of 2,000 bytes of English took 174-188
+/// us on one thread, and take 32 us this way (cl100k, best of 7 rounds).
+fn id_lists(batch: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<Rank>>> {
+    if let Ok(list) = batch.cast_exact::<PyList>() {
+        let mut out = Vec::with_capacity(list.len());
+        for item in list.iter() {
+            let mut ids = Vec::new();
+            if !ids_from_list(&item, &mut ids) {
+                return batch.extract();
+            }
+            out.push(ids);
+        }
+        return Ok(out);
+    }
+    batch.extract()
+}
+
+/// A batch with less work than this runs on the calling thread alone, whatever
+/// `num_threads` says: a helper thread, woken for it, starts 45-62 us late (median; p90
+/// 72-255 us, rayon's pool on 2 vCPUs), so below this the helper cannot pay for its wake.
+/// Bytes of text for the encoders (at ~150-250 MB/s, ~150 us of work); ids for decoding.
+const SHARED_MIN_BYTES: usize = 32 << 10;
+const SHARED_MIN_IDS: usize = 64 << 10;
+
+/// Bytes of text in `texts`.
+fn text_bytes(texts: &[PyBackedStr]) -> usize {
+    texts.iter().map(|t| t.len()).sum()
+}
+
+/// `num_threads`, or 1 for a batch of less text than [`SHARED_MIN_BYTES`].
+fn threads_for(texts: &[PyBackedStr], num_threads: usize) -> usize {
+    if text_bytes(texts) < SHARED_MIN_BYTES {
+        1
+    } else {
+        num_threads
+    }
+}
+
 /// Id lists up to this long are decoded with the GIL held (a few microseconds, less than
 /// releasing and taking it back); longer ones with the GIL released.
 const DECODE_WITH_GIL: usize = 1 << 16;
@@ -99,16 +140,81 @@ fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
     PyRuntimeError::new_err(format!("internal error in ferrotok (please report): {msg}"))
 }
 
-/// How many threads besides the caller's a batch of `n` items uses: `num_threads` counts the
-/// caller, and no more than the machine has cores for (tiktoken's default is 8). The core
-/// count is read once (`available_parallelism` reads cgroup files on Linux); batches no
-/// longer run on rayon's pool, so its size is not the one to ask.
-fn helper_threads(num_threads: usize, n: usize) -> usize {
+/// The machine's core count, read once (`available_parallelism` reads cgroup files on Linux).
+fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()));
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()))
+}
+
+/// How many threads besides the caller's a batch of `n` items uses: `num_threads` counts the
+/// caller, and no more than the machine has cores for (tiktoken's default is 8).
+fn helper_threads(num_threads: usize, n: usize) -> usize {
     (num_threads - 1)
-        .min(cores.saturating_sub(1))
+        .min(cores().saturating_sub(1))
         .clamp(1, n - 1)
+}
+
+/// The threads that help a batch's calling thread: one fewer than the cores (at least one),
+/// started at the first batch and then kept, each with its warm piece cache. Starting a
+/// thread per batch, as before, cost ~65 us a call (a 2-thread batch of four short texts:
+/// 64.8 us, against 0.9 us on one thread), more than encoding a few short texts takes.
+/// Its own pool, not rayon's global one (which training uses, one thread per core): a
+/// batch's work is shared by the caller and these helpers, so no core is left to a pool
+/// thread that would only compete with them. `None` if the threads cannot be started.
+///
+/// A process forked from one that had the pool (a `fork` start of `multiprocessing`, as
+/// PyTorch's `DataLoader` workers are on Linux) inherits the pool but not its threads: a
+/// batch there would wait forever for helpers that do not exist. So the pool is tied to
+/// the process id, and a forked child starts its own (the parent's is left alone: its
+/// threads are in the parent, and dropping it in the child would signal nobody). The one
+/// case this misses: a grandchild whose id is the recycled id of a pool owner that has
+/// exited, forked from a child that never ran a batch.
+fn helper_pool() -> Option<&'static rayon::ThreadPool> {
+    use std::sync::atomic::{AtomicPtr, AtomicU32};
+    // Atomics, not a lock: a fork while another thread held a lock would leave it held in
+    // the child for good. Two threads that start a pool at once each leak one; either works.
+    static POOL: AtomicPtr<rayon::ThreadPool> = AtomicPtr::new(std::ptr::null_mut());
+    static OWNER: AtomicU32 = AtomicU32::new(0);
+    let pid = std::process::id();
+    if OWNER.load(Ordering::Acquire) == pid {
+        // SAFETY: `POOL` only ever holds null or a pointer from `Box::leak` below, never
+        // freed; the Acquire load of `OWNER` (stored with Release after `POOL`) makes that
+        // pool's construction visible here.
+        if let Some(pool) = unsafe { POOL.load(Ordering::Acquire).as_ref() } {
+            return Some(pool);
+        }
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cores().saturating_sub(1).max(1))
+        .thread_name(|i| format!("ferrotok-batch-{i}"))
+        .build()
+        .ok()?;
+    let pool: &'static rayon::ThreadPool = Box::leak(Box::new(pool));
+    POOL.store(std::ptr::from_ref(pool).cast_mut(), Ordering::Release);
+    OWNER.store(pid, Ordering::Release);
+    Some(pool)
+}
+
+/// Runs `main` on this thread while `helpers` helper threads each run `help` once, and
+/// returns `main`'s result when all are done. A panic in `help` reaches the caller.
+fn with_helpers<R>(helpers: usize, help: impl Fn() + Sync, main: impl FnOnce() -> R) -> R {
+    let help = &help;
+    match helper_pool() {
+        // `in_place_scope` runs `main` here, not on the pool, and waits for the spawned
+        // jobs before it returns, so they may borrow from this frame.
+        Some(pool) => pool.in_place_scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(move |_| help());
+            }
+            main()
+        }),
+        None => std::thread::scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(help);
+            }
+            main()
+        }),
+    }
 }
 
 /// Runs `f` over `items`, in this thread when `num_threads <= 1` (tiktoken's `num_threads`
@@ -146,17 +252,22 @@ fn batch_map<I: Sync, T: Send>(
             }
         }
     };
-    let parts = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (0..helper_threads(num_threads, n))
-            .map(|_| scope.spawn(work))
-            .collect();
-        let mut parts = vec![work()];
-        for h in helpers {
-            // A helper's panic goes on to the caller (and `detached` makes it a Python error).
-            parts.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        }
-        parts
-    });
+    let helped = std::sync::Mutex::new(Vec::new());
+    let mine = with_helpers(
+        helper_threads(num_threads, n),
+        || {
+            let done = work();
+            // A poisoned lock means another helper panicked; that panic reaches the caller.
+            if let Ok(mut h) = helped.lock() {
+                h.push(done);
+            }
+        },
+        work,
+    );
+    let mut parts = helped
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    parts.push(mine);
     let mut slots: Vec<Option<T>> = std::iter::repeat_with(|| None).take(n).collect();
     let mut first_error: Option<(usize, Error)> = None;
     for (i, r) in parts.into_iter().flatten() {
@@ -225,22 +336,24 @@ fn encode_lists<'py>(
             }
         }
     };
-    std::thread::scope(|scope| {
-        let (encode, next) = (&encode, &next);
-        for _ in 0..helpers {
-            let tx = tx.clone();
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let r = catch_unwind(AssertUnwindSafe(|| encode(&texts[i])));
-                if tx.send((i, r)).is_err() {
-                    break;
-                }
-            });
+    // One sender per helper, taken when it starts; with the first one dropped here, the
+    // receiver sees the end once every helper has finished or died.
+    let senders = std::sync::Mutex::new(vec![tx; helpers]);
+    let help = || {
+        let tx = senders.lock().ok().and_then(|mut s| s.pop());
+        let Some(tx) = tx else { return };
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            let r = catch_unwind(AssertUnwindSafe(|| encode(&texts[i])));
+            if tx.send((i, r)).is_err() {
+                break;
+            }
         }
-        drop(tx);
+    };
+    with_helpers(helpers, help, || {
         // This thread turns the helpers' results into lists (that needs the GIL) and, when
         // none is waiting, encodes a text itself with the GIL released: list building and
         // encoding share the cores instead of list building waiting for all the encoding.
@@ -410,7 +523,9 @@ impl PyCoreBPE {
         let enc = &self.inner;
         detached(py, || {
             let a = allowed.as_allowed();
-            batch(&texts, num_threads, |t| enc.count(t, a))
+            batch(&texts, threads_for(&texts, num_threads), |t| {
+                enc.count(t, a)
+            })
         })
     }
 
@@ -428,7 +543,9 @@ impl PyCoreBPE {
         let enc = &self.inner;
         let (ids, offsets) = detached(py, || {
             let a = allowed.as_allowed();
-            let parts = batch(&texts, num_threads, |t| enc.encode(t, a))?;
+            let parts = batch(&texts, threads_for(&texts, num_threads), |t| {
+                enc.encode(t, a)
+            })?;
             let total = parts.iter().map(Vec::len).sum();
             let mut ids = Vec::with_capacity(total);
             let mut offsets = Vec::with_capacity(parts.len() + 1);
@@ -480,7 +597,9 @@ impl PyCoreBPE {
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
         let enc = &self.inner;
-        encode_lists(py, &texts, num_threads, |t| enc.encode_ordinary(t))
+        encode_lists(py, &texts, threads_for(&texts, num_threads), |t| {
+            enc.encode_ordinary(t)
+        })
     }
 
     fn encode_batch<'py>(
@@ -493,7 +612,9 @@ impl PyCoreBPE {
         let allowed = self.allowed(allowed_special);
         let enc = &self.inner;
         let a = allowed.as_allowed();
-        encode_lists(py, &texts, num_threads, |t| enc.encode(t, a))
+        encode_lists(py, &texts, threads_for(&texts, num_threads), |t| {
+            enc.encode(t, a)
+        })
     }
 
     fn encode_with_unstable<'py>(
@@ -568,13 +689,18 @@ impl PyCoreBPE {
     fn decode_bytes_batch<'py>(
         &self,
         py: Python<'py>,
-        batch: Vec<Vec<Rank>>,
+        batch: &Bound<'py, PyAny>,
         num_threads: usize,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let enc = &self.inner;
-        let out = detached(py, || {
-            batch_map(&batch, num_threads, |t| enc.decode_bytes(t))
-        })?;
+        let batch = id_lists(batch)?;
+        let n_ids: usize = batch.iter().map(Vec::len).sum();
+        let threads = if n_ids < SHARED_MIN_IDS {
+            1
+        } else {
+            num_threads
+        };
+        let out = detached(py, || batch_map(&batch, threads, |t| enc.decode_bytes(t)))?;
         Ok(out.iter().map(|b| PyBytes::new(py, b)).collect())
     }
 
