@@ -136,6 +136,43 @@ def test_disallowed_special_options() -> None:
             theirs.encode(text, **kw)
 
 
+SPECIAL_CHECK_TEXTS = [
+    "plain text", "", "<|endoftext|>", "x <|endoftext|>", "<|endoftext|> x", "<|endoftext|",
+    "|endoftext|>", "<|endo<|endoftext|>", "a\ud83db <|endoftext|>", "a\ud83db plain",
+    "<|fim_prefix|><|fim_middle|>", "<<||>>", "<|endofprompt|>", "<|im_start|>",
+]
+SPECIAL_CHECK_OPTIONS: list[dict[str, Any]] = [
+    {}, {"allowed_special": "all"}, {"disallowed_special": ()},
+    {"allowed_special": {"<|endoftext|>"}}, {"disallowed_special": {"<|fim_prefix|>"}},
+    {"disallowed_special": {"plain"}},
+    {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()},
+]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_special_text_checks_match_tiktoken(name: str) -> None:
+    # The default call skips the regex check when Rust finds no special token's text; every
+    # other option takes the general path. Both must give tiktoken's ids or its error.
+    ours, theirs = pair(name)
+
+    def outcome(f: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            r = f(*args, **kw)
+        except ValueError as e:
+            return ("ValueError", str(e))
+        return r.tolist() if hasattr(r, "tolist") else r
+
+    for kw in SPECIAL_CHECK_OPTIONS:
+        for text in SPECIAL_CHECK_TEXTS:
+            want = outcome(theirs.encode, text, **kw)
+            assert outcome(ours.encode, text, **kw) == want, (text, kw)
+            assert outcome(ours.encode_to_numpy, text, **kw) == want, (text, kw)
+        want = outcome(theirs.encode_batch, SPECIAL_CHECK_TEXTS, **kw)
+        assert outcome(ours.encode_batch, SPECIAL_CHECK_TEXTS, **kw) == want, kw
+        plain = [t for t in SPECIAL_CHECK_TEXTS if "plain" not in t]
+        assert outcome(ours.encode_batch, plain, **kw) == outcome(theirs.encode_batch, plain, **kw)
+
+
 @pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
 def test_decode_with_offsets(name: str) -> None:
     ours, theirs = pair(name)

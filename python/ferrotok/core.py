@@ -147,6 +147,16 @@ class Encoding:
         >>> enc.encode("<|endoftext|>", disallowed_special=())
         [27, 91, 8862, 728, 428, 91, 29]
         """
+        if not allowed_special and disallowed_special == "all":
+            # The default call. Where no special token's text occurs, it is encode_ordinary;
+            # Rust finds that out in one pass, without the Python regex search below (on
+            # "hello world" that search and its set-up were half the call).
+            try:
+                ids = self._core_bpe.encode_unless_special(text)
+            except UnicodeEncodeError:
+                ids = None  # lone surrogates: the general path below handles them
+            if ids is not None:
+                return ids
         allowed = self._check_special(text, allowed_special, disallowed_special)
         try:
             return self._core_bpe.encode(text, allowed)
@@ -449,6 +459,14 @@ class Encoding:
         if allowed_special == "all":
             allowed_special = self.special_tokens_set
         if disallowed_special == "all":
+            # Every disallowed token is then a special token: if no special token's text
+            # occurs in the texts (Rust's one pass over them), nothing can be disallowed.
+            try:
+                plain = not self._core_bpe.holds_special_text(texts)
+            except UnicodeEncodeError:
+                plain = False  # lone surrogates: the regex below reads the text as it is
+            if plain:
+                return allowed_special
             # The default (nothing allowed) reuses one frozenset: no per-call set building,
             # which matters for o200k_harmony's 1,088 special tokens on short texts.
             disallowed_special = (

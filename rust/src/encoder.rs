@@ -110,6 +110,22 @@ impl Encoder {
         Ok(out)
     }
 
+    /// Does the text of any special token occur in `text`? When none does, no special token
+    /// can be allowed or disallowed there, and `encode` is `encode_ordinary`.
+    pub fn holds_special_text(&self, text: &str) -> bool {
+        self.specials.occurs_in(text)
+    }
+
+    /// `encode_ordinary(text)` if no special token's text occurs in it, else `None`: the
+    /// default `encode` call (nothing allowed, everything disallowed) in one pass over the
+    /// specials instead of a Python regex search, for the text that needs no more.
+    pub fn encode_unless_special(&self, text: &str) -> Result<Option<Vec<Rank>>> {
+        if self.holds_special_text(text) {
+            return Ok(None);
+        }
+        self.encode_ordinary(text).map(Some)
+    }
+
     /// Encode with special tokens: the text between allowed special tokens is split and
     /// encoded on its own, so pieces never cross a special token.
     pub fn encode_into(&self, text: &str, allowed: Allowed<'_>, out: &mut Vec<Rank>) -> Result<()> {

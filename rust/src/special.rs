@@ -48,6 +48,12 @@ impl SpecialMatcher {
         None
     }
 
+    /// Does any special token's text occur anywhere in `text`? (Any occurrence makes a
+    /// leftmost search match somewhere, so one search answers it.)
+    pub fn occurs_in(&self, text: &str) -> bool {
+        self.ac.as_ref().is_some_and(|ac| ac.is_match(text))
+    }
+
     pub fn index_of(&self, token: &str) -> Option<usize> {
         self.tokens.iter().position(|t| t == token)
     }

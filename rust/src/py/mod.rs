@@ -565,6 +565,25 @@ impl PyCoreBPE {
         ints::id_list(py, &ids)
     }
 
+    /// `encode_ordinary(text)`, or `None` if the text of a special token occurs in it.
+    fn encode_unless_special<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
+        let enc = &self.inner;
+        match detached(py, || enc.encode_unless_special(text))? {
+            Some(ids) => ints::id_list(py, &ids).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Does the text of any special token occur in any of `texts`?
+    fn holds_special_text(&self, py: Python<'_>, texts: Vec<PyBackedStr>) -> PyResult<bool> {
+        let enc = &self.inner;
+        detached(py, || Ok(texts.iter().any(|t| enc.holds_special_text(t))))
+    }
+
     fn encode<'py>(
         &self,
         py: Python<'py>,
