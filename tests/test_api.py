@@ -149,7 +149,7 @@ SPECIAL_CHECK_OPTIONS: list[dict[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "o200k_harmony"])
 def test_special_text_checks_match_tiktoken(name: str) -> None:
     # The default call skips the regex check when Rust finds no special token's text; every
     # other option takes the general path. Both must give tiktoken's ids or its error.
@@ -171,6 +171,12 @@ def test_special_text_checks_match_tiktoken(name: str) -> None:
         assert outcome(ours.encode_batch, SPECIAL_CHECK_TEXTS, **kw) == want, kw
         plain = [t for t in SPECIAL_CHECK_TEXTS if "plain" not in t]
         assert outcome(ours.encode_batch, plain, **kw) == outcome(theirs.encode_batch, plain, **kw)
+    # "all" reaches the core as the word, not as the set of every special token.
+    assert ours._core_bpe.encode("<|endoftext|>", "all") == theirs.encode(
+        "<|endoftext|>", allowed_special="all"
+    )
+    with pytest.raises(ValueError, match="allowed_special"):
+        ours._core_bpe.encode("x", "some")
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])

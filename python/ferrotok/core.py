@@ -445,8 +445,8 @@ class Encoding:
         text: str,
         allowed_special: Literal["all"] | AbstractSet[str],
         disallowed_special: Literal["all"] | Collection[str],
-    ) -> AbstractSet[str]:
-        """Raises for disallowed special text; returns the allowed set, resolved."""
+    ) -> Literal["all"] | AbstractSet[str]:
+        """Raises for disallowed special text; returns what the core is to allow."""
         return self._check_special_batch((text,), allowed_special, disallowed_special)
 
     def _check_special_batch(
@@ -454,10 +454,15 @@ class Encoding:
         texts: Sequence[str],
         allowed_special: Literal["all"] | AbstractSet[str],
         disallowed_special: Literal["all"] | Collection[str],
-    ) -> AbstractSet[str]:
-        """Raises if any text holds disallowed special text; returns the allowed set."""
+    ) -> Literal["all"] | AbstractSet[str]:
+        """Raises if any text holds disallowed special text; returns what the core is to
+        allow: "all" (passed as the word, not as a set of every special token) or a set."""
         if allowed_special == "all":
-            allowed_special = self.special_tokens_set
+            # With "all" for both, tiktoken disallows the special tokens not allowed: none.
+            # A given disallowed collection is checked as for any allowed set.
+            if disallowed_special != "all":
+                self._check_special_batch(texts, self.special_tokens_set, disallowed_special)
+            return "all"
         if disallowed_special == "all":
             # Every disallowed token is then a special token: if no special token's text
             # occurs in the texts (Rust's one pass over them), nothing can be disallowed.
