@@ -406,6 +406,8 @@ def _batch_in_child(texts: list[str], out: Any) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork start method needs os.fork")
+# From 3.12 Python warns on any fork of a process with threads; forking is the point here.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_batch_in_a_forked_child_after_the_parent_batched() -> None:
     # A forked child (DataLoader workers on Linux) inherits the parent's helper pool but
     # not its threads; its batches must start their own helpers instead of waiting forever.
