@@ -89,14 +89,9 @@ fn id_lists(batch: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<Rank>>> {
 const SHARED_MIN_BYTES: usize = 32 << 10;
 const SHARED_MIN_IDS: usize = 64 << 10;
 
-/// Bytes of text in `texts`.
-fn text_bytes(texts: &[PyBackedStr]) -> usize {
-    texts.iter().map(|t| t.len()).sum()
-}
-
 /// `num_threads`, or 1 for a batch of less text than [`SHARED_MIN_BYTES`].
 fn threads_for(texts: &[PyBackedStr], num_threads: usize) -> usize {
-    if text_bytes(texts) < SHARED_MIN_BYTES {
+    if texts.iter().map(|t| t.len()).sum::<usize>() < SHARED_MIN_BYTES {
         1
     } else {
         num_threads
