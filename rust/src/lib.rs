@@ -3,7 +3,8 @@
 //! The road a token takes, one module each:
 //! special-token split ([`special`]) → pre-tokenization ([`pretok`]) →
 //! merge-rank BPE on each piece ([`bpe`]) over a vocabulary ([`vocab`]),
-//! put together by [`encoder`]. `py` only converts types and errors for Python.
+//! put together by [`encoder`]. `py` only converts types and errors for Python;
+//! a batch's threads take its items from [`two_ends`].
 
 pub mod backtrack;
 pub mod blocked_bloom;
@@ -24,6 +25,7 @@ pub mod special;
 pub mod tiktoken_file;
 pub mod token_table;
 pub mod train;
+pub mod two_ends;
 pub mod vocab;
 
 #[cfg(feature = "python")]
