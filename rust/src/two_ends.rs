@@ -107,7 +107,7 @@ mod tests {
     }
 
     #[test]
-    fn more_items_than_32_bits_count_are_refused() {
+    fn counts_beyond_32_bits_are_refused() {
         assert!(TwoEnds::new(u32::MAX as usize).is_some());
         assert!(TwoEnds::new(u32::MAX as usize + 1).is_none());
     }
