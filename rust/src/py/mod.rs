@@ -203,19 +203,19 @@ const SPIN_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 /// Batches started in this process: a helper that spins after a batch stops when it moves.
 static BATCHES: AtomicU64 = AtomicU64::new(0);
 
-/// Spins until `done()` or [`SPIN_WAIT`] has passed; whether `done()` held.
-fn spin_until(mut done: impl FnMut() -> bool) -> bool {
+/// Spins until `done()` or [`SPIN_WAIT`] has passed.
+fn spin_until(mut done: impl FnMut() -> bool) {
     let until = std::time::Instant::now() + SPIN_WAIT;
     loop {
         // The clock read costs ~20 ns; checking `done` between reads keeps the wait short.
         for _ in 0..32 {
             if done() {
-                return true;
+                return;
             }
             std::hint::spin_loop();
         }
         if std::time::Instant::now() >= until {
-            return done();
+            return;
         }
     }
 }
@@ -423,17 +423,15 @@ fn encode_lists<'py>(
                 // Nothing left to take: wait for the helpers (the receiver moves in and
                 // out of the GIL-free closure: it is not `Sync`).
                 let (got, back) = py.detach(move || {
-                    let mut early = None;
-                    spin_until(|| match rx.try_recv() {
-                        Err(std::sync::mpsc::TryRecvError::Empty) => false,
-                        got => {
-                            early = Some(got);
-                            true
-                        }
+                    use std::sync::mpsc::{RecvError, TryRecvError};
+                    let mut got = Err(TryRecvError::Empty);
+                    spin_until(|| {
+                        got = rx.try_recv();
+                        !matches!(got, Err(TryRecvError::Empty))
                     });
-                    let got = match early {
-                        Some(got) => got.map_err(|_| std::sync::mpsc::RecvError),
-                        None => rx.recv(),
+                    let got = match got {
+                        Err(TryRecvError::Empty) => rx.recv(),
+                        got => got.map_err(|_| RecvError),
                     };
                     (got, rx)
                 });
