@@ -270,6 +270,12 @@ fn with_helpers<R>(helpers: usize, help: impl Fn() + Sync, main: impl FnOnce() -
     }
 }
 
+/// The `n` items of a batch handed out from both ends, or `None` when the batch runs on this
+/// thread alone: `num_threads <= 1`, one item or none, or more than 2^32 - 1 items.
+fn shared_ends(n: usize, num_threads: usize) -> Option<TwoEnds> {
+    TwoEnds::new(n).filter(|_| num_threads > 1 && n > 1)
+}
+
 /// Runs `f` over `items`, in this thread when `num_threads <= 1` (tiktoken's `num_threads`
 /// argument), else in this thread, which takes items from the front, and [`helper_threads`]
 /// more that take them from the back ([`TwoEnds`]); the results come back in order. An
@@ -287,9 +293,8 @@ fn batch_map<I: Sync, T: Send>(
     f: impl Fn(&I) -> Result<T, Error> + Sync + Send,
 ) -> Result<Vec<T>, Error> {
     let n = items.len();
-    let ends = match TwoEnds::new(n) {
-        Some(ends) if num_threads > 1 && n > 1 => ends,
-        _ => return items.iter().map(f).collect(),
+    let Some(ends) = shared_ends(n, num_threads) else {
+        return items.iter().map(f).collect();
     };
     let work = |take: &dyn Fn() -> Option<usize>| {
         let mut done = Vec::new();
@@ -358,8 +363,7 @@ fn encode_lists<'py>(
     num_threads: usize,
     encode: impl Fn(&str) -> Result<Vec<Rank>, Error> + Sync + Send,
 ) -> PyResult<Bound<'py, PyList>> {
-    let ends = TwoEnds::new(texts.len()).filter(|_| num_threads > 1 && texts.len() > 1);
-    let Some(ends) = ends else {
+    let Some(ends) = shared_ends(texts.len(), num_threads) else {
         let mut lists = Vec::with_capacity(texts.len());
         for t in texts {
             let ids = detached(py, || encode(t))?;
