@@ -13,6 +13,8 @@ pub mod char_cuts;
 pub mod char_steps;
 pub mod encoder;
 pub mod error;
+#[cfg(target_os = "linux")]
+pub mod huge_pages;
 pub mod mid_table;
 pub mod pair_filter;
 pub mod pair_memo;
@@ -30,6 +32,12 @@ pub mod vocab;
 
 #[cfg(feature = "python")]
 mod py;
+
+/// The extension's tables on 2 MiB pages (see [`huge_pages`]); the crate's own tests run on
+/// it too. A Rust program that links the crate without `python` keeps its own allocator.
+#[cfg(all(target_os = "linux", any(test, feature = "python")))]
+#[global_allocator]
+static ALLOC: huge_pages::HugePages = huge_pages::HugePages;
 
 pub use encoder::{Allowed, Encoder};
 pub use error::{Error, Result};
