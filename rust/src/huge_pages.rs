@@ -21,8 +21,9 @@
 //! - `python benches/encode.py --section single`, two alternations: o200k English 10.36-10.47x
 //!   tiktoken -> 11.83-11.95x, code 11.50-11.54x -> 13.15-13.19x, multilingual 9.81x ->
 //!   10.76-10.93x; cl100k 1.00-1.05x as fast (its tables are half o200k's);
-//! - cold `get_encoding("o200k_base")`: 0.61x tiktoken's time -> 0.54x, and the RSS it adds
-//!   0.66x tiktoken's -> 0.52x (glibc's heap no longer holds the tables' freed build buffers);
+//! - cold `get_encoding("o200k_base")`, three alternations: 0.60-0.64x tiktoken's time ->
+//!   0.51-0.57x, and the RSS it adds 0.67-0.68x tiktoken's -> 0.50-0.51x (glibc's heap no
+//!   longer keeps the tables' freed build buffers);
 //! - texts met once (an 8 MB English text, 1 MB of base64): 1.00-1.10x as fast, so the
 //!   mapping of a big output buffer per call costs nothing measurable.
 //!
