@@ -65,9 +65,10 @@ const C_API: u8 = 2;
 /// The items of `list` as ids, into `ids` (cleared first). Returns `false`, leaving `ids`
 /// unspecified, at the first item that is not an exact `int` fitting in a `u32`.
 ///
-/// The ids are written into slots made beforehand, not pushed: with a push per item the
+/// The ids are written into the vector's spare capacity, not pushed: with a push per item the
 /// vector's length made a chain of stores and loads through memory from one item to the
-/// next, where the slots let the reads of the items overlap.
+/// next, where the slots let the reads of the items overlap. (Zeroing the slots first, as
+/// before, was a `memset` of 4 bytes an id, 2.4% of `decode_bytes` on cl100k multilingual.)
 #[inline(always)]
 pub(super) fn list_ids(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
     match int_layout(list.py()) {
@@ -80,14 +81,20 @@ pub(super) fn list_ids(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
 #[inline(always)]
 fn read_ids<const LAYOUT: u8>(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
     let region = REGION.get().and_then(Option::as_ref);
+    let n = list.len();
     ids.clear();
-    ids.resize(list.len(), 0);
-    for (i, slot) in ids.iter_mut().enumerate() {
+    ids.reserve(n);
+    for (i, slot) in ids.spare_capacity_mut()[..n].iter_mut().enumerate() {
         match list_id::<LAYOUT>(list, i, region) {
-            Some(id) => *slot = id,
+            Some(id) => {
+                slot.write(id);
+            }
             None => return false,
         }
     }
+    // SAFETY: `reserve` made room for `n` ids, and the loop wrote each of the first `n` slots
+    // of the spare capacity (it returns before this at the first item that is not an id).
+    unsafe { ids.set_len(n) };
     true
 }
 
