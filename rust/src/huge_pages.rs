@@ -107,17 +107,16 @@ unsafe fn map(size: usize) -> *mut u8 {
     }
     let start = raw as usize;
     let aligned = round_up(start);
-    let head = aligned - start; // < HUGE, a multiple of the page size
-                                // SAFETY: `[start, aligned)` and `[aligned + len, start + over)` are the two ends of the
-                                // mapping just made, page-aligned (the kernel's `start` is, and `HUGE` is a multiple of
-                                // the page size), and nobody has seen them. What stays mapped is `[aligned, aligned + len)`.
+    // `head < HUGE`, and a multiple of the page size (both `start` and `aligned` are).
+    let head = aligned - start;
+    // SAFETY: `[start, aligned)` and `[aligned + len, start + over)` (`HUGE - head > 0` bytes)
+    // are the two ends of the mapping just made, page-aligned, and nobody has seen them. What
+    // stays mapped is `[aligned, aligned + len)`.
     unsafe {
         if head > 0 {
             libc::munmap(raw, head);
         }
-        if HUGE - head > 0 {
-            libc::munmap((aligned + len) as *mut libc::c_void, HUGE - head);
-        }
+        libc::munmap((aligned + len) as *mut libc::c_void, HUGE - head);
         if advise() {
             // Only advice: on failure (no THP in this kernel) the pages stay 4 KiB ones.
             libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
@@ -181,9 +180,9 @@ unsafe impl GlobalAlloc for HugePages {
             // The mapping already spans the new size, and `dealloc` will unmap the same length.
             (true, true) if round_up(new_size) == round_up(layout.size()) => ptr,
             _ => {
-                // SAFETY: `new` has a non-zero size (one side is huge, or `new_size` is
-                // `HUGE_MIN` or more); both blocks are live and distinct while the smaller
-                // size is copied; the old one is then freed by its own rule.
+                // SAFETY: `new` has a non-zero size (`realloc`'s caller guarantees it); both
+                // blocks are live and distinct while the smaller size is copied; the old one
+                // is then freed with its own layout, so by its own rule.
                 unsafe {
                     let moved = self.alloc(new);
                     if !moved.is_null() {
