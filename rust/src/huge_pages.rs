@@ -24,7 +24,7 @@
 //! - cold `get_encoding("o200k_base")`, three alternations: 0.60-0.64x tiktoken's time ->
 //!   0.51-0.57x, and the RSS it adds 0.67-0.68x tiktoken's -> 0.50-0.51x (glibc's heap no
 //!   longer keeps the tables' freed build buffers);
-//! - texts met once (an 8 MB English text, 1 MB of base64): 1.00-1.10x as fast, so the
+//! - texts met once (an 8 MB English text, 1 MB of base64): 1.01-1.17x as fast, so the
 //!   mapping of a big output buffer per call costs nothing measurable.
 //!
 //! Where Linux has no transparent huge pages (`enabled` is `never`), the advice does nothing
