@@ -150,8 +150,8 @@ unsafe impl GlobalAlloc for HugePages {
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if is_huge(&layout) {
-            // SAFETY: as in `alloc`; the new mapping is zero-filled.
-            unsafe { map(layout.size()) }
+            // SAFETY: the caller's guarantees, passed on; a new mapping is zero-filled.
+            unsafe { self.alloc(layout) }
         } else {
             // SAFETY: forwarded with the caller's guarantees.
             unsafe { System.alloc_zeroed(layout) }
