@@ -555,3 +555,87 @@ def test_decode_bytes_results_and_errors_match_tiktoken(tokens: list) -> None:
     # the GIL held); anything unusual must still give tiktoken's bytes or tiktoken's error type.
     ours, theirs = pair("cl100k_base")
     assert _decode_outcome(ours, tokens) == _decode_outcome(theirs, tokens)
+
+
+def _id_arrays() -> dict[str, Any]:
+    """Arrays of ids (and of things that are not ids) that decoding reads from their buffer,
+    and look-alikes that it must leave to the general path."""
+    import array
+
+    import numpy as np
+
+    ids = ferrotok.get_encoding("cl100k_base").encode("hello world, 你好世界 — ünïcödé")
+    a = np.array(ids, dtype=np.uint32)
+    unaligned = np.frombuffer(b"\0" + a.tobytes(), dtype=np.uint32, offset=1)
+    assert not unaligned.flags.aligned
+
+    class Sub(np.ndarray):
+        pass
+
+    arrays: dict[str, Any] = {
+        f"numpy {t}": a.astype(t) for t in ("u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8")
+    }
+    arrays.update({
+        "numpy big-endian": a.astype(">u4"),
+        "numpy little-endian i8": a.astype("<i8"),
+        "numpy strided": np.repeat(a, 2)[::2],
+        "numpy reversed": a[::-1],
+        "numpy unaligned": unaligned,
+        "numpy empty": np.array([], dtype=np.uint32),
+        "numpy 2-D": a.reshape(1, -1),
+        "numpy 0-D": np.array(15339),
+        "numpy float": a.astype(float),
+        "numpy bool": np.array([True, False]),
+        "numpy negative": np.array([15339, -1]),
+        "numpy past u32": np.array([15339, 2**32], dtype=np.uint64),
+        "numpy unknown id": np.array([15339, 10**6], dtype=np.uint32),
+        "numpy masked": np.ma.array(a, mask=[i == 1 for i in range(len(a))]),
+        "numpy subclass": a.view(Sub),
+        "array I": array.array("I", ids),
+        "array q": array.array("q", ids),
+        "array negative": array.array("i", [15339, -5]),
+        "array double": array.array("d", [15339.0]),
+        "memoryview": memoryview(array.array("I", ids)),
+        "memoryview 2-D": memoryview(a.tobytes()).cast("I", [1, len(a)]),
+        "memoryview of bytes": memoryview(b"hi"),
+        "bytes": b"hello",
+    })
+    return arrays
+
+
+# The arrays above that hold every id unchanged (narrower types wrap them).
+WHOLE_ID_ARRAYS = (
+    "numpy u4", "numpy u8", "numpy i4", "numpy i8", "numpy big-endian", "numpy little-endian i8",
+    "numpy strided", "numpy unaligned", "array I", "array q", "memoryview",
+)
+
+
+@pytest.mark.parametrize("kind", list(_id_arrays()))
+def test_decode_of_arrays_matches_tiktoken(kind: str) -> None:
+    # A one-dimensional integer array is read from its buffer; everything else takes the
+    # general path. Either way the bytes, or the type of error, must be tiktoken's.
+    ours, theirs = pair("cl100k_base")
+    tokens = _id_arrays()[kind]
+    got = _decode_outcome(ours, tokens)
+    assert got == _decode_outcome(theirs, tokens)
+    if kind in WHOLE_ID_ARRAYS:
+        assert got == "hello world, 你好世界 — ünïcödé".encode()
+    batch = [tokens, [15339]]
+    want = outcome_of(theirs.decode_bytes_batch, batch)
+    assert outcome_of(ours.decode_bytes_batch, batch) == want
+
+
+def outcome_of(f: Any, *args: Any) -> Any:
+    try:
+        return f(*args)
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return type(e)
+
+
+def test_decode_of_the_flat_batch_slices() -> None:
+    # What a pipeline does with `encode_ordinary_batch_to_numpy`: decode each text's slice.
+    ours, _ = pair("o200k_base")
+    texts = ["hello world", "", "你好世界 🎉", "a" * 5000]
+    ids, offsets = ours.encode_ordinary_batch_to_numpy(texts)
+    got = [ours.decode(ids[offsets[i]:offsets[i + 1]]) for i in range(len(texts))]
+    assert got == texts

@@ -335,15 +335,21 @@ class Encoding:
     # Decoding
     # ====================
 
-    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+    def decode_bytes(self, tokens: Sequence[int] | npt.NDArray[np.integer]) -> bytes:
         """Decodes a list of tokens into bytes.
+
+        A one-dimensional numpy integer array (such as a text's slice of
+        `encode_ordinary_batch_to_numpy`'s ids), `array.array` or `memoryview` is read
+        straight from its buffer, without an int object per id.
 
         >>> get_encoding("cl100k_base").decode_bytes([15339, 1917])
         b'hello world'
         """
         return self._core_bpe.decode_bytes(tokens)
 
-    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+    def decode(
+        self, tokens: Sequence[int] | npt.NDArray[np.integer], errors: str = "replace"
+    ) -> str:
         """Decodes a list of tokens into a string.
 
         Lossy by default: bytes that are not valid UTF-8 become U+FFFD. Pass
@@ -390,7 +396,11 @@ class Encoding:
         return text, offsets
 
     def decode_batch(
-        self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8
+        self,
+        batch: Sequence[Sequence[int] | npt.NDArray[np.integer]],
+        *,
+        errors: str = "replace",
+        num_threads: int = 8,
     ) -> list[str]:
         """Decodes a batch (list of lists of tokens) into a list of strings."""
         return [
@@ -399,7 +409,7 @@ class Encoding:
         ]
 
     def decode_bytes_batch(
-        self, batch: Sequence[Sequence[int]], *, num_threads: int = 8
+        self, batch: Sequence[Sequence[int] | npt.NDArray[np.integer]], *, num_threads: int = 8
     ) -> list[bytes]:
         """Decodes a batch (list of lists of tokens) into a list of bytes."""
         return self._core_bpe.decode_bytes_batch(batch, num_threads)

@@ -18,6 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod id_arrays;
 mod ints;
 mod train;
 
@@ -54,12 +55,13 @@ fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send
 
 /// Reads `tokens` into `ids` when it is a list of plain ints that fit in a `u32` (what
 /// `encode` returns), straight from the list's item array: no iterator protocol and no
-/// reference counting per item. Returns `false` (with `ids` in any state) for anything else,
-/// which then takes pyo3's general extraction and gets its errors.
+/// reference counting per item; or when it is a one-dimensional integer array (see
+/// `id_arrays`). Returns `false` (with `ids` in any state) for anything else, which then
+/// takes pyo3's general extraction and gets its errors.
 fn ids_from_list(tokens: &Bound<'_, PyAny>, ids: &mut Vec<Rank>) -> bool {
     match tokens.cast_exact::<PyList>() {
         Ok(list) => ints::list_ids(list, ids),
-        Err(_) => false,
+        Err(_) => id_arrays::array_ids(tokens, ids),
     }
 }
 
