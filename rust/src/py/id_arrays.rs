@@ -149,10 +149,12 @@ fn int_format(format: &[u8]) -> Option<(bool, usize)> {
 }
 
 /// Reads `n` items of type `T`, `stride` bytes apart from `base`, into `ids`' spare capacity
-/// (which must hold `n`); `false` at once if one is negative or past `u32::MAX`.
+/// (which must hold `n`; the slice index panics otherwise); `false`, with `ids` unchanged in
+/// length, if one is negative or past `u32::MAX`.
 ///
-/// The check is folded over the whole read, not made per item, so the loop has no branch
-/// and the compiler turns it into vector instructions where the stride is the item size.
+/// The range check is folded over the whole read and looked at once at the end, not made
+/// per item, so the loop has no branch and the compiler turns it into vector instructions
+/// where the stride is the item size.
 ///
 /// # Safety
 /// Each of the `n` items must be readable `T`-sized memory (alignment not needed).
