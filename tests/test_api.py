@@ -461,12 +461,17 @@ def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
     assert enc.decode_bytes_batch(want, num_threads=num_threads) == [t.encode() for t in ok]
 
 
-def _decode_outcome(enc: Any, tokens: Any) -> bytes | type[BaseException]:
-    """`enc.decode_bytes(tokens)`, or the type of what it raised (the type is compared)."""
+def _outcome(f: Any, *args: Any) -> Any:
+    """`f(*args)`, or the type of what it raised (the type is compared)."""
     try:
-        return enc.decode_bytes(tokens)
+        return f(*args)
     except BaseException as e:  # noqa: BLE001
         return type(e)
+
+
+def _decode_outcome(enc: Any, tokens: Any) -> bytes | type[BaseException]:
+    """`enc.decode_bytes(tokens)`, or the type of what it raised."""
+    return _outcome(enc.decode_bytes, tokens)
 
 
 def _ferrotok_ids(recipe: str) -> list:
@@ -621,15 +626,7 @@ def test_decode_of_arrays_matches_tiktoken(kind: str) -> None:
     if kind in WHOLE_ID_ARRAYS:
         assert got == "hello world, 你好世界 — ünïcödé".encode()
     batch = [tokens, [15339]]
-    want = outcome_of(theirs.decode_bytes_batch, batch)
-    assert outcome_of(ours.decode_bytes_batch, batch) == want
-
-
-def outcome_of(f: Any, *args: Any) -> Any:
-    try:
-        return f(*args)
-    except Exception as e:  # noqa: BLE001 - the type is what is compared
-        return type(e)
+    assert _outcome(ours.decode_bytes_batch, batch) == _outcome(theirs.decode_bytes_batch, batch)
 
 
 def test_decode_of_the_flat_batch_slices() -> None:
