@@ -236,12 +236,13 @@ def _fetch(blobpath: str, expected_hash: str | None) -> tuple[bytes, str, bool]:
 
     cache_path = _cache_path(blobpath)
     if cache_path is not None and os.path.isfile(cache_path):
+        cached: bytes | None
         try:
-            data = _read_local(cache_path)
+            cached = _read_local(cache_path)
         except OSError:
-            data = None
-        if data is not None and _hash_matches(data, expected_hash):
-            return data, cache_path, True
+            cached = None
+        if cached is not None and _hash_matches(cached, expected_hash):
+            return cached, cache_path, True
         # A corrupt or truncated cache entry is never used: drop it and fetch a fresh copy.
         _remove(cache_path)
 

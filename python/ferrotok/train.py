@@ -21,7 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import Union
+from typing import TypeGuard, Union, cast
 
 from . import _core
 from .core import Encoding
@@ -226,7 +226,7 @@ class _Progress:
             self.phase = ""
 
 
-def _is_path(x: object) -> bool:
+def _is_path(x: object) -> TypeGuard[os.PathLike[str]]:
     return isinstance(x, os.PathLike)
 
 
@@ -239,9 +239,9 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
             "or [pathlib.Path(name)] for one file"
         )
     if _is_path(texts_or_files):
-        return [os.fspath(texts_or_files)], ()  # type: ignore[arg-type]
+        return [os.fspath(texts_or_files)], ()
     try:
-        it = iter(texts_or_files)
+        it = iter(cast("Iterable[object]", texts_or_files))
     except TypeError:
         raise TypeError(
             f"expected an iterable of texts or of paths, got {type(texts_or_files).__name__}"
@@ -253,7 +253,7 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
         if isinstance(texts_or_files, (list, tuple)):
             return None, texts_or_files
         return None, itertools.chain([first], it)
-    paths = [os.fspath(first)]  # type: ignore[arg-type]
+    paths = [os.fspath(cast("os.PathLike[str]", first))]
     for i, p in enumerate(it, start=1):
         if not _is_path(p):
             raise TypeError(
