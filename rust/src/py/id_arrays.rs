@@ -152,10 +152,6 @@ fn int_format(format: &[u8]) -> Option<(bool, usize)> {
 /// (which must hold `n`; the slice index panics otherwise); `false`, with `ids` unchanged in
 /// length, if one is negative or past `u32::MAX`.
 ///
-/// The range check is folded over the whole read and looked at once at the end, not made
-/// per item, so the loop has no branch and the compiler turns it into vector instructions
-/// where the stride is the item size.
-///
 /// # Safety
 /// Each of the `n` items must be readable `T`-sized memory (alignment not needed).
 unsafe fn read<T: Copy + Into<i128>>(
@@ -165,44 +161,45 @@ unsafe fn read<T: Copy + Into<i128>>(
     ids: &mut Vec<Rank>,
 ) -> bool {
     let slots = &mut ids.spare_capacity_mut()[..n];
-    let mut out_of_range = false;
-    if stride == std::mem::size_of::<T>() as isize {
-        if base.align_offset(std::mem::align_of::<T>()) == 0 {
-            // SAFETY: the caller's promise, with the items back to back, and `base` aligned.
-            let items = unsafe { std::slice::from_raw_parts(base.cast::<T>(), n) };
-            for (slot, &item) in slots.iter_mut().zip(items) {
-                let v: i128 = item.into();
-                out_of_range |= !(0..=i128::from(Rank::MAX)).contains(&v);
-                slot.write(v as Rank);
-            }
-        } else {
-            for (i, slot) in slots.iter_mut().enumerate() {
-                // SAFETY: as above; an unaligned read, as the buffer may be unaligned.
-                let v: i128 = unsafe { base.cast::<T>().add(i).read_unaligned() }.into();
-                out_of_range |= !(0..=i128::from(Rank::MAX)).contains(&v);
-                slot.write(v as Rank);
-            }
-        }
+    // Unaligned reads throughout: a buffer need not be aligned, and on x86-64 and arm64 an
+    // unaligned load costs what an aligned one does.
+    let in_range = if stride == std::mem::size_of::<T>() as isize {
+        // SAFETY: the caller's promise, with the items back to back.
+        fill(slots, |i| {
+            unsafe { base.cast::<T>().add(i).read_unaligned() }.into()
+        })
     } else {
-        for (i, slot) in slots.iter_mut().enumerate() {
-            // SAFETY: the caller's promise; `i * stride` is an offset inside the exporter's
-            // memory (the protocol's layout), so it neither overflows nor leaves it.
-            let v: i128 = unsafe {
+        // SAFETY: the caller's promise; `i * stride` is an offset inside the exporter's memory
+        // (the protocol's layout), so it neither overflows nor leaves it.
+        fill(slots, |i| {
+            unsafe {
                 base.offset(i as isize * stride)
                     .cast::<T>()
                     .read_unaligned()
             }
-            .into();
-            out_of_range |= !(0..=i128::from(Rank::MAX)).contains(&v);
-            slot.write(v as Rank);
-        }
-    }
-    if out_of_range {
+            .into()
+        })
+    };
+    if !in_range {
         return false;
     }
-    // SAFETY: the loop above wrote each of the first `n` slots of the spare capacity.
+    // SAFETY: `fill` wrote each of the first `n` slots of the spare capacity.
     unsafe { ids.set_len(n) };
     true
+}
+
+/// Writes `item(i)` into each slot `i` as an id; whether every one was in range. The check
+/// is folded over the whole loop and looked at once at the end, not made per item, so the
+/// loop has no branch and the compiler turns the back-to-back case into vector instructions.
+#[inline(always)]
+fn fill(slots: &mut [std::mem::MaybeUninit<Rank>], item: impl Fn(usize) -> i128) -> bool {
+    let mut out_of_range = false;
+    for (i, slot) in slots.iter_mut().enumerate() {
+        let v = item(i);
+        out_of_range |= !(0..=i128::from(Rank::MAX)).contains(&v);
+        slot.write(v as Rank);
+    }
+    !out_of_range
 }
 
 #[cfg(test)]
