@@ -97,8 +97,7 @@ class MultiHeadAttention(nn.Module):
         rope = pos_embeddings if isinstance(pos_embeddings, RotaryPositionalEmbeddings) else None
         if rope is not None and rope.dim != head_dim:
             raise ValueError(
-                f"RotaryPositionalEmbeddings(dim={pos_embeddings.dim}) does not match "
-                f"head_dim={head_dim}"
+                f"RotaryPositionalEmbeddings(dim={rope.dim}) does not match head_dim={head_dim}"
             )
         if isinstance(pos_embeddings, ALiBiBias) and pos_embeddings.num_heads != num_heads:
             raise ValueError(
@@ -193,14 +192,14 @@ class MultiHeadAttention(nn.Module):
             )
         b, s, _ = x.shape
         cross = y is not None
-        if cross and (y.dim() != 3 or y.shape[0] != b or y.shape[-1] != self.embed_dim):
+        if y is not None and (y.dim() != 3 or y.shape[0] != b or y.shape[-1] != self.embed_dim):
             raise ValueError(
                 f"MultiHeadAttention expects y of shape [{b}, s_kv, {self.embed_dim}], "
                 f"got {tuple(y.shape)}"
             )
         if input_pos is not None:
             _check_positions(input_pos, b, s)
-        src = y if cross else x
+        src = x if y is None else y
         s_kv = src.shape[1]
         h, hkv, hd = self.num_heads, self.num_kv_heads, self.head_dim
 
@@ -220,6 +219,7 @@ class MultiHeadAttention(nn.Module):
 
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if cache is not None:
+            assert pos is not None  # with a cache, pos was set above
             k, v = cache.update(pos, k, v)
 
         causal = self.is_causal and not cross
@@ -230,6 +230,7 @@ class MultiHeadAttention(nn.Module):
             out = attention(q, k, v, mask=user_mask, is_causal=causal, dropout_p=dropout_p)
         else:
             if cache is not None:
+                assert pos is not None  # with a cache, pos was set above
                 # query positions against cache slots 0..max_seq_len-1 (slot = position)
                 qidx = qpos = pos
                 kidx = kpos = torch.arange(k.shape[2], device=x.device)

@@ -16,6 +16,7 @@ Ainslie et al., "GQA" (2023).
 from __future__ import annotations
 
 import math
+from typing import Literal, overload
 
 import torch
 import torch.nn.functional as F
@@ -114,6 +115,50 @@ def _revive_rows(mask: Tensor, dead: Tensor) -> Tensor:
     return mask.masked_fill(dead, 0.0)
 
 
+# The overloads tie the return type to `return_weights`, so a caller gets a Tensor or a pair,
+# not a union it would have to take apart.
+@overload
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    dropout_p: float = ...,
+    return_weights: Literal[False] = ...,
+) -> Tensor: ...
+
+
+@overload
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    dropout_p: float = ...,
+    return_weights: Literal[True],
+) -> tuple[Tensor, Tensor]: ...
+
+
+@overload
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | None = ...,
+    is_causal: bool = ...,
+    scale: float | None = ...,
+    dropout_p: float = ...,
+    return_weights: bool = ...,
+) -> Tensor | tuple[Tensor, Tensor]: ...
+
+
 def attention(
     q: Tensor,
     k: Tensor,
@@ -172,6 +217,8 @@ def attention(
                 enable_gqa=hq != hkv,
             )
         full = _prepare_mask(mask, is_causal, q, k)
+        # Not the fast path, so there is a mask or is_causal holds: _prepare_mask returned a mask.
+        assert full is not None
         dead = _dead_rows(full)
         out = F.scaled_dot_product_attention(
             q,
@@ -183,8 +230,21 @@ def attention(
             enable_gqa=hq != hkv,
         )
         return out.masked_fill(dead, 0.0)
+    return _explicit_attention(q, k, v, mask, is_causal, scale, dropout_p)
 
-    # Explicit path (Vaswani et al. 2017, eq. 1), used when the weights are wanted.
+
+def _explicit_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    is_causal: bool,
+    scale: float | None,
+    dropout_p: float,
+) -> tuple[Tensor, Tensor]:
+    """Explicit path (Vaswani et al. 2017, eq. 1), used when the weights are wanted: returns
+    ``(output, weights)`` as :func:`attention` does with ``return_weights=True``."""
+    hq, hkv = q.shape[1], k.shape[1]
     if hq != hkv:
         k = k.repeat_interleave(hq // hkv, dim=1)
         v = v.repeat_interleave(hq // hkv, dim=1)

@@ -92,7 +92,7 @@ def generate(
     b, s = tokens.shape
     total = s + max_new_tokens
     if model.positional in ("rope", "learned") and total > model.max_seq_len:
-        rope = model.layers[0].attn.pos_embeddings
+        rope = model._blocks[0].attn.pos_embeddings
         if model.positional == "learned" or getattr(rope, "rope_type", "") != "dynamic":
             raise ValueError(
                 f"prompt length {s} + max_new_tokens {max_new_tokens} = {total} exceeds the "
@@ -101,7 +101,7 @@ def generate(
     if max_new_tokens == 0:
         return prompt.clone()
 
-    cache = model.layers[0].attn.kv_cache
+    cache = model._blocks[0].attn.kv_cache
     reuse = cache is not None and cache.batch_size == b and cache.max_seq_len >= total
     was_training = model.training
     model.eval()

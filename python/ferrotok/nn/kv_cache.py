@@ -51,6 +51,11 @@ class KVCache(nn.Module):
         self.batch_size = batch_size
         self.max_seq_len = max_seq_len
         shape = (batch_size, num_kv_heads, max_seq_len, head_dim)
+        # Declared so a type checker sees Tensors: registered buffers are read back through
+        # nn.Module.__getattr__, which is typed Tensor | Module.
+        self.k_cache: Tensor
+        self.v_cache: Tensor
+        self.next_pos: Tensor
         self.register_buffer("k_cache", torch.zeros(shape, dtype=dtype, device=device), False)
         self.register_buffer("v_cache", torch.zeros(shape, dtype=dtype, device=device), False)
         # one past the largest position written so far, per batch row

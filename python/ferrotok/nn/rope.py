@@ -282,8 +282,8 @@ def rope_frequencies(
         return torch.where(medium, smoothed, scaled), 1.0
 
     # YaRN (Peng et al. 2023, section 3.2 "NTK-by-parts" + 3.4 attention temperature).
-    factor = p.get("factor")
-    factor = float(factor) if factor is not None else max_seq_len / original
+    given = p.get("factor")
+    factor = float(given) if given is not None else max_seq_len / original
 
     def mscale(scale: float, m: float = 1.0) -> float:
         # sqrt(1/t) = 0.1 ln(s) + 1 (YaRN eq. 22), generalised by DeepSeek's `mscale`.

@@ -12,7 +12,8 @@ Pre-norm residual blocks (Xiong et al., "On Layer Normalization in the Transform
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -226,6 +227,13 @@ class TransformerLM(nn.Module):
         """Whether the output head shares the token embedding's weight."""
         return self.output.weight is self.tok_embeddings.weight
 
+    @property
+    def _blocks(self) -> Sequence[TransformerBlock]:
+        """``layers``, typed as the blocks it holds (built in ``__init__``). ``nn.ModuleList``
+        types its items as plain Modules, on which a type checker sees ``.attn`` as
+        ``Tensor | Module`` (``nn.Module.__getattr__``); the cast changes nothing at run time."""
+        return cast("Sequence[TransformerBlock]", self.layers)
+
     # -- cache --------------------------------------------------------------------------------
     def setup_cache(
         self, batch_size: int, max_seq_len: int | None = None, dtype: torch.dtype | None = None
@@ -237,22 +245,22 @@ class TransformerLM(nn.Module):
                 f"cache max_seq_len={max_seq_len} exceeds the learned positions "
                 f"(max_seq_len={self.max_seq_len})"
             )
-        for layer in self.layers:
+        for layer in self._blocks:
             layer.attn.setup_cache(batch_size, max_seq_len, dtype)
 
     def reset_cache(self) -> None:
         """Empty every layer's KV cache."""
-        for layer in self.layers:
+        for layer in self._blocks:
             layer.attn.reset_cache()
 
     def remove_cache(self) -> None:
         """Free every layer's KV cache."""
-        for layer in self.layers:
+        for layer in self._blocks:
             layer.attn.remove_cache()
 
     @property
     def has_cache(self) -> bool:
-        return self.layers[0].attn.has_cache
+        return self._blocks[0].attn.has_cache
 
     # -- forward ------------------------------------------------------------------------------
     def forward(
@@ -300,11 +308,10 @@ class TransformerLM(nn.Module):
                 full = (full.unsqueeze(1) if full.dim() == 3 else full).masked_fill(
                     ~pad, float("-inf")
                 )
-        if input_pos is None and self.has_cache and self.pos_embeddings is not None:
+        cache = self._blocks[0].attn.kv_cache
+        if input_pos is None and cache is not None and self.pos_embeddings is not None:
             # absolute embeddings need the positions the attention layers will infer
-            input_pos = self.layers[0].attn.kv_cache.next_pos[:, None] + torch.arange(
-                s, device=tokens.device
-            )
+            input_pos = cache.next_pos[:, None] + torch.arange(s, device=tokens.device)
         h = self.tok_embeddings(tokens)
         if self.pos_embeddings is not None:
             h = self.pos_embeddings(h, input_pos=input_pos)
