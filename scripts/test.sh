@@ -19,7 +19,7 @@ fi
 
 echo "== installing test dependencies"
 "$PY" -m pip install -q "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "numpy>=1.21" \
-  "tiktoken==0.14.0" "rustbpe==0.1.0" regex ruff
+  "tiktoken==0.14.0" "rustbpe==0.1.0" regex ruff "mypy==2.4.1"
 # torch is several GB: install it only when it is missing.
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch
 "$PY" -c "import transformers" 2>/dev/null || "$PY" -m pip install -q transformers
@@ -32,7 +32,10 @@ cargo test --workspace --release
 echo "== building and installing the wheel"
 "$PY" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 
-echo "== python: ruff, pytest"
+echo "== python: ruff, mypy, pytest"
 "$PY" -m ruff check python tests benches
+# Type-check the installed package (from outside the source tree, so not python/): checks the
+# annotations users see, the _core.pyi stub included.
+(cd /tmp && "$PY" -m mypy -p ferrotok)
 # Run from outside the source tree so the installed wheel (not python/) is what is tested.
 "$PY" -m pytest -q "$@"
