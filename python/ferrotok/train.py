@@ -21,11 +21,15 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from typing import TypeGuard, Union, cast
+from typing import TYPE_CHECKING, Union, cast
 
 from . import _core
 from .core import Encoding
 from .openai_public import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+
+if TYPE_CHECKING:
+    # `typing.TypeGuard` is Python 3.10+; ferrotok runs on 3.9, where annotations stay strings.
+    from typing import TypeGuard
 
 __all__ = ["PieceCounts", "count_pieces", "train", "train_from_counts", "resolve_pattern"]
 
