@@ -307,6 +307,14 @@ def test_save_load_and_tiktoken_give_the_same_ids(tmp_path):
     loaded = ferrotok.load(path)
     assert loaded.name == "mine"
     assert loaded._mergeable_ranks == enc._mergeable_ranks
+    # `Encoding.load`, the spelling type checkers accept, reads the same encoding.
+    typed = ferrotok.Encoding.load(path)
+    assert (typed.name, typed._pat_str, typed._special_tokens) == (
+        loaded.name,
+        loaded._pat_str,
+        loaded._special_tokens,
+    )
+    assert typed._mergeable_ranks == enc._mergeable_ranks
     ranks = tiktoken.load.load_tiktoken_bpe(str(path))
     assert ranks == enc._mergeable_ranks
     tk = tiktoken.Encoding(
@@ -322,6 +330,8 @@ def test_save_load_and_tiktoken_give_the_same_ids(tmp_path):
     path.write_bytes(path.read_bytes()[:-20])
     with pytest.raises(ValueError, match="does not match"):
         ferrotok.load(path)
+    with pytest.raises(ValueError, match="does not match"):
+        ferrotok.Encoding.load(path)
 
 
 def test_load_plain_tiktoken_file_needs_a_pattern(tmp_path):
@@ -331,6 +341,7 @@ def test_load_plain_tiktoken_file_needs_a_pattern(tmp_path):
         ferrotok.load(p)
     enc = ferrotok.load(p, pat_str=r"\S+|\s+")
     assert enc.encode("hi") == [104, 105]
+    assert ferrotok.Encoding.load(p, pat_str=r"\S+|\s+", name="plain").name == "plain"
 
 
 # ---------------------------------------------------------------- bad input

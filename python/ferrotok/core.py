@@ -508,7 +508,7 @@ class Encoding:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the encoding to `path` (a standard `.tiktoken` ranks file, which tiktoken's
         `load_tiktoken_bpe` reads) and `path + ".json"` (name, pattern, special tokens).
-        `ferrotok.load(path)` reads it back.
+        `Encoding.load(path)` (or `ferrotok.load(path)`) reads it back.
 
         >>> import os, tempfile, ferrotok
         >>> path = os.path.join(tempfile.mkdtemp(), "cl100k.tiktoken")
@@ -519,6 +519,33 @@ class Encoding:
         from .persist import save
 
         save(self, path)
+
+    @staticmethod
+    def load(
+        path: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        pat_str: str | None = None,
+        special_tokens: dict[str, int] | None = None,
+    ) -> Encoding:
+        """Reads an encoding written by `save`: the ranks file at `path` and the name, pattern
+        and special tokens in `path + ".json"`. A plain `.tiktoken` file with no `.json` loads
+        too when `pat_str` is given (and `special_tokens`, if it has any); arguments given
+        override the `.json`'s values.
+
+        `ferrotok.load(path)` is the same call. It is the `ferrotok.load` module (tiktoken's
+        module of file loading) made callable at run time, which type checkers cannot see, so
+        typed code calls this instead.
+
+        >>> import os, tempfile, ferrotok
+        >>> path = os.path.join(tempfile.mkdtemp(), "cl100k.tiktoken")
+        >>> ferrotok.get_encoding("cl100k_base").save(path)
+        >>> ferrotok.Encoding.load(path).encode("hello world")
+        [15339, 1917]
+        """
+        from .persist import load
+
+        return load(path, name=name, pat_str=pat_str, special_tokens=special_tokens)
 
     def __getstate__(self) -> object:
         from . import registry

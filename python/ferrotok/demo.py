@@ -85,7 +85,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import ferrotok
-    from ferrotok.persist import load as load_saved
 
     files = stdlib_files(int(args.mb * 1e6))
     nbytes = sum(f.stat().st_size for f in files)
@@ -105,9 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "stdlib_demo.tiktoken")
     enc.save(path)
-    # what `ferrotok.load(path)` calls; called directly, since a type checker cannot see that
-    # the `ferrotok.load` module is made callable at run time
-    loaded = load_saved(path)
+    loaded = ferrotok.Encoding.load(path)
     print(f"saved: {path} (+ .json); loaded back as {loaded!r}")
     assert loaded.encode(SAMPLE) == enc.encode(SAMPLE)
 
