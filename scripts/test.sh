@@ -20,7 +20,7 @@ fi
 echo "== installing test dependencies"
 "$PY" -m pip install -q "maturin>=1.9,<2" "pytest>=7" "hypothesis>=6" "numpy>=1.21" \
   "tiktoken==0.14.0" "rustbpe==0.1.0" regex ruff \
-  "mypy==2.4.1; python_version >= '3.10'"
+  "mypy==2.4.1; python_version >= '3.10'" "vermin==1.9.2"
 # torch is several GB: install it only when it is missing.
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch
 "$PY" -c "import transformers" 2>/dev/null || "$PY" -m pip install -q transformers
@@ -33,8 +33,13 @@ cargo test --workspace --release
 echo "== building and installing the wheel"
 "$PY" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
 
-echo "== python: ruff, mypy, pytest"
+echo "== python: ruff, vermin, mypy, pytest"
 "$PY" -m ruff check python tests benches
+# pyproject says Python >= 3.9: nothing the package, the benchmark or the examples run may need
+# a later one (vermin reads the code for what each line needs; `# novm` marks imports only
+# type checkers run, and the .pyi stubs are never run).
+"$PY" -c 'import sys; from vermin.main import main; sys.exit(main())' -q -t=3.9- --violations \
+  --no-tips --exclude-regex '\.pyi$' python/ferrotok benches examples
 # Type-check the installed package (from outside the source tree, so not python/): checks the
 # annotations users see, the _core.pyi stub included. mypy 2.4 itself runs on Python >= 3.10.
 if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then

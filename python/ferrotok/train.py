@@ -29,7 +29,7 @@ from .openai_public import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 
 if TYPE_CHECKING:
     # `typing.TypeGuard` is Python 3.10+; ferrotok runs on 3.9, where annotations stay strings.
-    from typing import TypeGuard
+    from typing import TypeGuard  # novm (only for type checkers)
 
 __all__ = ["PieceCounts", "count_pieces", "train", "train_from_counts", "resolve_pattern"]
 
