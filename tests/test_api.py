@@ -116,6 +116,116 @@ def test_decode_bytes_batch_takes_and_refuses_what_tiktoken_does(batch: Any) -> 
     assert outcome(ours) == outcome(theirs)
 
 
+# tiktoken maps a thread pool over the batch, so any iterable of texts works there, a string
+# (its characters) included; each maker gives a fresh one for each encoding.
+TEXT_BATCHES: dict[str, Any] = {
+    "list": lambda: ["hello world", "goodbye"],
+    "tuple": lambda: ("hello world", "goodbye"),
+    "generator": lambda: (t for t in ["hello world", "goodbye"]),
+    "map": lambda: map(str.upper, ["hello world", "goodbye"]),
+    "str": lambda: "abc",
+    "dict": lambda: {"hello": 1, "world": 2},
+    "dict keys": lambda: {"hello": 1}.keys(),
+    "set": lambda: {"hello"},
+    "list subclass": lambda: type("Texts", (list,), {})(["hello", "world"]),
+    "empty generator": lambda: iter(()),
+    "bytes": lambda: b"ab",
+    "int": lambda: 5,
+    "None": lambda: None,
+    "list with an int": lambda: ["a", 1],
+}
+
+
+@pytest.mark.parametrize("method", ["encode_batch", "encode_ordinary_batch"])
+@pytest.mark.parametrize("batch", list(TEXT_BATCHES))
+def test_text_batches_take_any_iterable_like_tiktoken(method: str, batch: str) -> None:
+    ours, theirs = pair("cl100k_base")
+    make = TEXT_BATCHES[batch]
+    expected = _outcome(lambda: getattr(theirs, method)(make()))
+    assert _outcome(lambda: getattr(ours, method)(make())) == expected
+    # ferrotok's own batch calls take what encode_batch takes, and agree with it.
+    counts = expected if isinstance(expected, type) else [len(ids) for ids in expected]
+    assert _outcome(lambda: ours.count_batch(make())) == counts
+    flat = expected if isinstance(expected, type) else [i for ids in expected for i in ids]
+    for to_numpy in (ours.encode_batch_to_numpy, ours.encode_ordinary_batch_to_numpy):
+        got = _outcome(lambda: to_numpy(make())[0])  # noqa: B023 - called at once
+        assert got == flat
+
+
+def test_id_batches_take_any_iterable_like_tiktoken() -> None:
+    ours, theirs = pair("cl100k_base")
+    for make in (lambda: (ids for ids in [[15339, 1917], [19045]]), lambda: {(15339,): 0}):
+        for method in ("decode_batch", "decode_bytes_batch"):
+            expected = _outcome(lambda: getattr(theirs, method)(make()))  # noqa: B023
+            assert _outcome(lambda: getattr(ours, method)(make())) == expected  # noqa: B023
+
+
+# tiktoken hands num_threads to ThreadPoolExecutor(max_workers=...): None is the pool's
+# default, below 1 is a ValueError, a fraction is taken, a string is a TypeError.
+@pytest.mark.parametrize("num_threads", [1, 2, 3, 10**30, True, None, 1.5, 0, -1, False, "2"])
+def test_num_threads_is_read_as_tiktokens_thread_pool_reads_it(num_threads: Any) -> None:
+    ours, theirs = pair("cl100k_base")
+    texts = ["hello world " * 300, "goodbye"] * 12  # over 32 KB: the helper threads take part
+    ids = [[15339, 1917], [19045]]
+    for method, batch in [
+        ("encode_batch", texts),
+        ("encode_ordinary_batch", texts),
+        ("decode_batch", ids),
+        ("decode_bytes_batch", ids),
+    ]:
+        expected = _outcome(lambda: getattr(theirs, method)(batch, num_threads=num_threads))  # noqa: B023
+        got = _outcome(lambda: getattr(ours, method)(batch, num_threads=num_threads))  # noqa: B023
+        assert got == expected, method
+    # ferrotok's own batch calls: tiktoken's error where it has one, else one thread's result.
+    error = _outcome(lambda: theirs.encode_batch(texts, num_threads=num_threads))
+    for method in ("count_batch", "encode_batch_to_numpy", "encode_ordinary_batch_to_numpy"):
+        expected = (
+            error
+            if isinstance(error, type)
+            else _outcome(lambda: getattr(ours, method)(texts, num_threads=1))  # noqa: B023
+        )
+        got = _outcome(lambda: getattr(ours, method)(texts, num_threads=num_threads))  # noqa: B023
+        assert got == expected, method
+
+
+def test_num_threads_nan_is_a_value_error() -> None:
+    # tiktoken's pool never starts a thread for NaN workers and waits forever: not compared.
+    ours, _ = pair("cl100k_base")
+    with pytest.raises(ValueError):
+        ours.encode_batch(["hello"], num_threads=float("nan"))  # type: ignore[arg-type]
+    assert ours.encode_batch(["hello"], num_threads=float("inf")) == [[15339]]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("allowed", [[], None, (), "", "none", ["<|endoftext|>"]], ids=repr)
+@pytest.mark.parametrize("text", ["hello", "hi <|endoftext|>"])
+def test_allowed_special_that_is_not_a_set_is_tiktokens_type_error(allowed: Any, text: str) -> None:
+    ours, theirs = pair("cl100k_base")
+    for method, arg in [
+        ("encode", text),
+        ("encode_to_numpy", text),
+        ("encode_with_unstable", text),
+        ("encode_batch", [text]),
+    ]:
+        expected = _outcome(lambda: getattr(theirs, method)(arg, allowed_special=allowed))  # noqa: B023
+        assert expected is TypeError
+        assert _outcome(lambda: getattr(ours, method)(arg, allowed_special=allowed)) is TypeError  # noqa: B023
+    assert _outcome(lambda: ours.count(text, allowed_special=allowed)) is TypeError
+    assert _outcome(lambda: ours.count_batch([text], allowed_special=allowed)) is TypeError
+
+
+def test_flat_batches_replace_lone_surrogates_as_encode_batch_does() -> None:
+    ours, theirs = pair("cl100k_base")
+    texts = ["a\ud800b", "\ud83d\ude00 joined", "plain", "\udfff"]
+    expected = theirs.encode_batch(texts)
+    assert ours.encode_batch(texts) == expected
+    assert ours.count_batch(texts) == [len(ids) for ids in expected]
+    for ids, offsets in (
+        ours.encode_batch_to_numpy(texts),
+        ours.encode_ordinary_batch_to_numpy(texts),
+    ):
+        assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == expected
+
+
 def test_disallowed_special_options() -> None:
     ours, theirs = pair("cl100k_base")
     text = "<|endoftext|> and <|fim_prefix|>"
@@ -462,11 +572,15 @@ def test_batch_error_is_the_first_failing_texts(num_threads: int) -> None:
 
 
 def _outcome(f: Any, *args: Any) -> Any:
-    """`f(*args)`, or the type of what it raised (the type is compared)."""
+    """`f(*args)`, or the type of what it raised (the type is compared); numpy arrays, alone
+    or in a flat batch's `(ids, offsets)`, as lists."""
     try:
-        return f(*args)
+        result = f(*args)
     except BaseException as e:  # noqa: BLE001
         return type(e)
+    if isinstance(result, tuple):
+        return tuple(part.tolist() if hasattr(part, "tolist") else part for part in result)
+    return result.tolist() if hasattr(result, "tolist") else result
 
 
 def _decode_outcome(enc: Any, tokens: Any) -> bytes | type[BaseException]:

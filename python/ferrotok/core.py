@@ -9,11 +9,13 @@ The road a string takes: special-token check (here, in Python, so the error name
 from __future__ import annotations
 
 import functools
+import math
+import operator
 import os
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Literal, NoReturn
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
 from . import _core
 
@@ -147,8 +149,9 @@ class Encoding:
         >>> enc.encode("<|endoftext|>", disallowed_special=())
         [27, 91, 8862, 728, 428, 91, 29]
         """
-        if not allowed_special and disallowed_special == "all":
-            # The default call. Where no special token's text occurs, it is encode_ordinary;
+        if not allowed_special and disallowed_special == "all" and allowed_special.__class__ is set:
+            # The default call (with a set: an empty list or None is tiktoken's TypeError,
+            # raised below). Where no special token's text occurs, it is encode_ordinary;
             # Rust finds that out in one pass, without the Python regex search below (on
             # "hello world" that search and its set-up were half the call).
             try:
@@ -191,11 +194,13 @@ class Encoding:
         >>> enc.encode_ordinary_batch(["hello world", "goodbye world"])
         [[15339, 1917], [19045, 29474, 1917]]
         """
+        num_threads = _thread_count(num_threads)
+        texts = _as_sequence(text)
         try:
-            return self._core_bpe.encode_ordinary_batch(text, num_threads)
+            return self._core_bpe.encode_ordinary_batch(texts, num_threads)
         except UnicodeEncodeError:
             return self._core_bpe.encode_ordinary_batch(
-                [_fix_surrogates(t) for t in text], num_threads
+                [_fix_surrogates(t) for t in texts], num_threads
             )
 
     def encode_batch(
@@ -212,12 +217,14 @@ class Encoding:
         >>> enc.encode_batch(["hello world", "goodbye world"])
         [[15339, 1917], [19045, 29474, 1917]]
         """
-        allowed = self._check_special_batch(text, allowed_special, disallowed_special)
+        num_threads = _thread_count(num_threads)
+        texts = _as_sequence(text)
+        allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
         try:
-            return self._core_bpe.encode_batch(text, allowed, num_threads)
+            return self._core_bpe.encode_batch(texts, allowed, num_threads)
         except UnicodeEncodeError:
             return self._core_bpe.encode_batch(
-                [_fix_surrogates(t) for t in text], allowed, num_threads
+                [_fix_surrogates(t) for t in texts], allowed, num_threads
             )
 
     def encode_batch_to_numpy(
@@ -237,8 +244,15 @@ class Encoding:
         >>> ids.tolist(), offsets.tolist()
         ([15339, 1917, 19045, 29474, 1917], [0, 2, 5])
         """
-        allowed = self._check_special_batch(text, allowed_special, disallowed_special)
-        return self._core_bpe.encode_batch_to_numpy(text, allowed, num_threads)
+        num_threads = _thread_count(num_threads)
+        texts = _as_sequence(text)
+        allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
+        try:
+            return self._core_bpe.encode_batch_to_numpy(texts, allowed, num_threads)
+        except UnicodeEncodeError:
+            return self._core_bpe.encode_batch_to_numpy(
+                [_fix_surrogates(t) for t in texts], allowed, num_threads
+            )
 
     def encode_ordinary_batch_to_numpy(
         self, text: list[str], *, num_threads: int = 8
@@ -249,7 +263,14 @@ class Encoding:
         >>> enc.encode_ordinary_batch_to_numpy(["hi", "<|endoftext|>"])[1].tolist()
         [0, 1, 8]
         """
-        return self._core_bpe.encode_batch_to_numpy(text, set(), num_threads)
+        num_threads = _thread_count(num_threads)
+        texts = _as_sequence(text)
+        try:
+            return self._core_bpe.encode_batch_to_numpy(texts, set(), num_threads)
+        except UnicodeEncodeError:
+            return self._core_bpe.encode_batch_to_numpy(
+                [_fix_surrogates(t) for t in texts], set(), num_threads
+            )
 
     def count(
         self,
@@ -282,12 +303,14 @@ class Encoding:
         >>> get_encoding("cl100k_base").count_batch(["hello world", "goodbye world"])
         [2, 3]
         """
-        allowed = self._check_special_batch(text, allowed_special, disallowed_special)
+        num_threads = _thread_count(num_threads)
+        texts = _as_sequence(text)
+        allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
         try:
-            return self._core_bpe.count_batch(text, allowed, num_threads)
+            return self._core_bpe.count_batch(texts, allowed, num_threads)
         except UnicodeEncodeError:
             return self._core_bpe.count_batch(
-                [_fix_surrogates(t) for t in text], allowed, num_threads
+                [_fix_surrogates(t) for t in texts], allowed, num_threads
             )
 
     def encode_with_unstable(
@@ -405,14 +428,15 @@ class Encoding:
         """Decodes a batch (list of lists of tokens) into a list of strings."""
         return [
             b.decode("utf-8", errors=errors)
-            for b in self._core_bpe.decode_bytes_batch(batch, num_threads)
+            for b in self.decode_bytes_batch(batch, num_threads=num_threads)
         ]
 
     def decode_bytes_batch(
         self, batch: Sequence[Sequence[int] | npt.NDArray[np.integer]], *, num_threads: int = 8
     ) -> list[bytes]:
         """Decodes a batch (list of lists of tokens) into a list of bytes."""
-        return self._core_bpe.decode_bytes_batch(batch, num_threads)
+        num_threads = _thread_count(num_threads)
+        return self._core_bpe.decode_bytes_batch(_as_sequence(batch), num_threads)
 
     # ====================
     # Miscellaneous
@@ -474,6 +498,12 @@ class Encoding:
                 self._check_special_batch(texts, self.special_tokens_set, disallowed_special)
             return "all"
         if disallowed_special == "all":
+            if type(allowed_special) is not set and not isinstance(allowed_special, AbstractSet):
+                # tiktoken subtracts it from the set of special tokens here: a TypeError there.
+                raise TypeError(
+                    "allowed_special must be 'all' or a set of special tokens, "
+                    f"not {type(allowed_special).__name__}"
+                )
             # Every disallowed token is then a special token: if no special token's text
             # occurs in the texts (Rust's one pass over them), nothing can be disallowed.
             try:
@@ -570,6 +600,41 @@ class Encoding:
         self.__init__(**value)  # type: ignore[misc]
 
 
+_T = TypeVar("_T")
+
+
+def _as_sequence(items: Iterable[_T]) -> Sequence[_T]:
+    """A batch as a list or tuple, which the Rust side indexes from both ends.
+
+    tiktoken maps its thread pool over any iterable (a generator, a pandas Series, a dict's
+    keys, even a string's characters), so any iterable is taken here too, once, in order.
+    """
+    return items if isinstance(items, (list, tuple)) else list(items)
+
+
+def _thread_count(num_threads: int) -> int:
+    """`num_threads` as tiktoken's `ThreadPoolExecutor(max_workers=num_threads)` reads it.
+
+    `None` is the pool's default, a count below 1 is a `ValueError`, and a fractional count
+    rounds up (the pool starts threads while it has fewer than `max_workers`). Counts past
+    the machine's cores cost nothing: a batch uses at most one thread a core.
+    """
+    if type(num_threads) is int and 0 < num_threads <= _MAX_THREADS:
+        return num_threads  # the usual call: no further checks
+    if num_threads is None:
+        return os.cpu_count() or 1
+    if num_threads <= 0:
+        raise ValueError(f"num_threads must be greater than 0, got {num_threads!r}")
+    try:
+        count = operator.index(num_threads)
+    except TypeError:
+        count = math.ceil(min(num_threads, _MAX_THREADS))  # NaN: ValueError from ceil
+    return min(count, _MAX_THREADS)
+
+
+_MAX_THREADS = 1 << 16
+
+
 def _fix_surrogates(text: str) -> str:
     """Joins surrogate pairs and replaces lone surrogates with U+FFFD, as tiktoken does."""
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
@@ -590,4 +655,3 @@ def raise_disallowed_special_token(token: str) -> NoReturn:
         f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
         "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
     )
-
