@@ -4,6 +4,7 @@ unstable completions, pickling, threads, and the private attributes real code re
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import pickle
 import threading
@@ -17,6 +18,16 @@ from oracle import ENCODING_NAMES, pair
 
 def test_module_api_matches_tiktoken() -> None:
     assert ferrotok.list_encoding_names() == tiktoken.list_encoding_names()
+    # Every method and attribute of tiktoken's Encoding, the private ones included.
+    assert set(dir(tiktoken.Encoding)) - set(dir(ferrotok.Encoding)) == set()
+    # And every function tiktoken's load and model modules define.
+    for module in ["load", "model"]:
+        theirs = importlib.import_module(f"tiktoken.{module}")
+        ours = importlib.import_module(f"ferrotok.{module}")
+        defined = {
+            n for n, v in vars(theirs).items() if getattr(v, "__module__", "") == theirs.__name__
+        }
+        assert defined - set(dir(ours)) == set(), module
     for name in ["get_encoding", "list_encoding_names", "encoding_for_model",
                  "encoding_name_for_model", "Encoding"]:
         assert hasattr(ferrotok, name), name
@@ -327,6 +338,11 @@ def test_single_piece_and_private_api() -> None:
     ours, theirs = pair("cl100k_base")
     for t in ["helloqqqq", "  !", "a" * 500]:
         assert ours._encode_single_piece(t) == theirs._encode_single_piece(t)
+    for t in ["hello world", " \n\n  x <|endoftext|> 123456 don't", "naïve café 🙂 " * 20]:
+        assert ours._encode_only_native_bpe(t) == theirs._encode_only_native_bpe(t)
+    for enc in (ours, theirs):
+        with pytest.raises(UnicodeEncodeError):
+            enc._encode_only_native_bpe("a\ud800")
 
 
 def test_pickling() -> None:

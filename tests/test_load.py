@@ -249,6 +249,14 @@ def test_local_path_is_read_directly(tmp_path: Path, dirs: Dirs, no_network: Non
 # ====================
 
 
+@pytest.mark.parametrize("data", [b"", b"x", b"YQ== 0\n"])
+def test_check_hash_is_tiktokens(data: bytes) -> None:
+    digest = hashlib.sha256(data).hexdigest()
+    for expected in [digest, digest.upper(), "", hashlib.sha256(data + b"!").hexdigest()]:
+        assert load.check_hash(data, expected) == tiktoken.load.check_hash(data, expected)
+    assert load.check_hash(data, digest)
+
+
 def test_hash_mismatch_in_data_dir_names_the_file(
     dirs: Dirs, server: Server, downloads: list[str]
 ) -> None:

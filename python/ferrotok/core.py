@@ -535,6 +535,11 @@ class Encoding:
     def _encode_bytes(self, text: bytes) -> list[int]:
         return self._core_bpe.encode_bytes(text)
 
+    def _encode_only_native_bpe(self, text: str) -> list[int]:
+        """`encode_ordinary`; tiktoken's splits in Python first, to time its BPE alone. Like
+        tiktoken's, it refuses lone surrogates (`UnicodeEncodeError`, from the core)."""
+        return self._core_bpe.encode_ordinary(text)
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the encoding to `path` (a standard `.tiktoken` ranks file, which tiktoken's
         `load_tiktoken_bpe` reads) and `path + ".json"` (name, pattern, special tokens).

@@ -43,6 +43,7 @@ from typing import Any
 
 __all__ = [
     "DownloadError",
+    "check_hash",
     "read_file",
     "read_file_cached",
     "parse_tiktoken_bpe",
@@ -71,6 +72,15 @@ def _is_url(path: str) -> bool:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def check_hash(data: bytes, expected_hash: str) -> bool:
+    """Whether `data`'s sha256, as lowercase hex, is `expected_hash` (tiktoken's helper).
+
+    >>> check_hash(b"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    True
+    """
+    return _sha256(data) == expected_hash
 
 
 def _hash_matches(data: bytes, expected_hash: str | None) -> bool:
