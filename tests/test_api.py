@@ -334,6 +334,78 @@ def test_encode_bytes_round_trips_any_bytes(name: str) -> None:
         assert ours.decode_bytes(ids) == b
 
 
+PLUGIN = """
+def tiny():
+    ranks = {bytes([i]): i for i in range(256)}
+    ranks[b"ab"] = 256
+    ranks[b"abab"] = 257
+    return {"name": "tiny_plugin", "pat_str": r"\\w+|\\s+|[^\\w\\s]+",
+            "mergeable_ranks": ranks, "special_tokens": {"<|end|>": 258}}
+
+ENCODING_CONSTRUCTORS = {"tiny_plugin": tiny}
+"""
+
+PLUGIN_CHECK = """
+import pickle, ferrotok, tiktoken
+assert ferrotok.list_encoding_names() == tiktoken.list_encoding_names(), (
+    ferrotok.list_encoding_names(), tiktoken.list_encoding_names())
+assert "tiny_plugin" in ferrotok.list_encoding_names()
+ours, theirs = ferrotok.get_encoding("tiny_plugin"), tiktoken.get_encoding("tiny_plugin")
+text = "abab ab, abc <|end|>"
+assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
+assert ours.encode(text, allowed_special="all") == [257, 32, 256, 44, 32, 256, 99, 32, 258]
+data = pickle.dumps(ours)
+assert len(data) < 200  # by name, as a registered encoding
+assert pickle.loads(data).encode(text, allowed_special="all") == ours.encode(
+    text, allowed_special="all"
+)
+"""
+
+
+def _run_with_plugins(tmp_path: Any, plugins: dict[str, str], script: str) -> Any:
+    """Runs `script` in a fresh interpreter that finds `plugins` (module name → source) in
+    a `tiktoken_ext` namespace directory of its own, ahead of tiktoken's."""
+    import subprocess
+    import sys
+
+    (tmp_path / "tiktoken_ext").mkdir()
+    for name, source in plugins.items():
+        (tmp_path / "tiktoken_ext" / f"{name}.py").write_text(source)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    return subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_encodings_of_tiktoken_plugins_are_found(tmp_path: Any) -> None:
+    done = _run_with_plugins(tmp_path, {"a_tiny_plugin": PLUGIN}, PLUGIN_CHECK)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "plugins",
+    [
+        {"a_tiny_plugin": PLUGIN, "b_tiny_plugin": PLUGIN},  # a name given twice
+        {"no_constructors": "X = 1"},
+        {"openai_again": "from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS"},
+    ],
+    ids=["duplicate", "no constructors", "an OpenAI name again"],
+)
+def test_broken_tiktoken_plugins_are_tiktokens_value_error(tmp_path: Any, plugins: Any) -> None:
+    script = """
+import ferrotok, tiktoken
+for module in (tiktoken, ferrotok):
+    for _ in range(2):  # raised again, not half-registered
+        try:
+            module.list_encoding_names()
+        except ValueError as e:
+            print(type(e).__name__)
+"""
+    done = _run_with_plugins(tmp_path, plugins, script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ValueError"] * 4
+
+
 def test_single_piece_and_private_api() -> None:
     ours, theirs = pair("cl100k_base")
     for t in ["helloqqqq", "  !", "a" * 500]:
