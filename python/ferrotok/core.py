@@ -13,7 +13,7 @@ import math
 import operator
 import os
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
@@ -196,12 +196,7 @@ class Encoding:
         """
         num_threads = _thread_count(num_threads)
         texts = _as_sequence(text)
-        try:
-            return self._core_bpe.encode_ordinary_batch(texts, num_threads)
-        except UnicodeEncodeError:
-            return self._core_bpe.encode_ordinary_batch(
-                [_fix_surrogates(t) for t in texts], num_threads
-            )
+        return _fixing_surrogates(self._core_bpe.encode_ordinary_batch, texts, num_threads)
 
     def encode_batch(
         self,
@@ -220,12 +215,7 @@ class Encoding:
         num_threads = _thread_count(num_threads)
         texts = _as_sequence(text)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
-        try:
-            return self._core_bpe.encode_batch(texts, allowed, num_threads)
-        except UnicodeEncodeError:
-            return self._core_bpe.encode_batch(
-                [_fix_surrogates(t) for t in texts], allowed, num_threads
-            )
+        return _fixing_surrogates(self._core_bpe.encode_batch, texts, allowed, num_threads)
 
     def encode_batch_to_numpy(
         self,
@@ -247,12 +237,7 @@ class Encoding:
         num_threads = _thread_count(num_threads)
         texts = _as_sequence(text)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
-        try:
-            return self._core_bpe.encode_batch_to_numpy(texts, allowed, num_threads)
-        except UnicodeEncodeError:
-            return self._core_bpe.encode_batch_to_numpy(
-                [_fix_surrogates(t) for t in texts], allowed, num_threads
-            )
+        return _fixing_surrogates(self._core_bpe.encode_batch_to_numpy, texts, allowed, num_threads)
 
     def encode_ordinary_batch_to_numpy(
         self, text: list[str], *, num_threads: int = 8
@@ -265,12 +250,7 @@ class Encoding:
         """
         num_threads = _thread_count(num_threads)
         texts = _as_sequence(text)
-        try:
-            return self._core_bpe.encode_batch_to_numpy(texts, set(), num_threads)
-        except UnicodeEncodeError:
-            return self._core_bpe.encode_batch_to_numpy(
-                [_fix_surrogates(t) for t in texts], set(), num_threads
-            )
+        return _fixing_surrogates(self._core_bpe.encode_batch_to_numpy, texts, set(), num_threads)
 
     def count(
         self,
@@ -306,12 +286,7 @@ class Encoding:
         num_threads = _thread_count(num_threads)
         texts = _as_sequence(text)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
-        try:
-            return self._core_bpe.count_batch(texts, allowed, num_threads)
-        except UnicodeEncodeError:
-            return self._core_bpe.count_batch(
-                [_fix_surrogates(t) for t in texts], allowed, num_threads
-            )
+        return _fixing_surrogates(self._core_bpe.count_batch, texts, allowed, num_threads)
 
     def encode_with_unstable(
         self,
@@ -638,6 +613,18 @@ def _thread_count(num_threads: int) -> int:
 
 
 _MAX_THREADS = 1 << 16
+
+
+_R = TypeVar("_R")
+
+
+def _fixing_surrogates(call: Callable[..., _R], texts: Sequence[str], *args: object) -> _R:
+    """`call(texts, *args)`; where a text is not UTF-8 (lone surrogates), again with every text
+    as tiktoken makes it (`_fix_surrogates`), so the batch gets tiktoken's ids."""
+    try:
+        return call(texts, *args)
+    except UnicodeEncodeError:
+        return call([_fix_surrogates(t) for t in texts], *args)
 
 
 def _fix_surrogates(text: str) -> str:
