@@ -13,7 +13,7 @@ import math
 import operator
 import os
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
 
@@ -194,9 +194,11 @@ class Encoding:
         >>> enc.encode_ordinary_batch(["hello world", "goodbye world"])
         [[15339, 1917], [19045, 29474, 1917]]
         """
-        num_threads = _thread_count(num_threads)
-        texts = _as_sequence(text)
-        return _fixing_surrogates(self._core_bpe.encode_ordinary_batch, texts, num_threads)
+        texts, num_threads = _batch_args(text, num_threads)
+        try:
+            return self._core_bpe.encode_ordinary_batch(texts, num_threads)
+        except UnicodeEncodeError:  # lone surrogates: tiktoken's replacements
+            return self._core_bpe.encode_ordinary_batch(_fixed_surrogates(texts), num_threads)
 
     def encode_batch(
         self,
@@ -212,10 +214,12 @@ class Encoding:
         >>> enc.encode_batch(["hello world", "goodbye world"])
         [[15339, 1917], [19045, 29474, 1917]]
         """
-        num_threads = _thread_count(num_threads)
-        texts = _as_sequence(text)
+        texts, num_threads = _batch_args(text, num_threads)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
-        return _fixing_surrogates(self._core_bpe.encode_batch, texts, allowed, num_threads)
+        try:
+            return self._core_bpe.encode_batch(texts, allowed, num_threads)
+        except UnicodeEncodeError:  # lone surrogates: tiktoken's replacements
+            return self._core_bpe.encode_batch(_fixed_surrogates(texts), allowed, num_threads)
 
     def encode_batch_to_numpy(
         self,
@@ -234,10 +238,14 @@ class Encoding:
         >>> ids.tolist(), offsets.tolist()
         ([15339, 1917, 19045, 29474, 1917], [0, 2, 5])
         """
-        num_threads = _thread_count(num_threads)
-        texts = _as_sequence(text)
+        texts, num_threads = _batch_args(text, num_threads)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
-        return _fixing_surrogates(self._core_bpe.encode_batch_to_numpy, texts, allowed, num_threads)
+        try:
+            return self._core_bpe.encode_batch_to_numpy(texts, allowed, num_threads)
+        except UnicodeEncodeError:  # lone surrogates: tiktoken's replacements
+            return self._core_bpe.encode_batch_to_numpy(
+                _fixed_surrogates(texts), allowed, num_threads
+            )
 
     def encode_ordinary_batch_to_numpy(
         self, text: list[str], *, num_threads: int = 8
@@ -248,9 +256,13 @@ class Encoding:
         >>> enc.encode_ordinary_batch_to_numpy(["hi", "<|endoftext|>"])[1].tolist()
         [0, 1, 8]
         """
-        num_threads = _thread_count(num_threads)
-        texts = _as_sequence(text)
-        return _fixing_surrogates(self._core_bpe.encode_batch_to_numpy, texts, set(), num_threads)
+        texts, num_threads = _batch_args(text, num_threads)
+        try:
+            return self._core_bpe.encode_batch_to_numpy(texts, set(), num_threads)
+        except UnicodeEncodeError:  # lone surrogates: tiktoken's replacements
+            return self._core_bpe.encode_batch_to_numpy(
+                _fixed_surrogates(texts), set(), num_threads
+            )
 
     def count(
         self,
@@ -283,10 +295,12 @@ class Encoding:
         >>> get_encoding("cl100k_base").count_batch(["hello world", "goodbye world"])
         [2, 3]
         """
-        num_threads = _thread_count(num_threads)
-        texts = _as_sequence(text)
+        texts, num_threads = _batch_args(text, num_threads)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
-        return _fixing_surrogates(self._core_bpe.count_batch, texts, allowed, num_threads)
+        try:
+            return self._core_bpe.count_batch(texts, allowed, num_threads)
+        except UnicodeEncodeError:  # lone surrogates: tiktoken's replacements
+            return self._core_bpe.count_batch(_fixed_surrogates(texts), allowed, num_threads)
 
     def encode_with_unstable(
         self,
@@ -401,17 +415,18 @@ class Encoding:
         num_threads: int = 8,
     ) -> list[str]:
         """Decodes a batch (list of lists of tokens) into a list of strings."""
+        batch, num_threads = _batch_args(batch, num_threads)
         return [
             b.decode("utf-8", errors=errors)
-            for b in self.decode_bytes_batch(batch, num_threads=num_threads)
+            for b in self._core_bpe.decode_bytes_batch(batch, num_threads)
         ]
 
     def decode_bytes_batch(
         self, batch: Sequence[Sequence[int] | npt.NDArray[np.integer]], *, num_threads: int = 8
     ) -> list[bytes]:
         """Decodes a batch (list of lists of tokens) into a list of bytes."""
-        num_threads = _thread_count(num_threads)
-        return self._core_bpe.decode_bytes_batch(_as_sequence(batch), num_threads)
+        batch, num_threads = _batch_args(batch, num_threads)
+        return self._core_bpe.decode_bytes_batch(batch, num_threads)
 
     # ====================
     # Miscellaneous
@@ -583,6 +598,14 @@ class Encoding:
 _T = TypeVar("_T")
 
 
+def _batch_args(items: Iterable[_T], num_threads: int) -> tuple[Sequence[_T], int]:
+    """A batch and its `num_threads` as tiktoken's thread pool reads them (see below), with
+    no further work for the usual call: a list and a count in range."""
+    if items.__class__ is list and num_threads.__class__ is int and 0 < num_threads <= _MAX_THREADS:
+        return items, num_threads  # type: ignore[return-value]
+    return _as_sequence(items), _thread_count(num_threads)
+
+
 def _as_sequence(items: Iterable[_T]) -> Sequence[_T]:
     """A batch as a list or tuple, which the Rust side indexes from both ends.
 
@@ -599,8 +622,6 @@ def _thread_count(num_threads: int) -> int:
     rounds up (the pool starts threads while it has fewer than `max_workers`). Counts past
     the machine's cores cost nothing: a batch uses at most one thread a core.
     """
-    if type(num_threads) is int and 0 < num_threads <= _MAX_THREADS:
-        return num_threads  # the usual call: no further checks
     if num_threads is None:
         return os.cpu_count() or 1
     if num_threads <= 0:
@@ -615,16 +636,8 @@ def _thread_count(num_threads: int) -> int:
 _MAX_THREADS = 1 << 16
 
 
-_R = TypeVar("_R")
-
-
-def _fixing_surrogates(call: Callable[..., _R], texts: Sequence[str], *args: object) -> _R:
-    """`call(texts, *args)`; where a text is not UTF-8 (lone surrogates), again with every text
-    as tiktoken makes it (`_fix_surrogates`), so the batch gets tiktoken's ids."""
-    try:
-        return call(texts, *args)
-    except UnicodeEncodeError:
-        return call([_fix_surrogates(t) for t in texts], *args)
+def _fixed_surrogates(texts: Sequence[str]) -> list[str]:
+    return [_fix_surrogates(t) for t in texts]
 
 
 def _fix_surrogates(text: str) -> str:
