@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import ferrotok
 import pytest
@@ -23,6 +24,7 @@ import tiktoken
 import tiktoken.load
 from ferrotok import _core
 from ferrotok.openai_public import CL100K_PATTERN, O200K_PATTERN
+from ferrotok.train import resolve_pattern
 
 # GPT-2's pattern as published (no possessives): not one of the hand-written splitters, so
 # training with it counts pieces through the general path (regex-automata and its DFA).
@@ -116,9 +118,11 @@ def test_equals_rustbpe_on_shared_corpora(name, start, size, vocab, pattern):
 
 def test_equals_rustbpe_at_32k_on_mixed_text():
     docs = (corpus("english", 9_000_000, 900_000) + corpus("code", 0, 900_000)).split("\n\n")
-    enc = ferrotok.train(docs, 32768, pattern=CL100K_PATTERN, progress=False)
+    # Both stop early if the corpus runs out of pairs (this one does; ferrotok says so);
+    # they must agree on when.
+    with pytest.warns(UserWarning, match="only 30279 of the 32512 merges"):
+        enc = ferrotok.train(docs, 32768, pattern=CL100K_PATTERN, progress=False)
     ref = rustbpe_ranks(docs, 32768, CL100K_PATTERN)
-    # Both stop early if the corpus runs out of pairs; they must agree on when.
     assert enc._mergeable_ranks == ref
 
 
@@ -155,10 +159,12 @@ def test_special_tokens_split_documents_and_are_never_merged(pattern):
 
 
 def test_empty_corpus_gives_the_byte_vocabulary():
-    enc = ferrotok.train([], 1000, special_tokens=[EOT], progress=False)
+    with pytest.warns(UserWarning, match="only 0 of the 743 merges"):
+        enc = ferrotok.train([], 1000, special_tokens=[EOT], progress=False)
     assert enc._mergeable_ranks == {bytes([i]): i for i in range(256)}
     assert enc._special_tokens == {EOT: 256}
-    enc = ferrotok.train(["", "a", EOT], 1000, special_tokens=[EOT], progress=False)
+    with pytest.warns(UserWarning, match="only 0 of the 743 merges"):
+        enc = ferrotok.train(["", "a", EOT], 1000, special_tokens=[EOT], progress=False)
     assert len(enc._mergeable_ranks) == 256
 
 
@@ -524,3 +530,24 @@ def test_progress_bar_only_on_a_terminal_and_only_when_asked(tmp_path):
         [sys.executable, "-c", _PROGRESS_CHILD, str(src), "on"], capture_output=True, text=True
     )
     assert r.returncode == 0 and r.stderr == ""
+
+
+def test_a_vocabulary_smaller_than_asked_is_warned_of_and_still_rustbpes() -> None:
+    docs = ["hello world hello there"] * 3
+    with pytest.warns(UserWarning, match=r"only \d+ of the 9744 merges"):
+        enc = ferrotok.train(docs, 10_000, progress=False)
+    assert enc._mergeable_ranks == rustbpe_ranks(docs, 10_000, CL100K_PATTERN)
+    assert 256 < enc.n_vocab < 10_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the vocabulary asked for: no warning
+        ferrotok.train(docs, 260, progress=False)
+
+
+@pytest.mark.parametrize("typo", ["cl100k", "o200k", "gpt-2", "r50k_base.tiktoken"])
+def test_a_pattern_that_is_an_unknown_name_is_an_error_not_an_empty_vocabulary(typo: str) -> None:
+    with pytest.raises(ValueError, match="not the name of a registered encoding"):
+        ferrotok.train(["some text"] * 3, 260, pattern=typo, progress=False)
+    # Written as a regex, the same text is taken as one (and matches itself only).
+    assert resolve_pattern(f"(?:{typo})") == f"(?:{typo})"
+    for name in ["cl100k_base", "o200k_harmony", "gpt2"]:
+        assert resolve_pattern(name) == ferrotok.get_encoding(name)._pat_str

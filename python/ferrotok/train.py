@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import sys
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Union, cast
 
@@ -53,9 +55,13 @@ _BATCH_CHARS = 8 << 20
 _BATCH_ITEMS = 8192
 
 
+# What an encoding's name looks like; no useful pre-tokenization regex does.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
 def resolve_pattern(pattern: str | None) -> str:
     """The regex for `pattern`: `None` is cl100k_base's, a registered encoding's name is
-    that encoding's pattern, anything else is taken as a regex.
+    that encoding's pattern (any other name is a ValueError), anything else is a regex.
 
     >>> resolve_pattern("cl100k_base") == resolve_pattern(None)
     True
@@ -66,11 +72,17 @@ def resolve_pattern(pattern: str | None) -> str:
         raise TypeError(f"pattern must be a str, got {type(pattern).__name__}")
     if pattern in _NAMED_PATTERNS:
         return _NAMED_PATTERNS[pattern]
-    from .openai_public import ENCODING_CONSTRUCTORS
+    if _NAME.fullmatch(pattern):
+        # A name: a registered encoding's (a tiktoken plugin's included), or a typo. As a
+        # regex it would match only its own text, and training would learn nothing.
+        from .registry import get_encoding, list_encoding_names
 
-    if pattern in ENCODING_CONSTRUCTORS:
-        from .registry import get_encoding
-
+        if pattern not in list_encoding_names():
+            raise ValueError(
+                f"pattern {pattern!r} is not the name of a registered encoding (known: "
+                f"{', '.join(list_encoding_names())}); to match that text literally, "
+                f"write the regex as '(?:{pattern})'"
+            )
         return get_encoding(pattern)._pat_str
     return pattern
 
@@ -396,6 +408,15 @@ def train_from_counts(
         )
     finally:
         bar.close()
+    if len(tokens) < n_merges:
+        # Not an error (a small corpus has few pairs), but not what was asked for: say so.
+        warnings.warn(
+            f"vocab_size is {vocab_size}, but the counts hold only {len(tokens)} of the "
+            f"{n_merges} merges it asks for (the text has no other pair to merge within "
+            f"min_frequency and max_token_length); the vocabulary has "
+            f"{256 + len(tokens) + len(specials)} tokens",
+            stacklevel=2,
+        )
     return _encoding(name, counts.pattern, tokens, specials)
 
 
