@@ -45,6 +45,8 @@ def test_embedding_errors():
         emb(torch.tensor([-1]))
     with pytest.raises(TypeError, match="integer tensor"):
         emb(torch.tensor([1.0]))
+    with pytest.raises(TypeError, match="must be a torch tensor, got list"):
+        emb([[1, 2]])  # e.g. straight from encode(): torch.tensor(ids) first
     with pytest.raises(ValueError, match="padding_idx"):
         TokenEmbedding(10, 4, padding_idx=10)
     with pytest.raises(ValueError, match="positive"):

@@ -64,6 +64,8 @@ class TokenEmbedding(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         """``tokens [b, s]`` (integer ids) -> ``[b, s, d]``."""
+        if not isinstance(tokens, Tensor):
+            raise TypeError(f"token ids must be a torch tensor, got {type(tokens).__name__}")
         if tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
             raise TypeError(f"token ids must be an integer tensor, got {tokens.dtype}")
         if not torch.compiler.is_compiling() and tokens.numel() > 0:
