@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from ferrotok.data import IGNORE_INDEX, PackedDataset, PaddedDataset
+from ferrotok.data import IGNORE_INDEX, PackedDataset, PaddedDataset, document_causal_mask
 
 DOCS = [[11, 12, 13], [21, 22], [31, 32, 33, 34, 35], [41]]
 SEP = 0
@@ -100,6 +100,10 @@ def test_bad_input_says_what_was_expected():
         PaddedDataset(DOCS, 4, overflow="wrap")
     with pytest.raises(ValueError, match="separator must be a non-negative int"):
         PackedDataset(DOCS, 4, separator=-1)
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        PackedDataset(DOCS, 2, as_tensors=False)[1.0]  # type: ignore[index]
+    with pytest.raises(TypeError, match="document_ids must be a torch tensor, got list"):
+        document_causal_mask([[0, 0, 1]])
 
 
 def test_tensors_and_dataloader_batches():

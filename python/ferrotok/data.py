@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -152,6 +153,7 @@ class PackedDataset:
         return self._len
 
     def __getitem__(self, index: int) -> dict[str, Any]:
+        index = operator.index(index)  # a float or a str is a TypeError, as for a list
         if not -self._len <= index < self._len:
             raise IndexError(f"index {index} out of range for {self._len} sequences")
         index %= self._len
@@ -278,6 +280,8 @@ def document_causal_mask(document_ids: Any) -> Any:
     """
     import torch
 
+    if not isinstance(document_ids, torch.Tensor):
+        raise TypeError(f"document_ids must be a torch tensor, got {type(document_ids).__name__}")
     if document_ids.dim() != 2:
         raise ValueError(f"document_ids must be [b, s], got {tuple(document_ids.shape)}")
     s = document_ids.shape[1]
