@@ -73,6 +73,7 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
         ([str(good), "--vocab-size", "100"], "vocab_size is 100"),
         ([str(good), "--vocab-size", "300", "--pattern", "(oops"], "pattern"),
         ([str(good), "--vocab-size", "300", "--special", "<a>", "--special", "<a>"], "twice"),
+        ([str(good), "--vocab-size", "300", "--pattern", "cl100k"], "not the name of a"),
     ]
     for argv, message in cases:
         r = run("-m", "ferrotok.cli_train", "train", *argv, "-o", out)
@@ -94,3 +95,14 @@ def test_demo_runs_offline_and_says_when_cl100k_is_missing(tmp_path):
     assert "trained: vocabulary of 600" in r.stdout
     assert "cl100k_base: not available offline" in r.stdout
     assert (tmp_path / "stdlib_demo.tiktoken.json").exists()
+
+
+def test_a_corpus_short_of_pairs_gets_one_note_and_no_python_warning(tmp_path):
+    good = tmp_path / "good.txt"
+    good.write_text("some text", encoding="utf-8")
+    out = tmp_path / "o.tiktoken"
+    r = run("-m", "ferrotok.cli_train", "train", str(good), "--vocab-size", "1000", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "note: the corpus ran out of pairs before vocab size 1000" in r.stdout
+    assert "Warning" not in r.stderr
+    assert ferrotok.load(out).n_vocab < 1000

@@ -20,6 +20,7 @@ import os
 import pathlib
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 
 # Tokens per byte are measured on at most this much of the input.
@@ -97,14 +98,17 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
         )
         t1 = time.monotonic()
-        enc = train_from_counts(
-            counts,
-            args.vocab_size,
-            min_frequency=args.min_frequency,
-            max_token_length=args.max_token_length,
-            name=name,
-            progress=not args.no_progress,
-        )
+        with warnings.catch_warnings():
+            # A vocabulary short of vocab_size gets the note below, in the command's words.
+            warnings.filterwarnings("ignore", "vocab_size is", UserWarning)
+            enc = train_from_counts(
+                counts,
+                args.vocab_size,
+                min_frequency=args.min_frequency,
+                max_token_length=args.max_token_length,
+                name=name,
+                progress=not args.no_progress,
+            )
         t2 = time.monotonic()
         enc.save(out)
     except KeyboardInterrupt:
