@@ -18,7 +18,7 @@ import ferrotok
 import numpy as np
 import pytest
 from ferrotok import cli, load, registry
-from oracle import ENCODINGS_DIR, pair
+from oracle import ENCODINGS_DIR, corpus_file, pair
 
 TEXT = "Hello, wörld! 你好 😀\n\tindented  code()\n"
 
@@ -254,6 +254,83 @@ def test_count_special_tokens(capsys: pytest.CaptureFixture[str], tmp_path: Path
     status, _, err = run(capsys, "count", str(path))
     assert_user_error(status, err, "'<|endoftext|>'", "--allow-special")
     assert run(capsys, "count", "--allow-special", str(path)) == (0, f"3 {path}\n", "")
+
+
+# The fragments a block cut could get wrong: newlines alone and in "\r\n", whitespace
+# before and after them (NEL, U+2028, \x1c, which Python and the patterns class differently),
+# letters, digits, contractions, punctuation with the "/" o200k takes after newlines, CJK,
+# combining marks and emoji (a block may end inside their UTF-8 bytes).
+CUT_FRAGMENTS = [
+    "\n", "\n", "\n\n", "\r\n", " ", "  ", "\t", "\x85", "\u2028", "\x1c", "\u3000",
+    "a", "Hello", "x", "7", "123456", "'s", "'LL", ".", "!", "/", "//", ",", "(", "é", "中文",
+    "\u0301", "😀", "٣", "_", "<|endoftext|>",
+]  # fmt: skip
+
+
+def _count_in_blocks(enc: ferrotok.Encoding, data: bytes, block: int) -> int:
+    old = cli._COUNT_BLOCK
+    cli._COUNT_BLOCK = block
+    try:
+        return cli._count_blocks(enc, io.BytesIO(data), "<test>", len(data), True)
+    finally:
+        cli._COUNT_BLOCK = old
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"])
+def test_counting_in_blocks_adds_up_to_the_whole(name: str) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    enc = ferrotok.get_encoding(name)
+    assert cli._can_cut(enc)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.lists(st.sampled_from(CUT_FRAGMENTS), max_size=60), st.integers(1, 24))
+    def check(parts: list[str], block: int) -> None:
+        text = "".join(parts)
+        whole = enc.count(text, allowed_special="all")
+        assert _count_in_blocks(enc, text.encode(), block) == whole
+
+    check()
+    for corpus in ("english", "code", "multilingual"):
+        text = corpus_file(f"{corpus}.txt").read_text(encoding="utf-8")[:300_000]
+        assert _count_in_blocks(enc, text.encode(), 4096) == enc.count(text, allowed_special="all")
+
+
+def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    enc = ferrotok.get_encoding("cl100k_base")
+    text = "First line\nsecond line, é\n" * 500
+    calls: list[int] = []
+    count = cli._count
+    monkeypatch.setattr(cli, "_count", lambda e, t, a: calls.append(len(t)) or count(e, t, a))
+    monkeypatch.setattr(cli, "_COUNT_BLOCK", 1000)
+    path = tmp_path / "doc.txt"
+    path.write_bytes(text.encode())
+    assert run(capsys, "count", str(path)) == (0, f"{enc.count(text)} {path}\n", "")
+    assert len(calls) >= 10 and sum(calls) == len(text)  # counted in parts, all of it
+    # A bad byte past the first block, and a character cut short at the end of the file.
+    bad = text.encode()[:5001] + b"\xff" + text.encode()[5001:]
+    path.write_bytes(bad)
+    status, _, err = run(capsys, "count", str(path))
+    assert_user_error(status, err, "not UTF-8 text (byte 0xff at offset 5001)")
+    path.write_bytes(text.encode() + "é".encode()[:1])
+    status, _, err = run(capsys, "count", str(path))
+    assert_user_error(status, err, f"(byte 0xc3 at offset {len(text.encode())})")
+    # A special token in a later block is found and named, or counted when allowed.
+    path.write_text(text + "end <|endoftext|>", encoding="utf-8")
+    status, _, err = run(capsys, "count", str(path))
+    assert_user_error(status, err, "'<|endoftext|>'")
+    expected = enc.count(text + "end <|endoftext|>", allowed_special="all")
+    assert run(capsys, "count", "--allow-special", str(path)) == (0, f"{expected} {path}\n", "")
+
+
+def test_counting_a_custom_pattern_reads_the_file_whole(tmp_path: Path) -> None:
+    enc = ferrotok.train(["some text here"] * 3, 260, pattern=r"\S+|\s+", progress=False)
+    assert not cli._can_cut(enc)  # no proof of where its pieces end: never cut
+    text = "a\nb\nc d\n" * 300
+    assert _count_in_blocks(enc, text.encode(), 16) == enc.count(text, allowed_special="all")
 
 
 # ====================
