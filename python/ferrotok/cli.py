@@ -109,12 +109,17 @@ def _read_input_bytes(path: str | None) -> tuple[bytes, str]:
     try:
         with open(path, "rb") as f:
             return f.read(), path
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise CLIError(f"{path}: is a directory") from None
     except OSError as e:
-        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
+        raise _read_error(path, e) from None
+
+
+def _read_error(path: str, e: OSError) -> CLIError:
+    """A file that cannot be read, said in one line."""
+    if isinstance(e, FileNotFoundError):
+        return CLIError(f"{path}: no such file")
+    if isinstance(e, IsADirectoryError):
+        return CLIError(f"{path}: is a directory")
+    return CLIError(f"{path}: cannot read ({e.strerror or e})")
 
 
 def _decode_utf8(data: bytes, name: str) -> str:
@@ -394,12 +399,8 @@ def _count_file(enc: Encoding, path: str | None, allow_special: bool) -> int:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             return _count_blocks(enc, f, path, size, allow_special)
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise CLIError(f"{path}: is a directory") from None
     except OSError as e:
-        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
+        raise _read_error(path, e) from None
 
 
 def _count_blocks(enc: Encoding, f: Any, name: str, size: int | None, allow_special: bool) -> int:
