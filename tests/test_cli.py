@@ -267,17 +267,26 @@ CUT_FRAGMENTS = [
 ]  # fmt: skip
 
 
-def _count_in_blocks(enc: ferrotok.Encoding, data: bytes, block: int) -> int:
-    old = cli._COUNT_BLOCK
-    cli._COUNT_BLOCK = block
+def _parts(enc: ferrotok.Encoding, data: bytes, block: int) -> list[str]:
+    old = cli._BLOCK
+    cli._BLOCK = block
     try:
-        return cli._count_blocks(enc, io.BytesIO(data), "<test>", len(data), True)
+        return list(cli._text_parts(enc, io.BytesIO(data), "<test>", len(data), "reading"))
     finally:
-        cli._COUNT_BLOCK = old
+        cli._BLOCK = old
+
+
+def assert_parts_encode_as_whole(enc: ferrotok.Encoding, text: str, block: int) -> None:
+    parts = _parts(enc, text.encode(), block)
+    assert "".join(parts) == text
+    ids = [i for part in parts for i in enc.encode(part, allowed_special="all")]
+    assert ids == enc.encode(text, allowed_special="all")
+    counts = sum(enc.count(part, allowed_special="all") for part in parts)
+    assert counts == enc.count(text, allowed_special="all")
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"])
-def test_counting_in_blocks_adds_up_to_the_whole(name: str) -> None:
+def test_reading_in_blocks_encodes_as_the_whole(name: str) -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
@@ -287,14 +296,14 @@ def test_counting_in_blocks_adds_up_to_the_whole(name: str) -> None:
     @settings(max_examples=300, deadline=None, derandomize=True)
     @given(st.lists(st.sampled_from(CUT_FRAGMENTS), max_size=60), st.integers(1, 24))
     def check(parts: list[str], block: int) -> None:
-        text = "".join(parts)
-        whole = enc.count(text, allowed_special="all")
-        assert _count_in_blocks(enc, text.encode(), block) == whole
+        assert_parts_encode_as_whole(enc, "".join(parts), block)
 
     check()
     for corpus in ("english", "code", "multilingual"):
         text = corpus_file(f"{corpus}.txt").read_text(encoding="utf-8")[:300_000]
-        assert _count_in_blocks(enc, text.encode(), 4096) == enc.count(text, allowed_special="all")
+        # The man pages of multilingual.txt indent every line: no cut, read as one part.
+        assert len(_parts(enc, text.encode(), 4096)) > (5 if corpus != "multilingual" else 0)
+        assert_parts_encode_as_whole(enc, text, 4096)
 
 
 def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
@@ -305,7 +314,7 @@ def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
     calls: list[int] = []
     count = cli._count
     monkeypatch.setattr(cli, "_count", lambda e, t, a: calls.append(len(t)) or count(e, t, a))
-    monkeypatch.setattr(cli, "_COUNT_BLOCK", 1000)
+    monkeypatch.setattr(cli, "_BLOCK", 1000)
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode())
     assert run(capsys, "count", str(path)) == (0, f"{enc.count(text)} {path}\n", "")
@@ -326,11 +335,77 @@ def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
     assert run(capsys, "count", "--allow-special", str(path)) == (0, f"{expected} {path}\n", "")
 
 
-def test_counting_a_custom_pattern_reads_the_file_whole(tmp_path: Path) -> None:
+def _parse_output(out: bytes, fmt: str) -> list[int]:
+    if fmt == "npy":
+        array = np.load(io.BytesIO(out))
+        assert array.dtype == np.uint32
+        return [int(i) for i in array.tolist()]
+    if fmt == "json":
+        assert out == (json.dumps(json.loads(out)) + "\n").encode()  # "[1, 2]\n", one line
+        return [int(i) for i in json.loads(out)]
+    assert out.endswith(b"\n") and b"  " not in out and not out.startswith(b" ")
+    return [int(i) for i in out.split()]
+
+
+@pytest.mark.parametrize("fmt", ["list", "json", "npy"])
+def test_encoding_a_file_in_blocks(
+    capsysbinary: pytest.CaptureFixture[bytes],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fmt: str,
+) -> None:
+    ours, theirs = pair("o200k_base")
+    text = corpus_file("english.txt").read_text(encoding="utf-8")[:60_000]
+    path = tmp_path / "doc.txt"
+    path.write_bytes(text.encode())
+    calls: list[int] = []
+    encode = cli._encode
+    monkeypatch.setattr(cli, "_encode", lambda e, t, a: calls.append(len(t)) or encode(e, t, a))
+    monkeypatch.setattr(cli, "_BLOCK", 4096)
+    monkeypatch.setattr(cli, "_IDS_PER_CHUNK", 7)  # the output written in many pieces
+    assert cli.main(["encode", "-e", "o200k_base", "-f", str(path), "--format", fmt]) == 0
+    out = capsysbinary.readouterr().out
+    assert _parse_output(out, fmt) == ours.encode(text) == theirs.encode(text)
+    assert len(calls) >= 10 and sum(calls) == len(text)  # encoded in parts, all of it
+    written = tmp_path / f"ids.{fmt}"
+    argv = ["encode", "-e", "o200k_base", "-f", str(path), "--format", fmt, "-o", str(written)]
+    assert cli.main(argv) == 0
+    assert written.read_bytes() == out
+    # Empty input, and input of fewer ids than a piece of output.
+    for small in ("", "hi"):
+        path.write_text(small, encoding="utf-8")
+        assert cli.main(["encode", "-e", "o200k_base", "-f", str(path), "--format", fmt]) == 0
+        assert _parse_output(capsysbinary.readouterr().out, fmt) == theirs.encode(small)
+
+
+def test_encoding_a_file_in_blocks_writes_nothing_when_a_later_block_fails(
+    capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "_BLOCK", 1000)
+    text = "First line\nsecond line, é\n" * 500
+    path = tmp_path / "doc.txt"
+    kept = tmp_path / "ids.npy"
+    kept.write_bytes(b"the user's old file")
+    bad_byte = text.encode()[:5001] + b"\xff" + text.encode()[5001:]
+    special = (text + "end <|endoftext|>").encode()
+    for data, message in ((bad_byte, b"byte 0xff at offset 5001"), (special, b"<|endoftext|>")):
+        path.write_bytes(data)
+        for target in (["-o", str(kept)], []):
+            status = cli.main(["encode", "-f", str(path), "--format", "npy", *target])
+            captured = capsysbinary.readouterr()
+            assert status == 2 and message in captured.err and captured.out == b""
+            assert kept.read_bytes() == b"the user's old file"
+    assert sorted(tmp_path.iterdir()) == [path, kept]  # no temporary file left behind
+    assert cli.main(["encode", "--allow-special", "-f", str(path), "-o", str(kept)]) == 0
+    expected = pair("cl100k_base")[1].encode(special.decode(), allowed_special="all")
+    assert [int(i) for i in kept.read_text().split()] == expected
+
+
+def test_a_custom_pattern_reads_the_file_whole() -> None:
     enc = ferrotok.train(["some text here"] * 3, 260, pattern=r"\S+|\s+", progress=False)
     assert not cli._can_cut(enc)  # no proof of where its pieces end: never cut
     text = "a\nb\nc d\n" * 300
-    assert _count_in_blocks(enc, text.encode(), 16) == enc.count(text, allowed_special="all")
+    assert _parts(enc, text.encode(), 16) == [text]
 
 
 # ====================

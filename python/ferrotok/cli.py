@@ -26,8 +26,10 @@ spot in `build_parser`.
 from __future__ import annotations
 
 import argparse
+import array
 import os
 import sys
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 if TYPE_CHECKING:
@@ -185,13 +187,13 @@ def _first_special_token(enc: Encoding, text: str) -> str | None:
     return match.group() if match else None
 
 
-def _stdout_write(data: bytes | str) -> None:
+def _stdout_write(data: bytes | memoryview | str) -> None:
     """Writes to standard output; bytes go through untouched (no locale encoding)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:
-        sys.stdout.write(data.decode("utf-8", errors="replace"))
+        sys.stdout.write(bytes(data).decode("utf-8", errors="replace"))
         return
     sys.stdout.flush()
     buffer.write(data)
@@ -199,53 +201,177 @@ def _stdout_write(data: bytes | str) -> None:
 
 
 # ====================
+# Reading a file in parts
+# ====================
+
+
+# A file is encoded or counted a block at a time (so that memory stays bounded, progress can
+# be shown and Ctrl-C stops it within a block), cut where every OpenAI pattern ends a piece
+# whatever follows: after a "\n" that follows a non-space character, before a letter or digit. No
+# alternative of the r50k, cl100k or o200k pattern that can hold such a "\n" goes on into a
+# letter or digit (the letter runs cannot start with "\n", the punctuation runs take only
+# newlines and "/" after them, the whitespace run is the "\n" alone), and that "\n" is one
+# piece whether the text goes on or ends there, so the parts' ids joined are the whole's ids.
+# (A "\r\n" is not a cut: r50k splits it when a letter follows and not at the end.) Python's
+# isspace() holds for every char the patterns' \s matches, and isalnum() only for \p{L} and
+# \p{N}, so a cut found here is one in the patterns' own terms.
+_BLOCK = 8 << 20
+_PROGRESS_MIN_BYTES = 64 << 20
+
+
+def _last_cut(text: str, start: int = 0) -> int:
+    """The last place in `text[start:]` where it may be cut (see above), or 0.
+    (Only the text added since the last search is searched, so that text with no cut in it
+    costs one pass, not one per block.)"""
+    i = text.rfind("\n", max(start, 1), len(text) - 1)
+    while i > 0:
+        if text[i + 1].isalnum() and not text[i - 1].isspace():
+            return i + 1
+        i = text.rfind("\n", max(start, 1), i)
+    return 0
+
+
+def _can_cut(enc: Encoding) -> bool:
+    from .openai_public import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+
+    patterns = (R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
+    return enc._pat_str in patterns and not any("\n" in t for t in enc.special_tokens_set)
+
+
+def _input_parts(enc: Encoding, path: str | None, verb: str) -> Iterator[str]:
+    """The text of the file at `path` (`-` or None: standard input), in parts cut as above."""
+    if path is None or path == "-":
+        stdin = sys.stdin
+        if stdin is None or getattr(stdin, "buffer", None) is None or stdin.isatty():
+            data, name = _read_input_bytes(path)  # the prompt and the closed cases
+            yield _decode_utf8(data, name)
+            return
+        yield from _text_parts(enc, stdin.buffer, "<stdin>", None, verb)
+        return
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            yield from _text_parts(enc, f, path, size, verb)
+    except OSError as e:
+        raise _read_error(path, e) from None
+
+
+def _text_parts(enc: Encoding, f: Any, name: str, size: int | None, verb: str) -> Iterator[str]:
+    """The UTF-8 text read from `f`, in parts whose ids joined are the whole text's ids: cut
+    as above, about `_BLOCK` bytes each, or the whole text at once if `enc` is not one of the
+    patterns the rule holds for. With a terminal, shows `{verb} {name}: N%` for big files."""
+    import codecs
+
+    if not _can_cut(enc):
+        yield _decode_utf8(f.read(), name)
+        return
+    show = size is not None and size >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    done, pending = 0, ""
+    while True:
+        block = f.read(_BLOCK)
+        held = decoder.getstate()[0]  # the bytes of a char that the last block split
+        searched = max(len(pending) - 1, 0)  # a "\n" there has not had its next char
+        try:
+            pending += decoder.decode(block, final=not block)
+        except UnicodeDecodeError as e:
+            data = held + block
+            where = done - len(held) + e.start
+            raise CLIError(
+                f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {where})"
+            ) from None
+        done += len(block)
+        cut = _last_cut(pending, searched) if block else len(pending)
+        if cut or not block:
+            yield pending[:cut]
+            pending = pending[cut:]
+        if show and size:
+            print(f"\r{verb} {name}: {done / size:.0%}", end="", file=sys.stderr, flush=True)
+        if not block:
+            if show:
+                print(file=sys.stderr)
+            return
+
+
+# ====================
 # encode
 # ====================
 
 
-def _npy_bytes(ids: list[int]) -> bytes:
-    """A `.npy` (format 1.0) file holding `ids` as a 1-D little-endian uint32 array."""
-    import array
-
-    values = array.array("I", ids)  # C unsigned int: 4 bytes on every platform Python runs on
-    if values.itemsize != 4:
-        raise RuntimeError("array('I') is not 4 bytes wide here")
-    if sys.byteorder == "big":
-        values.byteswap()
-    header = f"{{'descr': '<u4', 'fortran_order': False, 'shape': ({len(ids)},), }}"
+def _npy_header(count: int) -> bytes:
+    """The header of a `.npy` (format 1.0) file of `count` little-endian uint32 values."""
+    header = f"{{'descr': '<u4', 'fortran_order': False, 'shape': ({count},), }}"
     # Magic (6) + version (2) + header length (2) + header + "\n", padded to 64 bytes.
     pad = -(10 + len(header) + 1) % 64
     header_bytes = (header + " " * pad + "\n").encode("latin-1")
-    return (
-        b"\x93NUMPY\x01\x00"
-        + len(header_bytes).to_bytes(2, "little")
-        + header_bytes
-        + values.tobytes()
-    )
+    return b"\x93NUMPY\x01\x00" + len(header_bytes).to_bytes(2, "little") + header_bytes
+
+
+def _id_array(ids: Iterable[int] = ()) -> array.array[int]:
+    """`ids` as 4-byte unsigned ints: a tenth of the memory of a list of ints."""
+    values = array.array("I", ids)  # C unsigned int: 4 bytes on every platform Python runs on
+    if values.itemsize != 4:
+        raise RuntimeError("array('I') is not 4 bytes wide here")
+    return values
+
+
+def _npy_bytes(ids: list[int]) -> bytes:
+    """A `.npy` (format 1.0) file holding `ids` as a 1-D little-endian uint32 array."""
+    return b"".join(_output_chunks(_id_array(ids), "npy"))
+
+
+# Ids are written this many at a time, so that the text of all of them is never held at once.
+_IDS_PER_CHUNK = 1 << 20
+
+
+def _output_chunks(ids: array.array[int], fmt: str) -> Iterator[bytes | memoryview]:
+    """`ids` written as `fmt` (`list`, `json` or `npy`), a piece at a time."""
+    if fmt == "npy":
+        yield _npy_header(len(ids))
+        if sys.byteorder == "big":
+            ids = array.array("I", ids)
+            ids.byteswap()
+        yield memoryview(ids).cast("B")
+        return
+    sep = ", " if fmt == "json" else " "
+    yield b"[" if fmt == "json" else b""
+    for start in range(0, len(ids), _IDS_PER_CHUNK):
+        text = sep.join(map(str, ids[start : start + _IDS_PER_CHUNK]))
+        yield ((sep if start else "") + text).encode()
+    yield b"]\n" if fmt == "json" else b"\n"
+
+
+def _encode_input(enc: Encoding, args: argparse.Namespace) -> array.array[int]:
+    """The ids of the `TEXT` argument, `--file` or standard input; a file is read and encoded
+    in parts (see "Reading a file in parts")."""
+    if args.text is not None:
+        return _id_array(_encode(enc, _input_text(args), args.allow_special))
+    ids = _id_array()
+    for part in _input_parts(enc, args.file, "encoding"):
+        ids.extend(_encode(enc, part, args.allow_special))
+    return ids
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
     """`ferrotok encode`: text → token ids."""
-    text = _input_text(args)
+    if args.text is not None and args.file is not None:
+        raise CLIError("give either TEXT or --file, not both")
     enc = load_encoding(args)
-    ids = _encode(enc, text, args.allow_special)
-    if args.format == "npy":
-        data = _npy_bytes(ids)
-    elif args.format == "json":
-        data = ("[" + ", ".join(map(str, ids)) + "]\n").encode()
-    else:
-        data = (" ".join(map(str, ids)) + "\n").encode()
+    # Every id is made before anything is written: an error in the input (a bad byte, a
+    # special token) leaves no partial output behind.
+    ids = _encode_input(enc, args)
     if args.output is not None and args.output != "-":
         from .load import _atomic_write
 
         try:
-            _atomic_write(args.output, data)
+            _atomic_write(args.output, _output_chunks(ids, args.format))
         except OSError as e:
             raise CLIError(f"{args.output}: cannot write ({e.strerror or e})") from None
         return EXIT_OK
     if args.format == "npy" and sys.stdout.isatty():
         raise CLIError("refusing to write binary .npy data to a terminal; use -o PATH or redirect")
-    _stdout_write(data)
+    for chunk in _output_chunks(ids, args.format):
+        _stdout_write(chunk)
     return EXIT_OK
 
 
@@ -354,88 +480,6 @@ def cmd_decode(args: argparse.Namespace) -> int:
 # ====================
 
 
-# A file is counted a block at a time (so that memory stays bounded, progress can be shown
-# and Ctrl-C stops it within a block), cut where every OpenAI pattern ends a piece whatever
-# follows: after a "\n" that follows a non-space character, before a letter or digit. No
-# alternative of the r50k, cl100k or o200k pattern that can hold such a "\n" goes on into a
-# letter or digit (the letter runs cannot start with "\n", the punctuation runs take only
-# newlines and "/" after them, the whitespace run is the "\n" alone), and that "\n" is one
-# piece whether the text goes on or ends there, so the parts' counts add up to the whole's.
-# (A "\r\n" is not a cut: r50k splits it when a letter follows and not at the end.) Python's
-# isspace() holds for every char the patterns' \s matches, and isalnum() only for \p{L} and
-# \p{N}, so a cut found here is one in the patterns' own terms.
-_COUNT_BLOCK = 8 << 20
-_PROGRESS_MIN_BYTES = 64 << 20
-
-
-def _last_cut(text: str, start: int = 0) -> int:
-    """The last place in `text[start:]` where it may be cut for counting (see above), or 0.
-    (Only the text added since the last search is searched, so that text with no cut in it
-    costs one pass, not one per block.)"""
-    i = text.rfind("\n", max(start, 1), len(text) - 1)
-    while i > 0:
-        if text[i + 1].isalnum() and not text[i - 1].isspace():
-            return i + 1
-        i = text.rfind("\n", max(start, 1), i)
-    return 0
-
-
-def _can_cut(enc: Encoding) -> bool:
-    from .openai_public import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
-
-    patterns = (R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
-    return enc._pat_str in patterns and not any("\n" in t for t in enc.special_tokens_set)
-
-
-def _count_file(enc: Encoding, path: str | None, allow_special: bool) -> int:
-    """Tokens in the file at `path` (`-` or None: standard input), read in blocks."""
-    if path is None or path == "-":
-        stdin = sys.stdin
-        if stdin is None or getattr(stdin, "buffer", None) is None or stdin.isatty():
-            data, name = _read_input_bytes(path)  # the prompt and the closed cases
-            return _count(enc, _decode_utf8(data, name), allow_special)
-        return _count_blocks(enc, stdin.buffer, "<stdin>", None, allow_special)
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            return _count_blocks(enc, f, path, size, allow_special)
-    except OSError as e:
-        raise _read_error(path, e) from None
-
-
-def _count_blocks(enc: Encoding, f: Any, name: str, size: int | None, allow_special: bool) -> int:
-    import codecs
-
-    if not _can_cut(enc):
-        return _count(enc, _decode_utf8(f.read(), name), allow_special)
-    show = size is not None and size >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    total, done, pending = 0, 0, ""
-    while True:
-        block = f.read(_COUNT_BLOCK)
-        held = decoder.getstate()[0]  # the bytes of a char that the last block split
-        searched = max(len(pending) - 1, 0)  # a "\n" there has not had its next char
-        try:
-            pending += decoder.decode(block, final=not block)
-        except UnicodeDecodeError as e:
-            data = held + block
-            where = done - len(held) + e.start
-            raise CLIError(
-                f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {where})"
-            ) from None
-        done += len(block)
-        cut = _last_cut(pending, searched) if block else len(pending)
-        if cut:
-            total += _count(enc, pending[:cut], allow_special)
-            pending = pending[cut:]
-        if show and size:
-            print(f"\rcounting {name}: {done / size:.0%}", end="", file=sys.stderr, flush=True)
-        if not block:
-            if show:
-                print(file=sys.stderr)
-            return total
-
-
 def cmd_count(args: argparse.Namespace) -> int:
     """`ferrotok count`: tokens per file, like `wc`; a `total` line for several files."""
     enc = load_encoding(args)
@@ -444,7 +488,10 @@ def cmd_count(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for path in paths:
         try:
-            n = _count_file(enc, path, args.allow_special)
+            n = sum(
+                _count(enc, part, args.allow_special)
+                for part in _input_parts(enc, path, "counting")
+            )
         except CLIError as e:
             # Like wc: report this file, count the others, fail at the end.
             print(f"ferrotok: error: {e}", file=sys.stderr)

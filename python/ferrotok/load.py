@@ -39,6 +39,7 @@ import binascii
 import hashlib
 import os
 import re
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
@@ -174,8 +175,9 @@ def read_file(blobpath: str) -> bytes:
     return _download(blobpath)
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    """Writes `data` to `path` so that readers see the old file or the whole new one.
+def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None:
+    """Writes `data` (bytes, or pieces of it) to `path` so that readers see the old file or
+    the whole new one.
 
     The temporary file lives beside `path` (a rename is atomic only within a file system) and
     is created with the usual permissions (0o666 minus the umask), not mkstemp's 0o600, so a
@@ -187,7 +189,8 @@ def _atomic_write(path: str, data: bytes) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for piece in (data,) if isinstance(data, bytes) else data:
+                f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
