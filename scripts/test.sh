@@ -41,9 +41,11 @@ echo "== python: ruff, vermin, mypy, pytest"
 "$PY" -c 'import sys; from vermin.main import main; sys.exit(main())' -q -t=3.9- --violations \
   --no-tips --exclude-regex '\.pyi$' python/ferrotok benches examples
 # Type-check the installed package (from outside the source tree, so not python/): checks the
-# annotations users see, the _core.pyi stub included. mypy 2.4 itself runs on Python >= 3.10.
+# annotations users see, the _core.pyi stub included, with --strict (pyproject's [tool.mypy]).
+# mypy 2.4 itself runs on Python >= 3.10.
 if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
-  (cd /tmp && "$PY" -m mypy -p ferrotok)
+  config="$PWD/pyproject.toml"
+  (cd /tmp && "$PY" -m mypy --config-file "$config" -p ferrotok)
 else
   echo "mypy not run: it needs Python >= 3.10"
 fi

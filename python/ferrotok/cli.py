@@ -143,7 +143,8 @@ def _input_text(args: argparse.Namespace) -> str:
         except UnicodeEncodeError:
             # Undecodable bytes in argv arrive as lone surrogates (PEP 383).
             raise CLIError("the TEXT argument is not valid UTF-8; use --file") from None
-        return args.text
+        text: str = args.text
+        return text
     data, name = _read_input_bytes(args.file)
     return _decode_utf8(data, name)
 

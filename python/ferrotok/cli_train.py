@@ -29,7 +29,7 @@ _MEASURE_BYTES = 64 << 20
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Adds the `train` subcommand to `subparsers` and returns its parser."""
-    p = subparsers.add_parser(
+    p: argparse.ArgumentParser = subparsers.add_parser(
         "train",
         help="train a byte-level BPE vocabulary on text files",
         description=(

@@ -602,7 +602,7 @@ def _batch_args(items: Iterable[_T], num_threads: int) -> tuple[Sequence[_T], in
     """A batch and its `num_threads` as tiktoken's thread pool reads them (see below), with
     no further work for the usual call: a list and a count in range."""
     if items.__class__ is list and num_threads.__class__ is int and 0 < num_threads <= _MAX_THREADS:
-        return items, num_threads  # type: ignore[return-value]
+        return items, num_threads
     return _as_sequence(items), _thread_count(num_threads)
 
 

@@ -35,7 +35,7 @@ __all__ = ["IGNORE_INDEX", "PackedDataset", "PaddedDataset", "document_causal_ma
 IGNORE_INDEX = -100
 
 
-def _as_ids(doc: Sequence[int], index: int) -> array:
+def _as_ids(doc: Sequence[int], index: int) -> array[int]:
     try:
         ids = array("q", doc)
     except (TypeError, OverflowError) as e:
@@ -235,7 +235,7 @@ class PaddedDataset:
         self.separator = separator
         self.overflow = overflow
         self.as_tensors = as_tensors
-        self.sequences: list[array] = []
+        self.sequences: list[array[int]] = []
         self.num_documents = 0
         self.num_skipped = 0
         for i, doc in enumerate(documents):

@@ -130,14 +130,15 @@ def _download(url: str) -> bytes:
     scheme = url.split("://", 1)[0].lower()
     if scheme not in ("http", "https", "file"):
         try:
-            import blobfile  # type: ignore[import-not-found]
+            import blobfile  # type: ignore[import-not-found, unused-ignore]
         except ImportError as e:
             raise DownloadError(
                 f"could not download {url}: the {scheme}:// scheme needs blobfile "
                 "(pip install blobfile)"
             ) from e
         try:
-            return blobfile.read_bytes(url)
+            data: bytes = blobfile.read_bytes(url)
+            return data
         except Exception as e:  # blobfile raises its own error types
             raise DownloadError(f"could not download {url}: {e}") from e
 
@@ -146,7 +147,7 @@ def _download(url: str) -> bytes:
 
     try:
         with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT_S) as resp:
-            data = resp.read()
+            data = bytes(resp.read())
             length = resp.headers.get("Content-Length") if scheme != "file" else None
     except (OSError, http.client.HTTPException) as e:
         # URLError, HTTPError, timeouts and refused connections are OSErrors; a connection
@@ -478,7 +479,7 @@ def dump_tiktoken_bpe(bpe_ranks: dict[bytes, int], tiktoken_bpe_file: str) -> No
         _atomic_write(tiktoken_bpe_file, data)
         return
     try:
-        import blobfile  # type: ignore[import-not-found]
+        import blobfile  # type: ignore[import-not-found, unused-ignore]
     except ImportError as e:
         raise ImportError(
             "writing to a URL needs blobfile: pip install blobfile (or write to a local path)"

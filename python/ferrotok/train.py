@@ -269,7 +269,7 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
         if isinstance(texts_or_files, (list, tuple)):
             return None, texts_or_files
         return None, itertools.chain([first], it)
-    paths = [os.fspath(cast("os.PathLike[str]", first))]
+    paths = [os.fspath(first)]
     for i, p in enumerate(it, start=1):
         if not _is_path(p):
             raise TypeError(

@@ -67,10 +67,13 @@ class ALiBiBias(nn.Module):
         super().__init__()
         self.num_heads = num_heads
         self.symmetric = symmetric
+        self.slopes: Tensor
         self.register_buffer("slopes", alibi_slopes(num_heads), persistent=False)
 
-    def _apply(self, fn, recurse=True):  # keep the slopes in float32 through .to(dtype)
-        super()._apply(fn, recurse)
+    def _apply(
+        self, fn: Callable[[Tensor], Tensor], recurse: bool = True
+    ) -> ALiBiBias:  # keep the slopes in float32 through .to(dtype)
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # unannotated in torch
         if self.slopes.dtype != torch.float32:
             self.slopes = alibi_slopes(self.num_heads).to(self.slopes.device)
         return self

@@ -7,6 +7,8 @@ sequence (incremental decoding) or to restart positions per packed document.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import Tensor, nn
 
@@ -112,10 +114,12 @@ class SinusoidalPositionalEmbedding(nn.Module):
     def _compute(self, positions: Tensor) -> Tensor:
         return sinusoidal_table(positions, self.embedding_dim, self.base, self.layout)
 
-    def _apply(self, fn, recurse=True):  # keep the table in float32 through .to(dtype)
-        super()._apply(fn, recurse)
+    def _apply(
+        self, fn: Callable[[Tensor], Tensor], recurse: bool = True
+    ) -> SinusoidalPositionalEmbedding:  # keep the table in float32 through .to(dtype)
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # unannotated in torch
         if self.table is not None and self.table.dtype != torch.float32:
-            self.table = self._compute(torch.arange(self.max_positions, device=self.table.device))
+            self.table = self._compute(torch.arange(len(self.table), device=self.table.device))
         return self
 
     def encodings(self, positions: Tensor) -> Tensor:

@@ -33,7 +33,7 @@ HuggingFace ``rope_scaling``/``rope_parameters`` dict; supported ``rope_type`` v
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import Tensor, nn
@@ -405,9 +405,11 @@ class RotaryPositionalEmbeddings(nn.Module):
         self.cos_table = angles.cos() * self.attention_factor
         self.sin_table = angles.sin() * self.attention_factor
 
-    def _apply(self, fn, recurse=True):
+    def _apply(
+        self, fn: Callable[[Tensor], Tensor], recurse: bool = True
+    ) -> RotaryPositionalEmbeddings:
         # .to(dtype) / .half() must not round the tables: rebuild them in float32.
-        super()._apply(fn, recurse)
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # unannotated in torch
         if self.inv_freq.dtype != torch.float32:
             self._build(self.inv_freq.device)
         return self
