@@ -162,6 +162,53 @@ def test_decode_bad_npy(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert_user_error(status, err, "cut.npy: not a 1-D integer .npy array")
 
 
+@pytest.mark.parametrize(
+    ("values", "dtype", "fragment"),
+    [
+        ([5, 6, -1], np.int32, "bad.npy: -1 is not a token id"),
+        ([5, 2**40], np.int64, "token id 1099511627776 is out of range for cl100k_base"),
+        ([5, 10**6], np.uint32, "token id 1000000 is out of range for cl100k_base"),
+        ([5, 100261], np.uint32, "token id 100261 is not in cl100k_base's vocabulary"),
+        ([5, 2**64 - 1], np.uint64, "token id 18446744073709551615 is out of range"),
+    ],
+)
+def test_decode_bad_npy_ids(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    values: list[int],
+    dtype: type,
+    fragment: str,
+) -> None:
+    np.save(tmp_path / "bad.npy", np.array(values, dtype=dtype))
+    status, out, err = run(capsys, "decode", "-f", str(tmp_path / "bad.npy"))
+    assert_user_error(status, err, fragment)
+    assert out == ""
+
+
+def test_decode_text_of_ids_in_blocks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "_ID_TEXT_BLOCK", 10)
+    text = corpus_file("english.txt").read_text(encoding="utf-8")[:5000]
+    ids = pair("cl100k_base")[1].encode(text)
+    separators = [" ", "\n", ", ", ",", "\t", "  "]
+    listed = "".join(f"{i}{separators[n % len(separators)]}" for n, i in enumerate(ids))
+    path = tmp_path / "ids.txt"
+    path.write_text(listed)
+    assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
+    blocks = list(cli._id_text_blocks(listed))
+    assert "".join(blocks) == listed and len(blocks) > len(listed) // 20  # parsed in parts
+    # Separators the quick path leaves to the checked one (Unicode spaces), in some blocks.
+    path.write_text(listed.replace("\t", "\u2028", 50))
+    assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
+    # A bad id in a later block is still named.
+    for bad, fragment in [("99999999999", "out of range"), ("x1", "'x1' is not a token id")]:
+        path.write_text(listed + bad + " 5")
+        status, out, err = run(capsys, "decode", "-f", str(path))
+        assert_user_error(status, err, fragment)
+        assert out == ""
+
+
 def test_encode_decode_round_trip_through_files(
     capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, text_file: Path
 ) -> None:

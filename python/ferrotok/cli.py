@@ -417,13 +417,14 @@ def _parse_ids(chunks: list[str], source: str) -> list[int]:
     return ids
 
 
-def _npy_ids(data: bytes, name: str) -> list[int]:
-    """The ids in a 1-D integer `.npy` file (what `encode --format npy` writes), without numpy.
+def _npy_ids(data: bytes, name: str) -> array.array[int]:
+    """The ids in a 1-D integer `.npy` file (what `encode --format npy` writes), without numpy,
+    as an array of their own width (not a list: 95M ids would take 3.8 GB as Python ints).
+    Negative values are found when they are decoded (see `_decode_ids`).
 
-    >>> _npy_ids(_npy_bytes([15339, 1917]), "ids.npy")
+    >>> _npy_ids(_npy_bytes([15339, 1917]), "ids.npy").tolist()
     [15339, 1917]
     """
-    import array
     import ast
 
     codes = {"u1": "B", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8": "Q", "i8": "q"}
@@ -441,7 +442,7 @@ def _npy_ids(data: bytes, name: str) -> list[int]:
         values = array.array(codes[descr[1:]])
         if values.itemsize != int(descr[2:]):
             raise ValueError(f"no {descr} support on this platform")
-        values.frombytes(data[start:])
+        values.frombytes(memoryview(data)[start:])
         if (descr[0] == ">" and sys.byteorder == "little") or (
             descr[0] == "<" and sys.byteorder == "big"
         ):
@@ -450,36 +451,90 @@ def _npy_ids(data: bytes, name: str) -> list[int]:
             raise ValueError(f"{len(values)} values, the header says {shape[0]}")
     except (ValueError, SyntaxError, KeyError, TypeError, IndexError) as e:
         raise CLIError(f"{name}: not a 1-D integer .npy array of ids ({e})") from None
-    ids = values.tolist()
-    if any(v < 0 for v in ids):
-        raise CLIError(f"{name}: {min(ids)} is not a token id (a non-negative integer)")
+    return values
+
+
+# Text of ids is parsed about this many characters at a time, so that a large file never
+# becomes one list of all its ids as Python strs and ints.
+_ID_TEXT_BLOCK = 8 << 20
+
+
+def _text_ids(text: str, source: str, enc: Encoding) -> array.array[int] | list[int]:
+    """The ids in whitespace/comma-separated text (parsed a block at a time into 4-byte ints)
+    or a JSON list; an id past `enc`'s last is an error here, before any is decoded."""
+    import re
+
+    if text.lstrip().startswith("["):
+        return _parse_ids([text], source)
+    plain = re.compile(r"[0-9 \t\n\r,]*")  # the usual text, parsed without a check per id
+    ids = _id_array()
+    for chunk in _id_text_blocks(text):
+        if plain.fullmatch(chunk):
+            part = list(map(int, chunk.replace(",", " ").split()))
+        else:
+            part = _parse_ids([chunk], source)
+        error = _bad_id(enc, part, source) if part and max(part) > enc.max_token_value else None
+        if error:
+            raise error
+        ids.extend(part)
     return ids
+
+
+def _id_text_blocks(text: str) -> Iterator[str]:
+    """`text` in blocks of about `_ID_TEXT_BLOCK` chars, each cut before a separator."""
+    import re
+
+    separator = re.compile(r"[\s,]")
+    start = 0
+    while start < len(text):
+        found = separator.search(text, start + _ID_TEXT_BLOCK)
+        end = found.start() if found else len(text)
+        yield text[start:end]
+        start = end
+
+
+def _bad_id(enc: Encoding, ids: Iterable[int], source: str) -> CLIError | None:
+    """What is wrong with the first id of `ids` that is negative or past `enc`'s last, if any."""
+    for i in ids:
+        if i < 0:
+            return CLIError(f"{source}: {i} is not a token id (a non-negative integer)")
+        if i > enc.max_token_value:
+            return CLIError(
+                f"token id {i} is out of range for {enc.name} (ids go up to {enc.max_token_value})"
+            )
+    return None
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
     """`ferrotok decode`: token ids → text (the exact bytes, written as they are)."""
     if args.ids and args.file is not None:
         raise CLIError("give either IDS or --file, not both")
+    enc = load_encoding(args)
+    ids: array.array[int] | list[int]
     if args.ids:
         ids = _parse_ids(args.ids, "IDS")
+        source = "IDS"
     else:
-        data, name = _read_input_bytes(args.file)
+        data, source = _read_input_bytes(args.file)
         if data.startswith(b"\x93NUMPY"):
-            ids = _npy_ids(data, name)
+            ids = _npy_ids(data, source)
         else:
-            ids = _parse_ids([_decode_utf8(data, name)], name)
-    enc = load_encoding(args)
-    bad = [i for i in ids if i > enc.max_token_value]
-    if bad:
-        raise CLIError(
-            f"token id {bad[0]} is out of range for {enc.name} (ids go up to {enc.max_token_value})"
-        )
+            ids = _text_ids(_decode_utf8(data, source), source, enc)
+        del data
     try:
-        data = enc.decode_bytes(ids)
-    except KeyError as e:
-        raise CLIError(f"token id {e.args[0]} is not in {enc.name}'s vocabulary") from None
-    _stdout_write(data)
-    if sys.stdout.isatty() and not data.endswith(b"\n"):
+        # An array's ids are read from its buffer, without an int object each.
+        out = enc.decode_bytes(ids)
+    except KeyError as e:  # an id in range that is not a token, or one past the range
+        token = e.args[0]
+        error = _bad_id(enc, [token], source)
+        raise error or CLIError(f"token id {token} is not in {enc.name}'s vocabulary") from None
+    except OverflowError:  # an id below 0 or past 2**32 - 1
+        error = _bad_id(enc, ids, source)
+        if error is None:
+            raise
+        raise error from None
+    _stdout_write(out)
+    if sys.stdout.isatty() and not out.endswith(b"\n"):
         _stdout_write(b"\n")
     return EXIT_OK
 
