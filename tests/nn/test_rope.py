@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers
 from ferrotok.nn import (
     RotaryPositionalEmbeddings,
     apply_rotary_pos_emb,
@@ -17,6 +18,7 @@ from transformers import LlamaConfig, PhiConfig
 from transformers.models.llama import modeling_llama as hf_llama
 from transformers.models.phi import modeling_phi as hf_phi
 
+TRANSFORMERS_MAJOR = int(transformers.__version__.split(".")[0])
 HEAD_DIM = 16
 MAX_POS = 128  # HF max_position_embeddings == our max_seq_len
 
@@ -57,12 +59,20 @@ def hf_rotary(config_cls, rotary_cls, scaling, base=10000.0, partial=None):
     params["rope_theta"] = base
     if partial is not None:
         params["partial_rotary_factor"] = partial
+    if TRANSFORMERS_MAJOR >= 5:
+        rope = {"rope_parameters": params}
+    else:  # 4.x (the last for Python 3.9) reads the same values from three other fields
+        rope = {
+            "rope_theta": params.pop("rope_theta"),
+            "partial_rotary_factor": params.pop("partial_rotary_factor", 1.0),
+            "rope_scaling": params,
+        }
     config = config_cls(
         hidden_size=4 * HEAD_DIM,
         num_attention_heads=4,
         head_dim=HEAD_DIM,
         max_position_embeddings=MAX_POS,
-        rope_parameters=params,
+        **rope,
     )
     return rotary_cls(config)
 
