@@ -316,11 +316,6 @@ def _id_array(ids: Iterable[int] = ()) -> array.array[int]:
     return values
 
 
-def _npy_bytes(ids: list[int]) -> bytes:
-    """A `.npy` (format 1.0) file holding `ids` as a 1-D little-endian uint32 array."""
-    return b"".join(_output_chunks(_id_array(ids), "npy"))
-
-
 # Ids are written this many at a time, so that the text of all of them is never held at once.
 _IDS_PER_CHUNK = 1 << 20
 
@@ -422,7 +417,8 @@ def _npy_ids(data: bytes, name: str) -> array.array[int]:
     as an array of their own width (not a list: 95M ids would take 3.8 GB as Python ints).
     Negative values are found when they are decoded (see `_decode_ids`).
 
-    >>> _npy_ids(_npy_bytes([15339, 1917]), "ids.npy").tolist()
+    >>> data = b"".join(_output_chunks(_id_array([15339, 1917]), "npy"))
+    >>> _npy_ids(data, "ids.npy").tolist()
     [15339, 1917]
     """
     import ast
