@@ -448,6 +448,55 @@ def test_encoding_a_file_in_blocks_writes_nothing_when_a_later_block_fails(
     assert [int(i) for i in kept.read_text().split()] == expected
 
 
+class TerminalStderr(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def progress_lines(err: TerminalStderr) -> list[list[str]]:
+    """Each line of stderr as the updates drawn on it (each after a carriage return)."""
+    return [line.split("\r")[1:] for line in err.getvalue().split("\n")]
+
+
+def test_progress_on_a_terminal(
+    capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in [("_BLOCK", 1000), ("_PROGRESS_MIN_BYTES", 1), ("_IDS_PER_CHUNK", 100),
+                        ("_PROGRESS_MIN_IDS", 1), ("_ID_TEXT_BLOCK", 1000)]:  # fmt: skip
+        monkeypatch.setattr(cli, name, value)
+    text = "First line\nsecond line, é\n" * 500
+    path, ids = tmp_path / "doc.txt", tmp_path / "ids.txt"
+    path.write_text(text, encoding="utf-8")
+
+    def run_on_terminal(*argv: str) -> tuple[int, list[list[str]]]:
+        err = TerminalStderr()
+        monkeypatch.setattr(sys, "stderr", err)
+        status = cli.main(list(argv))
+        messages.append(err.getvalue())
+        return status, progress_lines(err)
+
+    messages: list[str] = []
+
+    status, lines = run_on_terminal("encode", "-f", str(path), "-o", str(ids))
+    assert status == 0 and len(lines) == 3 and lines[2] == []
+    for verb, name, updates in [("encoding", path, lines[0]), ("writing", ids, lines[1])]:
+        percents = [int(u.removeprefix(f"{verb} {name}: ").removesuffix("%")) for u in updates]
+        assert len(percents) >= 5 and percents == sorted(set(percents)) and percents[-1] == 100
+    status, lines = run_on_terminal("decode", "-f", str(ids))
+    assert status == 0 and capsysbinary.readouterr().out == text.encode()
+    assert len(lines) == 2 and lines[0][-1] == f"reading {ids}: 100%" and len(lines[0]) >= 5
+    # An error part-way starts its own line, after the progress line.
+    path.write_bytes(text.encode()[:20001] + b"\xff" + text.encode()[20001:])
+    status, lines = run_on_terminal("count", str(path))
+    assert status == 2 and 0 < int(lines[0][-1].split(": ")[1].removesuffix("%")) < 100
+    assert lines[1] == [] and len(lines) == 3  # "ferrotok: error: ..." then the final newline
+    assert messages[-1].split("\n")[1].startswith(f"ferrotok: error: {path}: not UTF-8")
+    # No terminal: no progress.
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert cli.main(["encode", "-f", str(ids), "-o", str(tmp_path / "again.txt")]) == 0
+    assert sys.stderr.getvalue() == ""
+
+
 def test_a_custom_pattern_reads_the_file_whole() -> None:
     enc = ferrotok.train(["some text here"] * 3, 260, pattern=r"\S+|\s+", progress=False)
     assert not cli._can_cut(enc)  # no proof of where its pieces end: never cut

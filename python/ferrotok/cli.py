@@ -220,6 +220,36 @@ _BLOCK = 8 << 20
 _PROGRESS_MIN_BYTES = 64 << 20
 
 
+class _Progress:
+    """`{verb} {name}: N%` on stderr as `update(done)` moves through `total`, shown only on a
+    terminal and for work of at least `least` (of the same unit as `total`)."""
+
+    line_open = False  # a progress line awaits its newline: `main` ends it before a message
+
+    def __init__(self, verb: str, name: str, total: int | None, least: int) -> None:
+        self.label = f"{verb} {name}"
+        self.total = total or 0
+        self.show = total is not None and total >= least and sys.stderr.isatty()
+        self.shown = -1
+
+    def update(self, done: int) -> None:
+        if self.show and self.total:
+            percent = min(100, done * 100 // self.total)
+            if percent != self.shown:
+                print(f"\r{self.label}: {percent}%", end="", file=sys.stderr, flush=True)
+                self.shown = percent
+                _Progress.line_open = True
+
+    def close(self) -> None:
+        _end_progress_line()
+
+
+def _end_progress_line() -> None:
+    if _Progress.line_open:
+        print(file=sys.stderr)
+        _Progress.line_open = False
+
+
 def _last_cut(text: str, start: int = 0) -> int:
     """The last place in `text[start:]` where it may be cut (see above), or 0.
     (Only the text added since the last search is searched, so that text with no cut in it
@@ -266,7 +296,7 @@ def _text_parts(enc: Encoding, f: Any, name: str, size: int | None, verb: str) -
     if not _can_cut(enc):
         yield _decode_utf8(f.read(), name)
         return
-    show = size is not None and size >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
+    progress = _Progress(verb, name, size, _PROGRESS_MIN_BYTES)
     decoder = codecs.getincrementaldecoder("utf-8")()
     done, pending = 0, ""
     while True:
@@ -286,11 +316,9 @@ def _text_parts(enc: Encoding, f: Any, name: str, size: int | None, verb: str) -
         if cut or not block:
             yield pending[:cut]
             pending = pending[cut:]
-        if show and size:
-            print(f"\r{verb} {name}: {done / size:.0%}", end="", file=sys.stderr, flush=True)
+        progress.update(done)
         if not block:
-            if show:
-                print(file=sys.stderr)
+            progress.close()
             return
 
 
@@ -316,15 +344,18 @@ def _id_array(ids: Iterable[int] = ()) -> array.array[int]:
     return values
 
 
-# Ids are written this many at a time, so that the text of all of them is never held at once.
+# Ids are written this many at a time, so that the text of all of them is never held at once;
+# writing more than _PROGRESS_MIN_IDS of them as text (~1.5 s) shows its progress.
 _IDS_PER_CHUNK = 1 << 20
+_PROGRESS_MIN_IDS = 16 << 20
 
 
 def _output_chunks(
-    ids: array.array[int], fmt: str, n_vocab: int = 0
+    ids: array.array[int], fmt: str, n_vocab: int = 0, name: str = "<stdout>"
 ) -> Iterator[bytes | memoryview]:
     """`ids` written as `fmt` (`list`, `json` or `npy`), a piece at a time. Ids below `n_vocab`
-    are written through a table of their text when there are many of them."""
+    are written through a table of their text when there are many of them. Writing many ids
+    as text shows its progress (`writing NAME: N%`) on a terminal."""
     if fmt == "npy":
         yield _npy_header(len(ids))
         if sys.byteorder == "big":
@@ -334,14 +365,17 @@ def _output_chunks(
         return
     sep = ", " if fmt == "json" else " "
     yield b"[" if fmt == "json" else b""
-    name: Callable[[int], str] = str
+    text_of: Callable[[int], str] = str
     if len(ids) > _IDS_PER_CHUNK and n_vocab:
         # Looking up each id's text is ~1.7x as fast as str() on each: a second off every
         # ten million ids, for ~30 ms to build the table of an o200k-sized vocabulary.
-        name = [str(i) for i in range(n_vocab)].__getitem__
+        text_of = [str(i) for i in range(n_vocab)].__getitem__
+    progress = _Progress("writing", name, len(ids), _PROGRESS_MIN_IDS)
     for start in range(0, len(ids), _IDS_PER_CHUNK):
-        text = sep.join(map(name, ids[start : start + _IDS_PER_CHUNK]))
+        text = sep.join(map(text_of, ids[start : start + _IDS_PER_CHUNK]))
         yield ((sep if start else "") + text).encode()
+        progress.update(start + _IDS_PER_CHUNK)
+    progress.close()
     yield b"]\n" if fmt == "json" else b"\n"
 
 
@@ -368,7 +402,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
         from .load import _atomic_write
 
         try:
-            _atomic_write(args.output, _output_chunks(ids, args.format, enc.n_vocab))
+            _atomic_write(args.output, _output_chunks(ids, args.format, enc.n_vocab, args.output))
         except OSError as e:
             raise CLIError(f"{args.output}: cannot write ({e.strerror or e})") from None
         return EXIT_OK
@@ -464,7 +498,11 @@ def _text_ids(text: str, source: str, enc: Encoding) -> array.array[int] | list[
         return _parse_ids([text], source)
     plain = re.compile(r"[0-9 \t\n\r,]*")  # the usual text, parsed without a check per id
     ids = _id_array()
+    progress = _Progress("reading", source, len(text), _PROGRESS_MIN_BYTES)
+    done = 0
     for chunk in _id_text_blocks(text):
+        done += len(chunk)
+        progress.update(done)
         if plain.fullmatch(chunk):
             part = list(map(int, chunk.replace(",", " ").split()))
         else:
@@ -473,6 +511,7 @@ def _text_ids(text: str, source: str, enc: Encoding) -> array.array[int] | list[
         if error:
             raise error
         ids.extend(part)
+    progress.close()
     return ids
 
 
@@ -554,6 +593,7 @@ def cmd_count(args: argparse.Namespace) -> int:
             )
         except CLIError as e:
             # Like wc: report this file, count the others, fail at the end.
+            _end_progress_line()
             print(f"ferrotok: error: {e}", file=sys.stderr)
             status = EXIT_USER_ERROR
             continue
@@ -787,9 +827,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return func(args)
     except CLIError as e:
+        _end_progress_line()
         print(f"ferrotok: error: {e}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
+        _end_progress_line()
         return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, and keep Python from
