@@ -449,7 +449,7 @@ def _parse_ids(chunks: list[str], source: str) -> list[int]:
 def _npy_ids(data: bytes, name: str) -> array.array[int]:
     """The ids in a 1-D integer `.npy` file (what `encode --format npy` writes), without numpy,
     as an array of their own width (not a list: 95M ids would take 3.8 GB as Python ints).
-    Negative values are found when they are decoded (see `_decode_ids`).
+    Negative values are found when they fail to decode (see `cmd_decode`).
 
     >>> data = b"".join(_output_chunks(_id_array([15339, 1917]), "npy"))
     >>> _npy_ids(data, "ids.npy").tolist()
