@@ -209,6 +209,28 @@ def test_decode_text_of_ids_in_blocks(
         assert out == ""
 
 
+def test_text_of_ids_parses_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsed in blocks, on the quick path (ASCII digits and separators) or the checked one,
+    text of ids gives what `_parse_ids` gives for the whole text."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    enc = ferrotok.get_encoding("cl100k_base")
+    separators = st.sampled_from([" ", ",", ", ", "\n", "\r\n", "\t", "\x0b", "\u2028", "\xa0"])
+    ids = st.integers(0, enc.max_token_value).map(str) | st.sampled_from(["007", "0"])
+
+    runs = st.lists(separators, min_size=1, max_size=3)
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.lists(st.tuples(ids, runs)), st.integers(1, 9))
+    def check(items: list[tuple[str, list[str]]], block: int) -> None:
+        text = "".join(i + "".join(seps) for i, seps in items)
+        monkeypatch.setattr(cli, "_ID_TEXT_BLOCK", block)
+        assert list(cli._text_ids(text, "<test>", enc)) == cli._parse_ids([text], "<test>")
+
+    check()
+
+
 def test_encode_decode_round_trip_through_files(
     capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, text_file: Path
 ) -> None:
