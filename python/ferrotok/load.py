@@ -147,7 +147,7 @@ def _download(url: str) -> bytes:
 
     try:
         with urllib.request.urlopen(url, timeout=_DOWNLOAD_TIMEOUT_S) as resp:
-            data = bytes(resp.read())
+            data = resp.read()  # `bytes`, as declared in the blobfile branch above
             length = resp.headers.get("Content-Length") if scheme != "file" else None
     except (OSError, http.client.HTTPException) as e:
         # URLError, HTTPError, timeouts and refused connections are OSErrors; a connection
