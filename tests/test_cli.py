@@ -202,11 +202,35 @@ def test_decode_text_of_ids_in_blocks(
     path.write_text(listed.replace("\t", "\u2028", 50))
     assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
     # A bad id in a later block is still named.
-    for bad, fragment in [("99999999999", "out of range"), ("x1", "'x1' is not a token id")]:
+    too_far = str(pair("cl100k_base")[1].max_token_value + 1)  # fits in 4 bytes
+    for bad, fragment in [
+        ("99999999999", "out of range"),
+        (too_far, f"token id {too_far} is out of range"),
+        ("x1", "'x1' is not a token id"),
+    ]:
         path.write_text(listed + bad + " 5")
         status, out, err = run(capsys, "decode", "-f", str(path))
         assert_user_error(status, err, fragment)
         assert out == ""
+
+
+def test_text_of_ids_quick_path_reads_only_plain_text_in_range() -> None:
+    """The Rust reader takes ASCII digits and separators with every id at most `max_id`, and
+    leaves everything else (None) to `_parse_ids`."""
+    from array import array
+
+    from ferrotok._core import parse_id_text
+
+    def read(text: str, max_id: int) -> list[int] | None:
+        packed = parse_id_text(text, max_id)
+        return None if packed is None else array("I", packed).tolist()
+
+    assert read("15339 1917,\n0\r\n\t7\x0b8\x0c9, 007", 100276) == [15339, 1917, 0, 7, 8, 9, 7]
+    assert read("", 5) == [] and read(" ,\n", 5) == []
+    assert read("4294967295", 2**32 - 1) == [2**32 - 1]
+    assert read("5 10", 10) == [5, 10]
+    for text in ["5 11", "4294967296", "1\u20282", "1\xa02", "1\x1c2", "[1]", "-1", "1.0", "x"]:
+        assert read(text, 10) is None, text
 
 
 def test_text_of_ids_parses_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,7 +240,9 @@ def test_text_of_ids_parses_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> Non
     from hypothesis import strategies as st
 
     enc = ferrotok.get_encoding("cl100k_base")
-    separators = st.sampled_from([" ", ",", ", ", "\n", "\r\n", "\t", "\x0b", "\u2028", "\xa0"])
+    separators = st.sampled_from(
+        [" ", ",", ", ", "\n", "\r\n", "\t", "\x0b", "\x0c", "\x1c", "\u2028", "\xa0"]
+    )
     ids = st.integers(0, enc.max_token_value).map(str) | st.sampled_from(["007", "0"])
 
     runs = st.lists(separators, min_size=1, max_size=3)

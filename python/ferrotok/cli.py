@@ -492,21 +492,24 @@ _ID_TEXT_BLOCK = 8 << 20
 def _text_ids(text: str, source: str, enc: Encoding) -> array.array[int] | list[int]:
     """The ids in whitespace/comma-separated text (parsed a block at a time into 4-byte ints)
     or a JSON list; an id past `enc`'s last is an error here, before any is decoded."""
-    import re
+    from ._core import parse_id_text
 
     if text.lstrip().startswith("["):
         return _parse_ids([text], source)
-    plain = re.compile(r"[0-9 \t\n\r,]*")  # the usual text, parsed without a check per id
+
     ids = _id_array()
     progress = _Progress("reading", source, len(text), _PROGRESS_MIN_BYTES)
     done = 0
     for chunk in _id_text_blocks(text):
         done += len(chunk)
         progress.update(done)
-        if plain.fullmatch(chunk):
-            part = list(map(int, chunk.replace(",", " ").split()))
-        else:
-            part = _parse_ids([chunk], source)
+        # The usual text (ASCII digits and separators, every id in range) is read in Rust;
+        # anything else, errors included, by `_parse_ids`, which names what is wrong.
+        packed = parse_id_text(chunk, enc.max_token_value)
+        if packed is not None:
+            ids.frombytes(packed)
+            continue
+        part = _parse_ids([chunk], source)
         error = _bad_id(enc, part, source) if part and max(part) > enc.max_token_value else None
         if error:
             raise error

@@ -15,6 +15,7 @@ pub mod encoder;
 pub mod error;
 #[cfg(target_os = "linux")]
 pub mod huge_pages;
+pub mod id_text;
 pub mod mid_table;
 pub mod pair_filter;
 pub mod pair_memo;

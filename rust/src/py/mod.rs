@@ -825,9 +825,31 @@ impl PyCoreBPE {
     }
 }
 
+/// The ids in text of decimal ids and ASCII separators (see [`crate::id_text`]) as the
+/// bytes of native-endian 4-byte ints (for `array('I').frombytes`), or `None` for any other
+/// text or an id above `max_id`, which the caller then parses with its own checks.
+#[pyfunction]
+fn parse_id_text<'py>(
+    py: Python<'py>,
+    text: PyBackedStr,
+    max_id: u32,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let Some(ids) = detached(py, || Ok(crate::id_text::parse(text.as_bytes(), max_id)))? else {
+        return Ok(None);
+    };
+    let bytes = PyBytes::new_with(py, ids.len() * std::mem::size_of::<u32>(), |out| {
+        for (slot, id) in out.chunks_exact_mut(4).zip(&ids) {
+            slot.copy_from_slice(&id.to_ne_bytes());
+        }
+        Ok(())
+    })?;
+    Ok(Some(bytes))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCoreBPE>()?;
+    m.add_function(wrap_pyfunction!(parse_id_text, m)?)?;
     train::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
