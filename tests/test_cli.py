@@ -214,6 +214,29 @@ def test_decode_text_of_ids_in_blocks(
         assert out == ""
 
 
+def test_ids_written_as_python_joins_them() -> None:
+    """`format_ids` (Rust) gives `sep.join(map(str, ids))`, from a list or a 4-byte array."""
+    from array import array
+
+    from ferrotok._core import format_ids
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(
+        st.lists(st.integers(0, 2**32 - 1) | st.integers(0, 300)),
+        st.sampled_from([" ", ", ", "\n", ""]),
+    )
+    def check(ids: list[int], sep: str) -> None:
+        expected = sep.join(map(str, ids)).encode()
+        assert format_ids(ids, sep) == expected
+        assert format_ids(array("I", ids), sep) == expected
+
+    check()
+    with pytest.raises(OverflowError):
+        format_ids([1, 2**32], " ")
+
+
 def test_text_of_ids_quick_path_reads_only_plain_text_in_range() -> None:
     """The Rust reader takes ASCII digits and separators with every id at most `max_id`, and
     leaves everything else (None) to `_parse_ids`."""

@@ -351,10 +351,9 @@ _PROGRESS_MIN_IDS = 16 << 20
 
 
 def _output_chunks(
-    ids: array.array[int], fmt: str, n_vocab: int = 0, name: str = "<stdout>"
+    ids: array.array[int], fmt: str, name: str = "<stdout>"
 ) -> Iterator[bytes | memoryview]:
-    """`ids` written as `fmt` (`list`, `json` or `npy`), a piece at a time. Ids below `n_vocab`
-    are written through a table of their text when there are many of them. Writing many ids
+    """`ids` written as `fmt` (`list`, `json` or `npy`), a piece at a time. Writing many ids
     as text shows its progress (`writing NAME: N%`) on a terminal."""
     if fmt == "npy":
         yield _npy_header(len(ids))
@@ -363,17 +362,16 @@ def _output_chunks(
             ids.byteswap()
         yield memoryview(ids).cast("B")
         return
+    from ._core import format_ids
+
     sep = ", " if fmt == "json" else " "
     yield b"[" if fmt == "json" else b""
-    text_of: Callable[[int], str] = str
-    if len(ids) > _IDS_PER_CHUNK and n_vocab:
-        # Looking up each id's text is ~1.7x as fast as str() on each: a second off every
-        # ten million ids, for ~30 ms to build the table of an o200k-sized vocabulary.
-        text_of = [str(i) for i in range(n_vocab)].__getitem__
     progress = _Progress("writing", name, len(ids), _PROGRESS_MIN_IDS)
     for start in range(0, len(ids), _IDS_PER_CHUNK):
-        text = sep.join(map(text_of, ids[start : start + _IDS_PER_CHUNK]))
-        yield ((sep if start else "") + text).encode()
+        if start:
+            yield sep.encode()
+        # sep.join(map(str, ...)), written in Rust: ~10x as fast as str() on each id.
+        yield format_ids(ids[start : start + _IDS_PER_CHUNK], sep)
         progress.update(start + _IDS_PER_CHUNK)
     progress.close()
     yield b"]\n" if fmt == "json" else b"\n"
@@ -402,13 +400,13 @@ def cmd_encode(args: argparse.Namespace) -> int:
         from .load import _atomic_write
 
         try:
-            _atomic_write(args.output, _output_chunks(ids, args.format, enc.n_vocab, args.output))
+            _atomic_write(args.output, _output_chunks(ids, args.format, args.output))
         except OSError as e:
             raise CLIError(f"{args.output}: cannot write ({e.strerror or e})") from None
         return EXIT_OK
     if args.format == "npy" and sys.stdout.isatty():
         raise CLIError("refusing to write binary .npy data to a terminal; use -o PATH or redirect")
-    for chunk in _output_chunks(ids, args.format, enc.n_vocab):
+    for chunk in _output_chunks(ids, args.format):
         _stdout_write(chunk)
     return EXIT_OK
 

@@ -846,10 +846,31 @@ fn parse_id_text<'py>(
     Ok(Some(bytes))
 }
 
+/// `sep.join(map(str, ids)).encode()` for ids read as `decode_bytes` reads them (a list of
+/// ints or a 1-D integer array), written in Rust (see [`crate::id_text`]).
+#[pyfunction]
+fn format_ids<'py>(
+    py: Python<'py>,
+    ids: &Bound<'py, PyAny>,
+    sep: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut values = Vec::new();
+    if !ids_read_directly(ids, &mut values) {
+        values = ids.extract::<Vec<Rank>>()?;
+    }
+    let text = detached(py, || {
+        let mut out = Vec::new();
+        crate::id_text::write(&values, sep.as_bytes(), &mut out);
+        Ok(out)
+    })?;
+    Ok(PyBytes::new(py, &text))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCoreBPE>()?;
     m.add_function(wrap_pyfunction!(parse_id_text, m)?)?;
+    m.add_function(wrap_pyfunction!(format_ids, m)?)?;
     train::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
