@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import ferrotok
@@ -451,6 +452,40 @@ def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
     assert_user_error(status, err, "'<|endoftext|>'")
     expected = enc.count(text + "end <|endoftext|>", allowed_special="all")
     assert run(capsys, "count", "--allow-special", str(path)) == (0, f"{expected} {path}\n", "")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parts_on_threads_keep_the_order_of_a_loop(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    """`_map_parts` gives results in the parts' order however the threads finish, and the
+    error a plain loop would meet first: a part's before a later read error."""
+    import random
+    import time
+
+    monkeypatch.setattr(cli, "_part_threads", lambda: threads)
+    parts = [str(i) for i in range(40)]
+    delays = random.Random(5).choices([0, 0.001, 0.003], k=len(parts))
+
+    def slow_int(part: str) -> int:
+        time.sleep(delays[int(part)])
+        if part == "bad":
+            raise ValueError(part)
+        return int(part)
+
+    assert list(cli._map_parts(slow_int, parts)) == list(range(40))
+    assert list(cli._map_parts(slow_int, [])) == []
+
+    def then_unreadable(items: list[str]) -> Iterator[str]:
+        yield from items
+        raise cli.CLIError("unreadable")
+
+    with pytest.raises(cli.CLIError, match="unreadable"):
+        list(cli._map_parts(slow_int, then_unreadable(parts[:5])))
+    with pytest.raises(ValueError, match="bad"):  # the part before the read error comes first
+        list(cli._map_parts(slow_int, then_unreadable(parts[:3] + ["bad"])))
+    with pytest.raises(ValueError, match="bad"):
+        list(cli._map_parts(slow_int, parts[:3] + ["bad"] + parts[3:]))
 
 
 def _parse_output(out: bytes, fmt: str) -> list[int]:
