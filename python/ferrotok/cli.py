@@ -30,7 +30,7 @@ import array
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
 
 if TYPE_CHECKING:
     from .core import Encoding
@@ -513,9 +513,10 @@ def _parse_ids(chunks: list[str], source: str) -> list[int]:
     return ids
 
 
-def _npy_ids(data: bytes, name: str) -> array.array[int]:
+def _npy_ids(data: bytes, name: str) -> array.array[int] | memoryview:
     """The ids in a 1-D integer `.npy` file (what `encode --format npy` writes), without numpy,
-    as an array of their own width (not a list: 95M ids would take 3.8 GB as Python ints).
+    as items of their own width (not a list: 95M ids would take 3.8 GB as Python ints): a view
+    of `data` itself when they are in this machine's byte order, else a byte-swapped copy.
     Negative values are found when they fail to decode (see `cmd_decode`).
 
     >>> data = b"".join(_output_chunks(_id_array([15339, 1917]), "npy"))
@@ -524,7 +525,9 @@ def _npy_ids(data: bytes, name: str) -> array.array[int]:
     """
     import ast
 
-    codes = {"u1": "B", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8": "Q", "i8": "q"}
+    codes: dict[str, Literal["B", "H", "h", "I", "i", "Q", "q"]] = {
+        "u1": "B", "u2": "H", "i2": "h", "u4": "I", "i4": "i", "u8": "Q", "i8": "q"
+    }  # fmt: skip
     try:
         # Format 1.0 has a 2-byte header length; 2.0 and 3.0 a 4-byte one.
         size = 2 if data[6:7] == b"\x01" else 4
@@ -536,13 +539,16 @@ def _npy_ids(data: bytes, name: str) -> array.array[int]:
             raise ValueError(f"unsupported dtype {descr!r}")
         if len(shape) != 1:
             raise ValueError(f"shape {shape} is not 1-D")
-        values = array.array(codes[descr[1:]])
-        if values.itemsize != int(descr[2:]):
+        code, width = codes[descr[1:]], int(descr[2:])
+        if array.array(code).itemsize != width:
             raise ValueError(f"no {descr} support on this platform")
-        values.frombytes(memoryview(data)[start:])
+        if (len(data) - start) % width:
+            raise ValueError(f"{len(data) - start} bytes of data, not a whole number of {descr}")
+        values: array.array[int] | memoryview = memoryview(data)[start:].cast(code)
         if (descr[0] == ">" and sys.byteorder == "little") or (
             descr[0] == "<" and sys.byteorder == "big"
         ):
+            values = array.array(code, values)
             values.byteswap()
         if len(values) != shape[0]:
             raise ValueError(f"{len(values)} values, the header says {shape[0]}")
@@ -615,7 +621,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if args.ids and args.file is not None:
         raise CLIError("give either IDS or --file, not both")
     enc = load_encoding(args)
-    ids: array.array[int] | list[int]
+    ids: array.array[int] | list[int] | memoryview
     if args.ids:
         ids = _parse_ids(args.ids, "IDS")
         source = "IDS"
@@ -625,10 +631,15 @@ def cmd_decode(args: argparse.Namespace) -> int:
             ids = _npy_ids(data, source)
         else:
             ids = _text_ids(_decode_utf8(data, source), source, enc)
-        del data
+        del data  # a `.npy` file's ids may still be a view of it
     try:
-        # An array's ids are read from its buffer, without an int object each.
-        out = enc.decode_bytes(ids)
+        # An array's ids are read from its buffer, without an int object each; a part at a
+        # time, so that no second copy of all the ids and of all the text is ever made. All
+        # parts are decoded before any is written: a bad id leaves no output.
+        out = [
+            enc.decode_bytes(ids[i : i + _IDS_PER_CHUNK])
+            for i in range(0, len(ids), _IDS_PER_CHUNK)
+        ]
     except KeyError as e:  # an id in range that is not a token, or one past the range
         token = e.args[0]
         error = _bad_id(enc, [token], source)
@@ -638,8 +649,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
         if error is None:
             raise
         raise error from None
-    _stdout_write(out)
-    if sys.stdout.isatty() and not out.endswith(b"\n"):
+    for part in out:
+        _stdout_write(part)
+    if sys.stdout.isatty() and not (out and out[-1].endswith(b"\n")):
         _stdout_write(b"\n")
     return EXIT_OK
 
