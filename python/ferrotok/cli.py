@@ -569,7 +569,6 @@ def _text_ids(text: str, source: str, enc: Encoding) -> array.array[int] | list[
 
     if text.lstrip().startswith("["):
         return _parse_ids([text], source)
-
     ids = _id_array()
     progress = _Progress("reading", source, len(text), _PROGRESS_MIN_BYTES)
     done = 0
