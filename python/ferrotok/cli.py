@@ -438,7 +438,8 @@ def _output_chunks(
     for start in range(0, len(ids), _IDS_PER_CHUNK):
         if start:
             yield sep.encode()
-        # sep.join(map(str, ...)), written in Rust: ~10x as fast as str() on each id.
+        # sep.join(map(str, ...)), written in Rust: 1M random ids below 200,000 took 10.8 ms,
+        # against 154 ms with str() on each and 37 ms through a table of each id's text.
         yield format_ids(ids[start : start + _IDS_PER_CHUNK], sep)
         progress.update(start + _IDS_PER_CHUNK)
     progress.close()

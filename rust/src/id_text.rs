@@ -14,8 +14,8 @@
 //!
 //! Why it is fast: Python's way, `str()` or `int()` per id, makes a `str` object (and for
 //! reading an `int`) per id; here an id is a few divisions (writing) or a compare or two and a
-//! multiply-add per byte (reading: ~15 ns an id, most of it the mispredicted end of each run
-//! of digits).
+//! multiply-add per byte (reading). Measured through Python: writing 1M ids 10.8 ms (`str()`
+//! on each: 154 ms); reading 64 MB of `encode`'s text, 14.3M ids, ~14 ns an id.
 
 /// Appends `ids` to `out` in decimal, with `sep` between them.
 ///
