@@ -259,7 +259,8 @@ def test_text_of_ids_quick_path_reads_only_plain_text_in_range() -> None:
 
 def test_text_of_ids_parses_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """Parsed in blocks, on the quick path (ASCII digits and separators) or the checked one,
-    text of ids gives what `_parse_ids` gives for the whole text."""
+    from a `str` or ASCII `bytes`, text of ids gives what `_parse_ids` gives for the whole
+    text."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
@@ -276,9 +277,28 @@ def test_text_of_ids_parses_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> Non
     def check(items: list[tuple[str, list[str]]], block: int) -> None:
         text = "".join(i + "".join(seps) for i, seps in items)
         monkeypatch.setattr(cli, "_ID_TEXT_BLOCK", block)
-        assert list(cli._text_ids(text, "<test>", enc)) == cli._parse_ids([text], "<test>")
+        expected = cli._parse_ids([text], "<test>")
+        assert list(cli._text_ids(text, "<test>", enc)) == expected
+        if text.isascii():  # a file of ASCII is parsed from its bytes
+            assert list(cli._text_ids(text.encode(), "<test>", enc)) == expected
+            assert "".join(cli._id_text_blocks(text.encode())) == text
 
     check()
+
+
+def test_text_of_ids_as_bytes_finds_json_as_str_does() -> None:
+    """A JSON list after leading spaces is found in ASCII bytes as in a `str`, and text that
+    is neither JSON nor ids fails the same way from both."""
+    enc = ferrotok.get_encoding("cl100k_base")
+    for text in ["[1, 2]", " \n\t[3,4]", "\x1c\x1d [5]", "7 8", "  \x0b9"]:
+        expected = list(cli._text_ids(text, "<t>", enc))
+        assert list(cli._text_ids(text.encode(), "<t>", enc)) == expected
+    for bad in ["\x1c[1", "[1, 2", "1 [2]", "{1}"]:
+        with pytest.raises(cli.CLIError) as from_str:
+            cli._text_ids(bad, "<t>", enc)
+        with pytest.raises(cli.CLIError) as from_bytes:
+            cli._text_ids(bad.encode(), "<t>", enc)
+        assert str(from_bytes.value) == str(from_str.value)
 
 
 def test_encode_decode_round_trip_through_files(

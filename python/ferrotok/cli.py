@@ -563,44 +563,68 @@ def _npy_ids(data: bytes, name: str) -> array.array[int] | memoryview:
 _ID_TEXT_BLOCK = 8 << 20
 
 
-def _text_ids(text: str, source: str, enc: Encoding) -> array.array[int] | list[int]:
-    """The ids in whitespace/comma-separated text (parsed a block at a time into 4-byte ints)
-    or a JSON list; an id past `enc`'s last is an error here, before any is decoded."""
+def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int] | list[int]:
+    """The ids in whitespace/comma-separated text (parsed a block at a time into 4-byte ints,
+    blocks on several threads) or a JSON list; an id past `enc`'s last is an error here,
+    before any is decoded. `text` may be ASCII `bytes` (a file as read): then no `str` of the
+    whole file is made (450 MB of ids as text took 1.35 GB with one, see `cmd_decode`)."""
+    import re
+
     from ._core import parse_id_text
 
-    if text.lstrip().startswith("["):
-        return _parse_ids([text], source)
-    ids = _id_array()
-    progress = _Progress("reading", source, len(text), _PROGRESS_MIN_BYTES)
-    done = 0
-    for chunk in _id_text_blocks(text):
-        done += len(chunk)
-        progress.update(done)
-        # The usual text (ASCII digits and separators, every id in range) is read in Rust;
-        # anything else, errors included, by `_parse_ids`, which names what is wrong.
+    # The first char that `str.lstrip` keeps (in ASCII, \x1c-\x1f are spaces to `str`).
+    first = (
+        re.compile(r"\S").search(text)
+        if isinstance(text, str)
+        else re.compile(rb"[^\s\x1c-\x1f]").search(text)
+    )
+    if first and first.group() in ("[", b"["):
+        return _parse_ids([text if isinstance(text, str) else text.decode("ascii")], source)
+
+    def parse(chunk: str) -> tuple[int, bytes | list[int]]:
+        # The usual text (ASCII digits and separators, every id in range) is read in Rust,
+        # with the GIL released; anything else, errors included, by `_parse_ids`, which names
+        # what is wrong.
         packed = parse_id_text(chunk, enc.max_token_value)
         if packed is not None:
-            ids.frombytes(packed)
-            continue
+            return len(chunk), packed
         part = _parse_ids([chunk], source)
         error = _bad_id(enc, part, source) if part and max(part) > enc.max_token_value else None
         if error:
             raise error
-        ids.extend(part)
+        return len(chunk), part
+
+    ids = _id_array()
+    progress = _Progress("reading", source, len(text), _PROGRESS_MIN_BYTES)
+    done = 0
+    for size, part in _map_parts(parse, _id_text_blocks(text)):
+        done += size
+        progress.update(done)
+        if isinstance(part, bytes):
+            ids.frombytes(part)
+        else:
+            ids.extend(part)
     progress.close()
     return ids
 
 
-def _id_text_blocks(text: str) -> Iterator[str]:
-    """`text` in blocks of about `_ID_TEXT_BLOCK` chars, each cut before a separator."""
+def _id_text_blocks(text: str | bytes) -> Iterator[str]:
+    """`text` in blocks of about `_ID_TEXT_BLOCK` chars, each cut before a separator, as
+    `str` (`bytes` must be ASCII)."""
     import re
 
-    separator = re.compile(r"[\s,]")
+    str_separator, bytes_separator = re.compile(r"[\s,]"), re.compile(rb"[\s,]")
     start = 0
     while start < len(text):
-        found = separator.search(text, start + _ID_TEXT_BLOCK)
+        at = start + _ID_TEXT_BLOCK
+        found = (
+            str_separator.search(text, at)
+            if isinstance(text, str)
+            else bytes_separator.search(text, at)
+        )
         end = found.start() if found else len(text)
-        yield text[start:end]
+        block = text[start:end]
+        yield block if isinstance(block, str) else block.decode("ascii")
         start = end
 
 
@@ -629,6 +653,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
         data, source = _read_input_bytes(args.file)
         if data.startswith(b"\x93NUMPY"):
             ids = _npy_ids(data, source)
+        elif data.isascii():  # what `encode` writes: parsed from the bytes, no `str` of all
+            ids = _text_ids(data, source, enc)
         else:
             ids = _text_ids(_decode_utf8(data, source), source, enc)
         del data  # a `.npy` file's ids may still be a view of it
