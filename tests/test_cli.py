@@ -106,16 +106,22 @@ def test_encode_empty_npy(tmp_path: Path) -> None:
     assert array.dtype == np.uint32 and array.shape == (0,)
 
 
-def test_encode_special_tokens(capsys: pytest.CaptureFixture[str]) -> None:
-    text = "a<|endoftext|>b"
-    status, out, err = run(capsys, "encode", text)
+@pytest.mark.parametrize("source", ["TEXT", "--file"])
+def test_encode_special_tokens(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, source: str
+) -> None:
+    text = "a<|endoftext|>b<|fim_prefix|>"
+    path = tmp_path / "special.txt"
+    path.write_text(text, encoding="utf-8")
+    given = [text] if source == "TEXT" else ["-f", str(path)]
+    status, out, err = run(capsys, "encode", *given)
     assert_user_error(status, err, "'<|endoftext|>'", "--allow-special")
     assert out == ""
-    status, out, _ = run(capsys, "encode", "--allow-special", text)
+    status, out, _ = run(capsys, "encode", "--allow-special", *given)
     assert status == 0
     ids = [int(i) for i in out.split()]
     assert ids == pair("cl100k_base")[1].encode(text, allowed_special="all")
-    assert 100257 in ids
+    assert 100257 in ids and 100258 in ids
 
 
 # ====================
@@ -532,8 +538,10 @@ def test_encoding_a_file_in_blocks(
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode())
     calls: list[int] = []
-    encode = cli._encode
-    monkeypatch.setattr(cli, "_encode", lambda e, t, a: calls.append(len(t)) or encode(e, t, a))
+    encode = cli._encode_packed
+    monkeypatch.setattr(
+        cli, "_encode_packed", lambda e, t, a: calls.append(len(t)) or encode(e, t, a)
+    )
     monkeypatch.setattr(cli, "_BLOCK", 4096)
     monkeypatch.setattr(cli, "_IDS_PER_CHUNK", 7)  # the output written in many pieces
     assert cli.main(["encode", "-e", "o200k_base", "-f", str(path), "--format", fmt]) == 0

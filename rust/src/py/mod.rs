@@ -688,6 +688,21 @@ impl PyCoreBPE {
         Ok(PyArray1::from_vec(py, ids))
     }
 
+    /// `encode(text, allowed_special)` as the bytes of native-endian 4-byte ids, for
+    /// `array('I').frombytes`: no int object an id, nor a list (the command line's way to
+    /// gather a large file's ids without numpy).
+    fn encode_to_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        allowed_special: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let allowed = self.allowed(allowed_special)?;
+        let enc = &self.inner;
+        let ids = detached(py, || enc.encode(text, allowed.as_allowed()))?;
+        packed_ids(py, &ids)
+    }
+
     fn encode_ordinary_batch<'py>(
         &self,
         py: Python<'py>,
@@ -837,13 +852,17 @@ fn parse_id_text<'py>(
     let Some(ids) = detached(py, || Ok(crate::id_text::parse(text.as_bytes(), max_id)))? else {
         return Ok(None);
     };
-    let bytes = PyBytes::new_with(py, ids.len() * std::mem::size_of::<u32>(), |out| {
-        for (slot, id) in out.chunks_exact_mut(4).zip(&ids) {
+    packed_ids(py, &ids).map(Some)
+}
+
+/// `ids` as the bytes of native-endian 4-byte ints (what `array('I').frombytes` reads).
+fn packed_ids<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, std::mem::size_of_val(ids), |out| {
+        for (slot, id) in out.chunks_exact_mut(4).zip(ids) {
             slot.copy_from_slice(&id.to_ne_bytes());
         }
         Ok(())
-    })?;
-    Ok(Some(bytes))
+    })
 }
 
 /// `sep.join(map(str, ids)).encode()` for ids read as `decode_bytes` reads them (a list of
