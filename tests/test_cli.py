@@ -413,12 +413,17 @@ CUT_FRAGMENTS = [
 
 
 def _parts(enc: ferrotok.Encoding, data: bytes, block: int) -> list[str]:
+    """The parts `data` is read in, each decoded on its own (a cut never splits a char),
+    checked to start where the one before ended."""
     old = cli._BLOCK
     cli._BLOCK = block
     try:
-        return list(cli._text_parts(enc, io.BytesIO(data), "<test>", len(data), "reading"))
+        parts = list(cli._file_parts(enc, io.BytesIO(data), len(data), "reading"))
     finally:
         cli._BLOCK = old
+    starts = [offset for offset, _ in parts]
+    assert starts == [sum(len(part) for _, part in parts[:i]) for i in range(len(parts))]
+    return [part.decode("utf-8") for _, part in parts]
 
 
 def assert_parts_encode_as_whole(enc: ferrotok.Encoding, text: str, block: int) -> None:
@@ -428,6 +433,19 @@ def assert_parts_encode_as_whole(enc: ferrotok.Encoding, text: str, block: int) 
     assert ids == enc.encode(text, allowed_special="all")
     counts = sum(enc.count(part, allowed_special="all") for part in parts)
     assert counts == enc.count(text, allowed_special="all")
+
+
+def test_a_cut_is_found_in_bytes_as_in_text() -> None:
+    """`_last_cut` reads the chars either side of a "\\n" from the UTF-8 bytes: any letter or
+    digit after it, any char but a space before it, and none that is cut short."""
+    cases = {
+        "a\n中": 2, "é\nb": 3, "中\n٣x": 4, "x\n\u0301": 0, "\u3000\nb": 0, " \nb": 0,
+        "\x1c\nb": 0, "a\n.": 0, "a\n\nb": 0, "😀\nZ": 5, "a\nb\nc": 4,
+    }  # fmt: skip
+    for text, cut in cases.items():
+        assert cli._last_cut(text.encode()) == cut, text
+    assert cli._last_cut("a\n中".encode()[:-1] + b" ") == 0  # the char after is cut short
+    assert cli._last_cut(b"\xa9\nb") == 0  # nor is a stray byte before it a char
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"])
@@ -457,13 +475,17 @@ def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
     enc = ferrotok.get_encoding("cl100k_base")
     text = "First line\nsecond line, é\n" * 500
     calls: list[int] = []
-    count = cli._count
-    monkeypatch.setattr(cli, "_count", lambda e, t, a: calls.append(len(t)) or count(e, t, a))
+    in_core = cli._in_core
+    monkeypatch.setattr(
+        cli,
+        "_in_core",
+        lambda c, e, n, a, part: calls.append(len(part[1])) or in_core(c, e, n, a, part),
+    )
     monkeypatch.setattr(cli, "_BLOCK", 1000)
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode())
     assert run(capsys, "count", str(path)) == (0, f"{enc.count(text)} {path}\n", "")
-    assert len(calls) >= 10 and sum(calls) == len(text)  # counted in parts, all of it
+    assert len(calls) >= 10 and sum(calls) == len(text.encode())  # counted in parts, all of it
     # A bad byte past the first block, and a character cut short at the end of the file.
     bad = text.encode()[:5001] + b"\xff" + text.encode()[5001:]
     path.write_bytes(bad)
@@ -538,16 +560,18 @@ def test_encoding_a_file_in_blocks(
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode())
     calls: list[int] = []
-    encode = cli._encode_packed
+    in_core = cli._in_core
     monkeypatch.setattr(
-        cli, "_encode_packed", lambda e, t, a: calls.append(len(t)) or encode(e, t, a)
+        cli,
+        "_in_core",
+        lambda c, e, n, a, part: calls.append(len(part[1])) or in_core(c, e, n, a, part),
     )
     monkeypatch.setattr(cli, "_BLOCK", 4096)
     monkeypatch.setattr(cli, "_IDS_PER_CHUNK", 7)  # the output written in many pieces
     assert cli.main(["encode", "-e", "o200k_base", "-f", str(path), "--format", fmt]) == 0
     out = capsysbinary.readouterr().out
     assert _parse_output(out, fmt) == ours.encode(text) == theirs.encode(text)
-    assert len(calls) >= 10 and sum(calls) == len(text)  # encoded in parts, all of it
+    assert len(calls) >= 10 and sum(calls) == len(text.encode())  # encoded in parts, all
     written = tmp_path / f"ids.{fmt}"
     argv = ["encode", "-e", "o200k_base", "-f", str(path), "--format", fmt, "-o", str(written)]
     assert cli.main(argv) == 0
@@ -620,7 +644,7 @@ def test_progress_on_a_terminal(
     assert status == 0 and capsysbinary.readouterr().out == text.encode()
     assert len(lines) == 2 and lines[0][-1] == f"reading {ids}: 100%" and len(lines[0]) >= 5
     # An error part-way starts its own line, after the progress line.
-    path.write_bytes(text.encode()[:20001] + b"\xff" + text.encode()[20001:])
+    path.write_bytes(text.encode()[:5001] + b"\xff" + text.encode()[5001:])
     status, lines = run_on_terminal("count", str(path))
     assert status == 2 and 0 < int(lines[0][-1].split(": ")[1].removesuffix("%")) < 100
     assert lines[1] == [] and len(lines) == 3  # "ferrotok: error: ..." then the final newline

@@ -30,6 +30,7 @@ import array
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
 
 if TYPE_CHECKING:
@@ -153,12 +154,6 @@ def _encode(enc: Encoding, text: str, allow_special: bool) -> list[int]:
     return _with_special_check(enc, enc.encode, text, allow_special)
 
 
-def _count(enc: Encoding, text: str, allow_special: bool) -> int:
-    # `count`, not `len(encode(...))`: no list of ids (for 390 MB of English, 95M ids and a
-    # peak of 3.4 GB of memory).
-    return _with_special_check(enc, enc.count, text, allow_special)
-
-
 _R = TypeVar("_R")
 _P = TypeVar("_P")
 
@@ -219,7 +214,10 @@ def _stdout_write(data: bytes | memoryview | str) -> None:
 # piece whether the text goes on or ends there, so the parts' ids joined are the whole's ids.
 # (A "\r\n" is not a cut: r50k splits it when a letter follows and not at the end.) Python's
 # isspace() holds for every char the patterns' \s matches, and isalnum() only for \p{L} and
-# \p{N}, so a cut found here is one in the patterns' own terms.
+# \p{N}, so a cut found here is one in the patterns' own terms. The parts stay bytes: only
+# the chars either side of a "\n" are decoded here, to be tested; the core checks that the
+# rest is UTF-8 as it encodes it, on the threads of `_map_parts` (for 390 MB of English, a
+# profile of this thread had 0.75 s in decoding and 1.35 s in joining and cutting `str`s).
 _BLOCK = 8 << 20
 _PROGRESS_MIN_BYTES = 64 << 20
 
@@ -254,16 +252,39 @@ def _end_progress_line() -> None:
         _Progress.line_open = False
 
 
-def _last_cut(text: str, start: int = 0) -> int:
-    """The last place in `text[start:]` where it may be cut (see above), or 0.
-    (Only the text added since the last search is searched, so that text with no cut in it
-    costs one pass, not one per block.)"""
-    i = text.rfind("\n", max(start, 1), len(text) - 1)
+def _last_cut(data: bytes | bytearray, start: int = 0) -> int:
+    """The last place in `data[start:]` (UTF-8) where it may be cut (see above), or 0.
+    (Only the bytes added since the last search are searched, so that text with no cut in it
+    costs one pass, not one per block.) The chars either side of a "\n" are decoded to be
+    tested as `str` tests them; one that is not whole UTF-8 here is no cut."""
+    i = data.rfind(b"\n", max(start, 1), len(data) - 1)
     while i > 0:
-        if text[i + 1].isalnum() and not text[i - 1].isspace():
+        after, before = _char_at(data, i + 1), _char_before(data, i)
+        if after.isalnum() and before and not before.isspace():
             return i + 1
-        i = text.rfind("\n", max(start, 1), i)
+        i = data.rfind(b"\n", max(start, 1), i)
     return 0
+
+
+def _char_at(data: bytes | bytearray, i: int) -> str:
+    """The char whose UTF-8 starts at `data[i]`, or "" if there is none whole."""
+    lead = data[i]
+    width = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    try:
+        return bytes(data[i : i + width]).decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+
+
+def _char_before(data: bytes | bytearray, i: int) -> str:
+    """The char whose UTF-8 ends just before `data[i]`, or "" if there is none whole."""
+    j = i - 1
+    while j > max(i - 4, 0) and 0x80 <= data[j] < 0xC0:  # continuation bytes
+        j -= 1
+    try:
+        return bytes(data[j:i]).decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
 
 
 def _can_cut(enc: Encoding) -> bool:
@@ -273,48 +294,45 @@ def _can_cut(enc: Encoding) -> bool:
     return enc._pat_str in patterns and not any("\n" in t for t in enc.special_tokens_set)
 
 
-def _input_parts(enc: Encoding, path: str | None, verb: str) -> Iterator[str]:
-    """The text of the file at `path` (`-` or None: standard input), in parts cut as above."""
+# A part of a file: where it starts (a byte offset) and its bytes, which the core checks
+# are UTF-8 as it encodes them.
+_Part = tuple[int, bytes]
+
+
+def _input_parts(enc: Encoding, path: str | None, verb: str) -> Iterator[_Part]:
+    """The file at `path` (`-` or None: standard input), in parts cut as above."""
     if path is None or path == "-":
         stdin = sys.stdin
         if stdin is None or getattr(stdin, "buffer", None) is None or stdin.isatty():
-            data, name = _read_input_bytes(path)  # the prompt and the closed cases
-            yield _decode_utf8(data, name)
+            data, _ = _read_input_bytes(path)  # the prompt and the closed cases
+            yield 0, data
             return
-        yield from _text_parts(enc, stdin.buffer, "<stdin>", None, verb)
+        yield from _file_parts(enc, stdin.buffer, None, verb)
         return
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            yield from _text_parts(enc, f, path, size, verb)
+            yield from _file_parts(enc, f, size, verb, path)
     except OSError as e:
         raise _read_error(path, e) from None
 
 
-def _text_parts(enc: Encoding, f: Any, name: str, size: int | None, verb: str) -> Iterator[str]:
-    """The UTF-8 text read from `f`, in parts whose ids joined are the whole text's ids: cut
-    as above, about `_BLOCK` bytes each, or the whole text at once if `enc` is not one of the
-    patterns the rule holds for. With a terminal, shows `{verb} {name}: N%` for big files."""
-    import codecs
-
+def _file_parts(
+    enc: Encoding, f: Any, size: int | None, verb: str, name: str = "<stdin>"
+) -> Iterator[_Part]:
+    """The bytes read from `f`, in parts whose ids joined are the whole text's ids: cut as
+    above, about `_BLOCK` bytes each, or the whole file at once if `enc` is not one of the
+    patterns the rule holds for. With a terminal, shows `{verb} {name}: N%` for big files.
+    The bytes are not decoded here: the core checks them as it encodes (`_in_core`)."""
     if not _can_cut(enc):
-        yield _decode_utf8(f.read(), name)
+        yield 0, f.read()
         return
     progress = _Progress(verb, name, size, _PROGRESS_MIN_BYTES)
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    done, pending = 0, ""
+    done, offset, pending = 0, 0, bytearray()
     while True:
         block = f.read(_BLOCK)
-        held = decoder.getstate()[0]  # the bytes of a char that the last block split
         searched = max(len(pending) - 1, 0)  # a "\n" there has not had its next char
-        try:
-            pending += decoder.decode(block, final=not block)
-        except UnicodeDecodeError as e:
-            data = held + block
-            where = done - len(held) + e.start
-            raise CLIError(
-                f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {where})"
-            ) from None
+        pending += block
         done += len(block)
         # A short block is the end of the file (a buffered read returns less only there):
         # read on to be sure rather than cut, so that a small file is one part.
@@ -323,8 +341,9 @@ def _text_parts(enc: Encoding, f: Any, name: str, size: int | None, verb: str) -
         else:
             cut = 0 if block else len(pending)
         if cut or not block:
-            yield pending[:cut]
-            pending = pending[cut:]
+            yield offset, bytes(pending[:cut])
+            del pending[:cut]
+            offset += cut
         progress.update(done)
         if not block:
             progress.close()
@@ -460,22 +479,33 @@ def _encode_input(enc: Encoding, args: argparse.Namespace) -> array.array[int]:
     if args.text is not None:
         return _id_array(_encode(enc, _input_text(args), args.allow_special))
     ids = _id_array()
-    parts = _input_parts(enc, args.file, "encoding")
-    for packed in _map_parts(lambda part: _encode_packed(enc, part, args.allow_special), parts):
+    name = "<stdin>" if args.file in (None, "-") else args.file
+    call = partial(_in_core, enc._core_bpe.encode_utf8_to_bytes, enc, name, args.allow_special)
+    for packed in _map_parts(call, _input_parts(enc, args.file, "encoding")):
         ids.frombytes(packed)
     return ids
 
 
-def _encode_packed(enc: Encoding, text: str, allow_special: bool) -> bytes:
-    """`_encode`'s ids as the bytes of 4-byte native ints, for `array('I').frombytes`: a
-    list's int objects, and reading them back into the array, cost 1.27 s of the 8.5 s that
-    390 MB of English took (o200k, a profile of `encode --format npy`)."""
-    core = enc._core_bpe
-    if allow_special:
-        return core.encode_to_bytes(text, "all")
-    if core.holds_special_text([text]):
-        raise _special_token_error(enc, text) or CLIError("the text contains a special token")
-    return core.encode_to_bytes(text, set())
+def _in_core(
+    call: Callable[[bytes, bool], _R], enc: Encoding, name: str, allow_special: bool, part: _Part
+) -> _R:
+    """`call` (the core's `encode_utf8_to_bytes` or `count_utf8`) on a part of the file
+    `name`, its errors said as the command line says them. Ids come back as the bytes of
+    4-byte ints, for `array('I').frombytes`: a list's int objects, and reading them back into
+    the array, cost 1.27 s of the 8.5 s that 390 MB of English took (o200k, a profile)."""
+    offset, data = part
+    try:
+        return call(data, allow_special)
+    except UnicodeDecodeError as e:
+        where = offset + e.start
+        raise CLIError(
+            f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {where})"
+        ) from None
+    except ValueError:
+        error = _special_token_error(enc, data.decode("utf-8"))
+        if error is None:
+            raise
+        raise error from None
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
@@ -715,8 +745,11 @@ def cmd_count(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for path in paths:
         try:
-            parts = _input_parts(enc, path, "counting")
-            n = sum(_map_parts(lambda part: _count(enc, part, args.allow_special), parts))
+            # `count`, not `len(encode(...))`: no ids at all (390 MB of English as a list of
+            # ids: 95M of them and a peak of 3.4 GB of memory).
+            name = "<stdin>" if path in (None, "-") else path
+            call = partial(_in_core, enc._core_bpe.count_utf8, enc, name, args.allow_special)
+            n = sum(_map_parts(call, _input_parts(enc, path, "counting")))
         except CLIError as e:
             # Like wc: report this file, count the others, fail at the end.
             _end_progress_line()

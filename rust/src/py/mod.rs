@@ -53,6 +53,41 @@ fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send
         .map_err(PyErr::from)
 }
 
+/// Runs `f` with the GIL released on `data` as text, with every special token allowed or
+/// none: the parts of a file that the command line hands over as bytes, never decoded by
+/// Python. Bytes that are not UTF-8 raise the `UnicodeDecodeError` Python's decoder gives
+/// (the same position: the start of the first bad sequence); with none allowed, text that
+/// holds a special token's text raises `ValueError`, as `Encoding.encode` does by default.
+fn on_utf8<T: Send>(
+    py: Python<'_>,
+    enc: &Encoder,
+    data: &[u8],
+    allow_special: bool,
+    f: impl FnOnce(&str, Allowed<'_>) -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    enum Stop {
+        NotUtf8(std::str::Utf8Error),
+        Special,
+    }
+    let done = detached(py, || {
+        let text = match std::str::from_utf8(data) {
+            Ok(text) => text,
+            Err(e) => return Ok(Err(Stop::NotUtf8(e))),
+        };
+        if allow_special {
+            f(text, Allowed::All).map(Ok)
+        } else if enc.holds_special_text(text) {
+            Ok(Err(Stop::Special))
+        } else {
+            f(text, Allowed::None).map(Ok)
+        }
+    })?;
+    done.map_err(|stop| match stop {
+        Stop::NotUtf8(e) => pyo3::exceptions::PyUnicodeDecodeError::new_err_from_utf8(py, data, e),
+        Stop::Special => PyValueError::new_err("the text holds a special token"),
+    })
+}
+
 /// Reads `tokens` into `ids` when it is a list of plain ints that fit in a `u32` (what
 /// `encode` returns), straight from the list's item array: no iterator protocol and no
 /// reference counting per item; or when it is a one-dimensional integer array (see
@@ -688,19 +723,28 @@ impl PyCoreBPE {
         Ok(PyArray1::from_vec(py, ids))
     }
 
-    /// `encode(text, allowed_special)` as the bytes of native-endian 4-byte ids, for
-    /// `array('I').frombytes`: no int object an id, nor a list (the command line's way to
-    /// gather a large file's ids without numpy).
-    fn encode_to_bytes<'py>(
+    /// The ids of `data`, a part of a file as UTF-8 bytes, as the bytes of native-endian
+    /// 4-byte ints (for `array('I').frombytes`): the command line's way through a large
+    /// file, with no `str` of the text, no int object an id and no list (see [`on_utf8`]).
+    fn encode_utf8_to_bytes<'py>(
         &self,
         py: Python<'py>,
-        text: &str,
-        allowed_special: &Bound<'_, PyAny>,
+        data: &[u8],
+        allow_special: bool,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let allowed = self.allowed(allowed_special)?;
         let enc = &self.inner;
-        let ids = detached(py, || enc.encode(text, allowed.as_allowed()))?;
+        let ids = on_utf8(py, enc, data, allow_special, |text, allowed| {
+            enc.encode(text, allowed)
+        })?;
         packed_ids(py, &ids)
+    }
+
+    /// How many ids `data` (as in [`Self::encode_utf8_to_bytes`]) encodes to.
+    fn count_utf8(&self, py: Python<'_>, data: &[u8], allow_special: bool) -> PyResult<usize> {
+        let enc = &self.inner;
+        on_utf8(py, enc, data, allow_special, |text, allowed| {
+            enc.count(text, allowed)
+        })
     }
 
     fn encode_ordinary_batch<'py>(
