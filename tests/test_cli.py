@@ -393,6 +393,51 @@ def test_count_reports_bad_files_and_counts_the_rest(
     assert out == f"2 {good}\n2 total\n"
 
 
+@pytest.mark.parametrize("batch", [1, 700, 1 << 20])
+def test_count_of_many_files_in_batches_keeps_each_file_apart(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    batch: int,
+) -> None:
+    """Parts of several files share batches and threads, and each file still gets its own
+    count or its own error, in the order given."""
+    monkeypatch.setattr(cli, "_BLOCK", 200)
+    monkeypatch.setattr(cli, "_COUNT_BATCH", batch)
+    monkeypatch.setattr(cli, "_part_threads", lambda: 2)
+    theirs = pair("cl100k_base")[1]
+    long = "First line\nsecond line, é\n" * 60
+    files: dict[str, bytes | None] = {
+        "a.txt": long.encode(),
+        "small.txt": b"hello world",
+        "missing.txt": None,
+        "bad.txt": long.encode()[:900] + b"\xff" + long.encode()[900:],
+        "special.txt": (long + "<|endoftext|>").encode(),
+        "empty.txt": b"",
+        "b.txt": (long * 2).encode(),
+    }
+    for name, data in files.items():
+        if data is not None:
+            (tmp_path / name).write_bytes(data)
+    paths = [str(tmp_path / name) for name in files]
+    status, out, err = run(capsys, "count", *paths)
+    good = [(n, d) for n, d in files.items() if n in ("a.txt", "small.txt", "empty.txt", "b.txt")]
+    counts = [len(theirs.encode(d.decode())) for _, d in good if d is not None]
+    rows = [line.split() for line in out.splitlines()]
+    expected = [[str(c), str(tmp_path / n)] for c, (n, _) in zip(counts, good)]
+    assert rows == expected + [[str(sum(counts)), "total"]]
+    assert status == 2
+    # "ferrotok: error: PATH: what is wrong", one line a bad file, in the order given.
+    errors = [line.split(": ", 3) for line in err.splitlines()]
+    bad = ["missing.txt", "bad.txt", "special.txt"]
+    assert [(e[0], e[1], e[2]) for e in errors] == [
+        ("ferrotok", "error", str(tmp_path / n)) for n in bad
+    ]
+    assert errors[0][3] == "no such file"
+    assert errors[1][3] == "not UTF-8 text (byte 0xff at offset 900)"
+    assert errors[2][3].startswith("the text contains the special token '<|endoftext|>'")
+
+
 def test_count_special_tokens(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = tmp_path / "doc.txt"
     path.write_text("one<|endoftext|>two")
@@ -620,7 +665,8 @@ def test_progress_on_a_terminal(
     capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name, value in [("_BLOCK", 1000), ("_PROGRESS_MIN_BYTES", 1), ("_IDS_PER_CHUNK", 100),
-                        ("_PROGRESS_MIN_IDS", 1), ("_ID_TEXT_BLOCK", 1000)]:  # fmt: skip
+                        ("_PROGRESS_MIN_IDS", 1), ("_ID_TEXT_BLOCK", 1000),
+                        ("_COUNT_BATCH", 1000)]:  # fmt: skip
         monkeypatch.setattr(cli, name, value)
     text = "First line\nsecond line, é\n" * 500
     path, ids = tmp_path / "doc.txt", tmp_path / "ids.txt"

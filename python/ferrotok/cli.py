@@ -173,8 +173,9 @@ def _with_special_check(
         raise error from None
 
 
-def _special_token_error(enc: Encoding, text: str) -> CLIError | None:
-    """The error naming the first special token in `text`, if one is there."""
+def _special_token_error(enc: Encoding, text: str, name: str = "") -> CLIError | None:
+    """The error naming the first special token in `text` (read from the file `name`), if
+    one is there."""
     import re
 
     specials = sorted(enc.special_tokens_set, key=len, reverse=True)
@@ -182,8 +183,8 @@ def _special_token_error(enc: Encoding, text: str) -> CLIError | None:
     if match is None:
         return None
     return CLIError(
-        f"the text contains the special token {match.group()!r}; pass --allow-special to "
-        "encode it as that token"
+        f"{name + ': ' if name else ''}the text contains the special token {match.group()!r}; "
+        "pass --allow-special to encode it as that token"
     )
 
 
@@ -220,6 +221,8 @@ def _stdout_write(data: bytes | memoryview | str) -> None:
 # profile of this thread had 0.75 s in decoding and 1.35 s in joining and cutting `str`s).
 _BLOCK = 8 << 20
 _PROGRESS_MIN_BYTES = 64 << 20
+# `count` hands small files to its threads in batches of at least this many bytes.
+_COUNT_BATCH = 1 << 20
 
 
 class _Progress:
@@ -502,7 +505,7 @@ def _in_core(
             f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {where})"
         ) from None
     except ValueError:
-        error = _special_token_error(enc, data.decode("utf-8"))
+        error = _special_token_error(enc, data.decode("utf-8"), name)
         if error is None:
             raise
         raise error from None
@@ -741,28 +744,69 @@ def cmd_count(args: argparse.Namespace) -> int:
     """`ferrotok count`: tokens per file, like `wc`; a `total` line for several files."""
     enc = load_encoding(args)
     paths: list[str | None] = list(args.files) or [None]
-    rows: list[tuple[int, str | None]] = []
-    status = EXIT_OK
-    for path in paths:
+    names = ["<stdin>" if path in (None, "-") else path for path in paths]
+    failed: set[int] = set()
+
+    # The parts of every file go through one `_map_parts`, so that files smaller than a part
+    # are counted on all cores too (50 files of 4 MB took 2.4 s one file at a time, against
+    # 1.5 s for the same 200 MB as one file), in batches of at least `_COUNT_BATCH` bytes, so
+    # that small files do not pay a thread's hand-off each. A file's error comes back as its
+    # result.
+    Item = tuple[int, _Part | CLIError]
+
+    def batches() -> Iterator[list[Item]]:
+        batch: list[Item] = []
+        size = 0
+        for i, path in enumerate(paths):
+            try:
+                for part in _input_parts(enc, path, "counting"):
+                    batch.append((i, part))
+                    size += len(part[1])
+                    if size >= _COUNT_BATCH:
+                        yield batch
+                        batch, size = [], 0
+                    if i in failed:  # its first error is in: read no further
+                        break
+            except CLIError as e:
+                batch.append((i, e))
+        if batch:
+            yield batch
+
+    def count(item: Item) -> tuple[int, int | CLIError]:
+        i, part = item
+        if isinstance(part, CLIError) or i in failed:
+            return i, part if isinstance(part, CLIError) else 0
         try:
             # `count`, not `len(encode(...))`: no ids at all (390 MB of English as a list of
             # ids: 95M of them and a peak of 3.4 GB of memory).
-            name = "<stdin>" if path in (None, "-") else path
-            call = partial(_in_core, enc._core_bpe.count_utf8, enc, name, args.allow_special)
-            n = sum(_map_parts(call, _input_parts(enc, path, "counting")))
+            call = enc._core_bpe.count_utf8
+            return i, _in_core(call, enc, names[i], args.allow_special, part)
         except CLIError as e:
-            # Like wc: report this file, count the others, fail at the end.
-            _end_progress_line()
-            print(f"ferrotok: error: {e}", file=sys.stderr)
-            status = EXIT_USER_ERROR
-            continue
-        rows.append((n, None if path in (None, "-") and len(paths) == 1 else (path or "-")))
+            return i, e
+
+    counts = [0] * len(paths)
+    for results in _map_parts(lambda batch: [count(item) for item in batch], batches()):
+        for i, n in results:
+            if i in failed:
+                continue
+            if isinstance(n, CLIError):
+                # Like wc: report this file, count the others, fail at the end.
+                failed.add(i)
+                _end_progress_line()
+                print(f"ferrotok: error: {n}", file=sys.stderr)
+            else:
+                counts[i] += n
+    rows: list[tuple[int, str | None]] = [
+        (counts[i], None if path in (None, "-") and len(paths) == 1 else (path or "-"))
+        for i, path in enumerate(paths)
+        if i not in failed
+    ]
     if len(paths) > 1:
         rows.append((sum(n for n, _ in rows), "total"))
     width = max((len(str(n)) for n, _ in rows), default=1)
     out = "".join(f"{n:>{width}} {name}\n" if name is not None else f"{n}\n" for n, name in rows)
     _stdout_write(out)
-    return status
+    return EXIT_USER_ERROR if failed else EXIT_OK
 
 
 # ====================
