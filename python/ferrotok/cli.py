@@ -752,10 +752,9 @@ def cmd_count(args: argparse.Namespace) -> int:
     # 1.5 s for the same 200 MB as one file), in batches of at least `_COUNT_BATCH` bytes, so
     # that small files do not pay a thread's hand-off each. A file's error comes back as its
     # result.
-    Item = tuple[int, _Part | CLIError]
-
-    def batches() -> Iterator[list[Item]]:
-        batch: list[Item] = []
+    # (The items' type is written out: an alias made at run time would need 3.10's `|`.)
+    def batches() -> Iterator[list[tuple[int, _Part | CLIError]]]:
+        batch: list[tuple[int, _Part | CLIError]] = []
         size = 0
         for i, path in enumerate(paths):
             try:
@@ -772,7 +771,7 @@ def cmd_count(args: argparse.Namespace) -> int:
         if batch:
             yield batch
 
-    def count(item: Item) -> tuple[int, int | CLIError]:
+    def count(item: tuple[int, _Part | CLIError]) -> tuple[int, int | CLIError]:
         i, part = item
         if isinstance(part, CLIError) or i in failed:
             return i, part if isinstance(part, CLIError) else 0
