@@ -129,9 +129,14 @@ def _decode_utf8(data: bytes, name: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise CLIError(
-            f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})"
-        ) from None
+        raise _not_utf8(name, data, e) from None
+
+
+def _not_utf8(name: str, data: bytes, e: UnicodeDecodeError, offset: int = 0) -> CLIError:
+    """`data` (which starts at byte `offset` of `name`) failed to decode as `e` says."""
+    return CLIError(
+        f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {offset + e.start})"
+    )
 
 
 def _input_text(args: argparse.Namespace) -> str:
@@ -500,10 +505,7 @@ def _in_core(
     try:
         return call(data, allow_special)
     except UnicodeDecodeError as e:
-        where = offset + e.start
-        raise CLIError(
-            f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {where})"
-        ) from None
+        raise _not_utf8(name, data, e, offset) from None
     except ValueError:
         error = _special_token_error(enc, data.decode("utf-8"), name)
         if error is None:
@@ -771,14 +773,15 @@ def cmd_count(args: argparse.Namespace) -> int:
         if batch:
             yield batch
 
+    # `count`, not `len(encode(...))`: no ids at all (390 MB of English as a list of ids: 95M
+    # of them and a peak of 3.4 GB of memory).
+    call = enc._core_bpe.count_utf8
+
     def count(item: tuple[int, _Part | CLIError]) -> tuple[int, int | CLIError]:
         i, part = item
         if isinstance(part, CLIError) or i in failed:
             return i, part if isinstance(part, CLIError) else 0
         try:
-            # `count`, not `len(encode(...))`: no ids at all (390 MB of English as a list of
-            # ids: 95M of them and a peak of 3.4 GB of memory).
-            call = enc._core_bpe.count_utf8
             return i, _in_core(call, enc, names[i], args.allow_special, part)
         except CLIError as e:
             return i, e
