@@ -764,6 +764,72 @@ def test_decode_bytes_results_and_errors_match_tiktoken(tokens: list) -> None:
     assert _decode_outcome(ours, tokens) == _decode_outcome(theirs, tokens)
 
 
+def _long_ids(recipe: str) -> list:
+    """Lists of 65,536 ids or more, which `decode_bytes` reads and decodes in pieces on
+    several threads, with what must make it give up on that and fail as tiktoken does,
+    placed in the first, a middle or the last piece."""
+    ours, theirs = pair("cl100k_base")
+    text = "hello world, 你好世界 — ünïcödé 🎉 \n"
+    ids = theirs.encode(text * 8_000)  # ints made by tiktoken, each its own object
+    assert len(ids) > 2 * 65_536
+    mid = len(ids) // 2
+    return {
+        "tiktoken's ints": ids,
+        "ferrotok's ints": ours.encode(text * 8_000),
+        "both, interleaved": [t for pair in zip(ids, ours.encode(text * 8_000)) for t in pair],
+        "special ids": ids[:mid] + [100257, 100276] + ids[mid:],
+        "unknown id first": [10**6] + ids,
+        "unknown id in the middle": ids[:mid] + [100256] + ids[mid:],
+        "unknown id last": ids + [10**6],
+        "unknown id first, str last": [10**6] + ids + ["a"],
+        "unknown id first, negative last": [10**6] + ids + [-1],
+        "two-digit int in the middle": ids[:mid] + [2**30 + 15339] + ids[mid:],
+        "id past u32 in the middle": ids[:mid] + [2**32 + 15339] + ids[mid:],
+        "bool in the middle": ids[:mid] + [True] + ids[mid:],
+        "subclass last": ids + [IntSubclass(15339)],
+        "exactly 65,536": ids[:65_536],
+    }[recipe]
+
+
+LONG_ID_RECIPES = (
+    "tiktoken's ints", "ferrotok's ints", "both, interleaved", "special ids", "unknown id first",
+    "unknown id in the middle", "unknown id last", "unknown id first, str last",
+    "unknown id first, negative last", "two-digit int in the middle", "id past u32 in the middle",
+    "bool in the middle", "subclass last", "exactly 65,536",
+)
+
+
+@pytest.mark.parametrize("recipe", LONG_ID_RECIPES)
+def test_decode_bytes_of_long_lists_matches_tiktoken(recipe: str) -> None:
+    # A long list is read and decoded in pieces by this thread and helpers; whatever the list
+    # holds, the bytes or the type of error must be tiktoken's (which reads every item before
+    # it looks any up: a bad item anywhere wins over an unknown id before it).
+    ours, theirs = pair("cl100k_base")
+    tokens = _long_ids(recipe)
+    got = _decode_outcome(ours, tokens)
+    assert got == _decode_outcome(theirs, tokens)
+    if recipe in ("tiktoken's ints", "ferrotok's ints"):
+        assert got == ("hello world, 你好世界 — ünïcödé 🎉 \n" * 8_000).encode()
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last", "none"])
+def test_decode_bytes_of_long_arrays_matches_tiktoken(where: str) -> None:
+    # Long arrays are decoded in pieces on several threads, once read from their buffer.
+    import numpy as np
+
+    ours, theirs = pair("o200k_base")
+    text = "The quick brown fox — 速い茶色の狐 — jumps. "
+    ids = theirs.encode(text * 10_000)
+    at = {"first": 0, "middle": len(ids) // 2, "last": len(ids), "none": None}[where]
+    if at is not None:
+        ids.insert(at, 10**7)
+    array = np.array(ids, dtype=np.uint32)
+    got = _decode_outcome(ours, array)
+    assert got == _decode_outcome(theirs, ids)
+    if at is None:
+        assert got == (text * 10_000).encode()
+
+
 def _id_arrays() -> dict[str, Any]:
     """Arrays of ids (and of things that are not ids) that decoding reads from their buffer,
     and look-alikes that it must leave to the general path."""

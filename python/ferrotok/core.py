@@ -352,7 +352,9 @@ class Encoding:
 
         A one-dimensional numpy integer array (such as a text's slice of
         `encode_ordinary_batch_to_numpy`'s ids), `array.array` or `memoryview` is read
-        straight from its buffer, without an int object per id.
+        straight from its buffer, without an int object per id. A list or array of 65,536
+        ids or more is read and decoded on the machine's other cores too (ferrotok's
+        batch threads), with the GIL held while a list is read.
 
         >>> get_encoding("cl100k_base").decode_bytes([15339, 1917])
         b'hello world'

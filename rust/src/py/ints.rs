@@ -98,8 +98,8 @@ fn read_ids<const LAYOUT: u8>(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> 
     true
 }
 
-/// The `i`th item of `list` if it is an exact `int` that fits in a `u32`; read from its
-/// address alone if it is one of the id ints in `region`.
+/// The `i`th item of `list` if it is an exact `int` that fits in a `u32`: read by
+/// [`quick_id`] where it can be, else through the C API.
 #[inline(always)]
 fn list_id<const LAYOUT: u8>(
     list: &Bound<'_, PyList>,
@@ -109,42 +109,16 @@ fn list_id<const LAYOUT: u8>(
     // SAFETY: the caller holds the GIL (`list` is a `Bound`) and checks `i < list.len()`, and
     // nothing here runs Python code (`PyLong_AsUnsignedLong` on an exact `int` only reads
     // it), so the list still has that item; `PyList_GET_ITEM` returns a borrowed pointer to a
-    // live object the list owns, and we only read through it.
-    //
-    // The direct reads: once `PyLong_CheckExact` holds, the object is a `PyLongObject` (ints
-    // are immutable, so nothing changes it while we read). Its layout is `PyObject` (whose
-    // size pyo3's `ffi::PyObject` has for the interpreter this module was built for, free-
-    // threaded or not), then one `usize` word (`ob_size` or `lv_tag`), then the digits;
-    // `IntLayout` is only `ObSize`/`LvTag` on the CPython versions and digit size where that
-    // holds (see `detect_int_layout`). The header is pointer-sized, so the word is aligned,
-    // and the digit after it is 4-byte aligned. CPython always allocates at least one digit,
-    // and the digit is only used when the word says there is exactly one. An id int (an item
-    // inside `region`) is not read at all: its address gives its value.
+    // live object the list owns, and we only read through it (see `quick_id` for its reads).
     let (exact, v) = unsafe {
-        let item = pyo3::ffi::PyList_GET_ITEM(list.as_ptr(), i as pyo3::ffi::Py_ssize_t);
-        if let Some(id) = region.and_then(|r| r.id_of(item)) {
+        let item = ffi::PyList_GET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t);
+        if let Some(id) = quick_id::<LAYOUT>(item, region) {
             return Some(id);
         }
-        if pyo3::ffi::PyLong_CheckExact(item) == 0 {
+        if ffi::PyLong_CheckExact(item) == 0 {
             (false, 0)
         } else {
-            let word_ptr = item
-                .cast::<u8>()
-                .add(std::mem::size_of::<pyo3::ffi::PyObject>());
-            let word = word_ptr.cast::<usize>().read();
-            let digit = || {
-                word_ptr
-                    .add(std::mem::size_of::<usize>())
-                    .cast::<u32>()
-                    .read()
-            };
-            match LAYOUT {
-                OB_SIZE if word == 0 => return Some(0),
-                OB_SIZE if word == 1 => return Some(digit()),
-                LV_TAG if word < 16 && word & 3 == 1 => return Some(0),
-                LV_TAG if word < 16 && word & 3 == 0 => return Some(digit()),
-                _ => (true, pyo3::ffi::PyLong_AsUnsignedLong(item)),
-            }
+            (true, ffi::PyLong_AsUnsignedLong(item))
         }
     };
     if !exact || v > Rank::MAX as std::ffi::c_ulong {
@@ -154,6 +128,127 @@ fn list_id<const LAYOUT: u8>(
         return None;
     }
     Some(v as Rank)
+}
+
+/// The id `item` holds, read from memory alone, without the C API: an id int in `region`
+/// from its address, an exact `int` of at most one digit (every value below 2^30) from its
+/// layout. `None` for anything else, and always for `C_API`'s layout (but for id ints).
+///
+/// # Safety
+/// `item` points to a live object that nothing writes while this reads it.
+///
+/// The reads: once `PyLong_CheckExact` holds, the object is a `PyLongObject` (ints are
+/// immutable). Its layout is `PyObject` (whose size pyo3's `ffi::PyObject` has for the
+/// interpreter this module was built for, free-threaded or not), then one `usize` word
+/// (`ob_size` or `lv_tag`), then the digits; `IntLayout` is only `ObSize`/`LvTag` on the
+/// CPython versions and digit size where that holds (see `detect_int_layout`). The header is
+/// pointer-sized, so the word is aligned, and the digit after it is 4-byte aligned. CPython
+/// always allocates at least one digit, and the digit is only used when the word says there
+/// is exactly one. An id int (an item inside `region`) is not read at all.
+#[inline(always)]
+unsafe fn quick_id<const LAYOUT: u8>(
+    item: *mut ffi::PyObject,
+    region: Option<&Region>,
+) -> Option<Rank> {
+    if let Some(id) = region.and_then(|r| r.id_of(item)) {
+        return Some(id);
+    }
+    if LAYOUT == C_API || ffi::PyLong_CheckExact(item) == 0 {
+        return None;
+    }
+    let word_ptr = item.cast::<u8>().add(std::mem::size_of::<ffi::PyObject>());
+    let word = word_ptr.cast::<usize>().read();
+    let digit = || {
+        word_ptr
+            .add(std::mem::size_of::<usize>())
+            .cast::<u32>()
+            .read()
+    };
+    match LAYOUT {
+        OB_SIZE if word == 0 => Some(0),
+        OB_SIZE if word == 1 => Some(digit()),
+        LV_TAG if word < 16 && word & 3 == 1 => Some(0),
+        LV_TAG if word < 16 && word & 3 == 0 => Some(digit()),
+        _ => None,
+    }
+}
+
+/// A list's items, for several threads to read as ids at once, from memory alone
+/// ([`quick_id`]): the C API, which needs the GIL, is never called.
+pub(super) struct SharedItems<'a> {
+    items: &'a [*mut ffi::PyObject],
+    region: Option<&'static Region>,
+    layout: IntLayout,
+}
+
+// SAFETY: a `SharedItems` only reads: the item pointers, and through them the objects
+// (`quick_id`). `SharedItems::new`'s contract keeps every thread that could write them (by
+// running Python code) waiting while any thread holds a `SharedItems`, so the reads race
+// with nothing.
+unsafe impl Sync for SharedItems<'_> {}
+
+impl<'a> SharedItems<'a> {
+    /// `list`'s items; `None` where ints are read through the C API.
+    ///
+    /// # Safety
+    /// While the result, or any reference to it, is in use on any thread, the calling thread
+    /// holds the GIL and runs no Python code. Then no thread runs Python code, so nothing
+    /// changes the list's items or frees an object it holds.
+    pub(super) unsafe fn new(list: &'a Bound<'_, PyList>) -> Option<Self> {
+        let layout = int_layout(list.py());
+        if matches!(layout, IntLayout::CApi) {
+            return None;
+        }
+        let n = list.len();
+        // SAFETY: a list's `ob_item` points to its `len()` item pointers (a list of length 0
+        // may have a null `ob_item`, which `from_raw_parts` must not get). The contract keeps
+        // them in place and unchanged for `'a`.
+        let items = if n == 0 {
+            &[][..]
+        } else {
+            let ob_item = (*list.as_ptr().cast::<ffi::PyListObject>()).ob_item;
+            std::slice::from_raw_parts(ob_item.cast_const(), n)
+        };
+        Some(SharedItems {
+            items,
+            region: region(),
+            layout,
+        })
+    }
+
+    /// Items `range` as ids, into `ids` (cleared first); `false` at the first item that
+    /// [`quick_id`] does not read (the caller then reads the list with [`list_ids`]).
+    pub(super) fn read(&self, range: std::ops::Range<usize>, ids: &mut Vec<Rank>) -> bool {
+        match self.layout {
+            IntLayout::ObSize => self.read_as::<OB_SIZE>(range, ids),
+            IntLayout::LvTag => self.read_as::<LV_TAG>(range, ids),
+            IntLayout::CApi => false,
+        }
+    }
+
+    fn read_as<const LAYOUT: u8>(
+        &self,
+        range: std::ops::Range<usize>,
+        ids: &mut Vec<Rank>,
+    ) -> bool {
+        let items = &self.items[range];
+        ids.clear();
+        ids.reserve(items.len());
+        // Into the spare capacity, as `read_ids` does (a push per item chains the reads).
+        for (slot, &item) in ids.spare_capacity_mut().iter_mut().zip(items) {
+            // SAFETY: `item` is one of the list's items, live and unwritten (`new`'s contract).
+            match unsafe { quick_id::<LAYOUT>(item, self.region) } {
+                Some(id) => {
+                    slot.write(id);
+                }
+                None => return false,
+            }
+        }
+        // SAFETY: `reserve` made room for `items.len()` ids, and the loop wrote each of the
+        // first `items.len()` slots (it returns before this at the first item it cannot read).
+        unsafe { ids.set_len(items.len()) };
+        true
+    }
 }
 
 /// `ids` as a Python list of ints.
