@@ -193,7 +193,9 @@ impl<'a> SharedItems<'a> {
     /// # Safety
     /// While the result, or any reference to it, is in use on any thread, the calling thread
     /// holds the GIL and runs no Python code. Then no thread runs Python code, so nothing
-    /// changes the list's items or frees an object it holds.
+    /// changes the list's items or frees an object it holds. (The module declares that it
+    /// uses the GIL, pyo3's default, so a free-threaded interpreter turns the GIL on when it
+    /// imports it.)
     pub(super) unsafe fn new(list: &'a Bound<'_, PyList>) -> Option<Self> {
         let layout = int_layout(list.py());
         if matches!(layout, IntLayout::CApi) {
