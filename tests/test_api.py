@@ -776,7 +776,7 @@ def _long_ids(recipe: str) -> list:
     return {
         "tiktoken's ints": ids,
         "ferrotok's ints": ours.encode(text * 8_000),
-        "both, interleaved": [t for pair in zip(ids, ours.encode(text * 8_000)) for t in pair],
+        "both, interleaved": [t for two in zip(ids, ours.encode(text * 8_000)) for t in two],
         "special ids": ids[:mid] + [100257, 100276] + ids[mid:],
         "unknown id first": [10**6] + ids,
         "unknown id in the middle": ids[:mid] + [100256] + ids[mid:],
