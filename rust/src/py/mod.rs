@@ -136,12 +136,10 @@ fn threads_for(texts: &[PyBackedStr], num_threads: usize) -> usize {
     }
 }
 
-/// Id lists up to this long are decoded with the GIL held (a few microseconds, less than
-/// releasing and taking it back); longer ones with the GIL released.
-const DECODE_WITH_GIL: usize = 1 << 16;
-
-/// Lists and arrays of at least this many ids are decoded on the helper threads too, in
-/// pieces of [`DECODE_PIECE`] ids (~25 us of work each) handed out from both ends.
+/// Id lists and arrays shorter than this are decoded on the calling thread with the GIL
+/// held (a few microseconds, less than releasing and taking it back, or waking a helper);
+/// longer ones on the helper threads too, in pieces of [`DECODE_PIECE`] ids (~25 us of work
+/// each) handed out from both ends, or on a one-core machine with the GIL released.
 const DECODE_SHARED_MIN: usize = 1 << 16;
 const DECODE_PIECE: usize = 1 << 13;
 
@@ -892,7 +890,7 @@ impl PyCoreBPE {
             }
             let (ids, bytes) = (&s.ids, &mut s.bytes);
             bytes.clear();
-            let out = if ids.len() <= DECODE_WITH_GIL {
+            let out = if ids.len() < DECODE_SHARED_MIN {
                 decode_holding_gil(enc, ids, bytes)?;
                 PyBytes::new(py, bytes)
             } else if shared_decode(ids.len()) {
