@@ -64,11 +64,6 @@ const C_API: u8 = 2;
 
 /// The items of `list` as ids, into `ids` (cleared first). Returns `false`, leaving `ids`
 /// unspecified, at the first item that is not an exact `int` fitting in a `u32`.
-///
-/// The ids are written into the vector's spare capacity, not pushed: with a push per item the
-/// vector's length made a chain of stores and loads through memory from one item to the
-/// next, where the slots let the reads of the items overlap. (Zeroing the slots first, as
-/// before, was a `memset` of 4 bytes an id, 2.4% of `decode_bytes` on cl100k multilingual.)
 #[inline(always)]
 pub(super) fn list_ids(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
     match int_layout(list.py()) {
@@ -81,11 +76,22 @@ pub(super) fn list_ids(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
 #[inline(always)]
 fn read_ids<const LAYOUT: u8>(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
     let region = REGION.get().and_then(Option::as_ref);
-    let n = list.len();
+    fill_ids(ids, list.len(), |i| list_id::<LAYOUT>(list, i, region))
+}
+
+/// `item(i)` for each `i` in `0..n`, into `ids` (cleared first); `false`, leaving `ids`
+/// unspecified, at the first `None`.
+///
+/// The ids are written into the vector's spare capacity, not pushed: with a push per item the
+/// vector's length made a chain of stores and loads through memory from one item to the
+/// next, where the slots let the reads of the items overlap. (Zeroing the slots first, as
+/// before, was a `memset` of 4 bytes an id, 2.4% of `decode_bytes` on cl100k multilingual.)
+#[inline(always)]
+fn fill_ids(ids: &mut Vec<Rank>, n: usize, item: impl Fn(usize) -> Option<Rank>) -> bool {
     ids.clear();
     ids.reserve(n);
     for (i, slot) in ids.spare_capacity_mut()[..n].iter_mut().enumerate() {
-        match list_id::<LAYOUT>(list, i, region) {
+        match item(i) {
             Some(id) => {
                 slot.write(id);
             }
@@ -93,7 +99,7 @@ fn read_ids<const LAYOUT: u8>(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> 
         }
     }
     // SAFETY: `reserve` made room for `n` ids, and the loop wrote each of the first `n` slots
-    // of the spare capacity (it returns before this at the first item that is not an id).
+    // of the spare capacity (it returns before this at the first `None`).
     unsafe { ids.set_len(n) };
     true
 }
@@ -213,7 +219,8 @@ impl<'a> SharedItems<'a> {
         };
         Some(SharedItems {
             items,
-            region: region(),
+            // Not `region()`, which would make it: with no region, no item is an id int.
+            region: REGION.get().and_then(Option::as_ref),
             layout,
         })
     }
@@ -234,22 +241,10 @@ impl<'a> SharedItems<'a> {
         ids: &mut Vec<Rank>,
     ) -> bool {
         let items = &self.items[range];
-        ids.clear();
-        ids.reserve(items.len());
-        // Into the spare capacity, as `read_ids` does (a push per item chains the reads).
-        for (slot, &item) in ids.spare_capacity_mut().iter_mut().zip(items) {
-            // SAFETY: `item` is one of the list's items, live and unwritten (`new`'s contract).
-            match unsafe { quick_id::<LAYOUT>(item, self.region) } {
-                Some(id) => {
-                    slot.write(id);
-                }
-                None => return false,
-            }
-        }
-        // SAFETY: `reserve` made room for `items.len()` ids, and the loop wrote each of the
-        // first `items.len()` slots (it returns before this at the first item it cannot read).
-        unsafe { ids.set_len(items.len()) };
-        true
+        // SAFETY: each item is one of the list's items, live and unwritten (`new`'s contract).
+        fill_ids(ids, items.len(), |i| unsafe {
+            quick_id::<LAYOUT>(items[i], self.region)
+        })
     }
 }
 
