@@ -64,8 +64,20 @@ const C_API: u8 = 2;
 
 /// The items of `list` as ids, into `ids` (cleared first). Returns `false`, leaving `ids`
 /// unspecified, at the first item that is not an exact `int` fitting in a `u32`.
+///
+/// Read first from the list's item array, fetched once ([`SharedItems`]); only a list with
+/// an item that needs the C API is read again, item by item. That loop fetches the array's
+/// address again for every item, as each id written might have changed it: reading from
+/// the array fetched once, ferrotok's own ids per ~8 KB document decoded at 1.87-1.92 ->
+/// 1.98-2.08 GB/s and tiktoken's at 1.27-1.33 -> 1.31-1.40 (cl100k multilingual,
+/// alternated builds).
 #[inline(always)]
 pub(super) fn list_ids(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
+    // SAFETY: this thread holds the GIL (`list` is a `Bound`) and runs no Python code while
+    // `items` lives (this statement).
+    if unsafe { SharedItems::new(list) }.is_some_and(|items| items.read(0..list.len(), ids)) {
+        return true;
+    }
     match int_layout(list.py()) {
         IntLayout::ObSize => read_ids::<OB_SIZE>(list, ids),
         IntLayout::LvTag => read_ids::<LV_TAG>(list, ids),
@@ -73,18 +85,8 @@ pub(super) fn list_ids(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
     }
 }
 
-/// Reads from the list's item array, fetched once ([`SharedItems`]), and only when an item
-/// needs the C API reads the list again item by item. The item-by-item loop fetched the
-/// array's address again for every item, as each id written might have changed it:
-/// ferrotok's own ids per ~8 KB document decoded at 1.87-1.92 -> 1.98-2.08 GB/s and
-/// tiktoken's at 1.27-1.33 -> 1.31-1.40 (cl100k multilingual, alternated builds).
 #[inline(always)]
 fn read_ids<const LAYOUT: u8>(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
-    // SAFETY: this thread holds the GIL (`list` is a `Bound`) and runs no Python code while
-    // `items` lives (this statement).
-    if unsafe { SharedItems::new(list) }.is_some_and(|items| items.read(0..list.len(), ids)) {
-        return true;
-    }
     let region = REGION.get().and_then(Option::as_ref);
     fill_ids(ids, list.len(), |i| list_id::<LAYOUT>(list, i, region))
 }
