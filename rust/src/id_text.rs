@@ -2,7 +2,7 @@
 //! (`15339 1917 0`, one id a line, or `15339, 1917`), in one pass over the bytes.
 //!
 //! Promises:
-//! - [`write`] appends each id in decimal, `sep` between them: what Python's
+//! - [`write()`] appends each id in decimal, `sep` between them: what Python's
 //!   `sep.join(map(str, ids))` gives, encoded.
 //! - For text made only of ASCII digits and the separators space, `\t`, `\n`, `\x0b`,
 //!   `\x0c`, `\r` and `,` (all of which Python's `[\s,]+` also splits on), [`parse`] gives

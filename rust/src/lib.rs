@@ -4,9 +4,11 @@
 //! special-token split ([`special`]) → pre-tokenization ([`pretok`]) →
 //! merge-rank BPE on each piece ([`bpe`]) over a vocabulary ([`vocab`]),
 //! put together by [`encoder`]. `py` only converts types and errors for Python;
-//! a batch's threads take its items from [`two_ends`].
+//! a batch runs on the calling thread and kept helpers ([`batch`]), which take its items
+//! from [`two_ends`].
 
 pub mod backtrack;
+pub mod batch;
 pub mod blocked_bloom;
 pub mod bpe;
 pub mod char_cuts;

@@ -339,7 +339,7 @@ impl Vocab {
     /// Concatenated bytes of `ids`, failing on the first unknown id (`out` then holds the
     /// bytes of the ids before it).
     ///
-    /// Tokens with a slot (1-15 bytes: nearly all) go through [`Vocab::copy_slotted`]; this
+    /// Tokens with a slot (1-15 bytes: nearly all) go through `Vocab::copy_slotted`; this
     /// loop only takes the others, one at a time, between its runs.
     pub fn decode_into(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<()> {
         let mut rest = ids;

@@ -55,10 +55,10 @@
 //! runs a lazy DFA behind all that. So the same alternatives are also compiled,
 //! at the first split, into one dense DFA that only starts anchored, with the
 //! same syntax and leftmost-first match kind, and the anchored search walks it
-//! here a byte at a time ([`General::dfa_match`], the loop regex-automata's
+//! here a byte at a time (`General::dfa_match`, the loop regex-automata's
 //! `Automaton` docs give for a leftmost-first search): a table load per byte.
 //! Same automaton semantics, so the same match. Where the DFA cannot answer (it
-//! would pass [`DFA_SIZE_LIMIT`], or stops at a quit byte, as a Unicode `\b`
+//! would pass `DFA_SIZE_LIMIT`, or stops at a quit byte, as a Unicode `\b`
 //! does on non-ASCII text), the meta regex runs as before; where it finds no
 //! match at the position, only the unanchored search does.
 //! Measured (Rust core, whole encode with cl100k's ranks and GPT-2's published pattern, 2 MB
