@@ -83,14 +83,23 @@ def test_errors_match_tiktoken(name: str) -> None:
     with pytest.raises(ValueError):
         ours.encode_with_unstable(text)
     for bad in (ours.max_token_value + 1, 2**31):
-        with pytest.raises(KeyError):
-            ours.decode_single_token_bytes(bad)
-        with pytest.raises(KeyError):
-            theirs.decode_single_token_bytes(bad)
-        with pytest.raises(KeyError):
-            ours.decode([1, bad])
-        with pytest.raises(KeyError):
-            ours.decode_bytes([bad])
+        # The same `KeyError`s, argument and all: decoding a list names the id in a sentence,
+        # one token's lookup gives the id as a string.
+        calls: list[tuple[str, object]] = [
+            ("decode_single_token_bytes", bad),
+            ("decode_tokens_bytes", [1, bad]),
+            ("decode_with_offsets", [1, bad]),
+            ("decode", [1, bad]),
+            ("decode_bytes", [bad]),
+            ("decode_batch", [[1], [bad]]),
+            ("decode_bytes_batch", [[1], [bad]]),
+        ]
+        for method, arg in calls:
+            with pytest.raises(KeyError) as a:
+                getattr(ours, method)(arg)
+            with pytest.raises(KeyError) as b:
+                getattr(theirs, method)(arg)
+            assert a.value.args == b.value.args, method
     with pytest.raises(KeyError):
         ours.encode_single_token("definitely not one token at all")
     with pytest.raises(KeyError):

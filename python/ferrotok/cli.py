@@ -695,6 +695,17 @@ def _bad_id(enc: Encoding, ids: Iterable[int], source: str) -> CLIError | None:
     return None
 
 
+def _first_unknown(enc: Encoding, ids: Iterable[int]) -> int | None:
+    """The first of `ids` that is no token of `enc`, if any (read from the ids, not from
+    the `KeyError`, whose text is tiktoken's)."""
+    for i in ids:
+        try:
+            enc.decode_single_token_bytes(int(i))
+        except KeyError:
+            return int(i)
+    return None
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
     """`ferrotok decode`: token ids → text (the exact bytes, written as they are)."""
     if args.ids and args.file is not None:
@@ -713,16 +724,19 @@ def cmd_decode(args: argparse.Namespace) -> int:
         else:
             ids = _text_ids(_decode_utf8(data, source), source, enc)
         del data  # a `.npy` file's ids may still be a view of it
+    out: list[bytes] = []
+    chunk = ids[:0]
     try:
         # An array's ids are read from its buffer, without an int object each; a part at a
         # time, so that no second copy of all the ids and of all the text is ever made. All
         # parts are decoded before any is written: a bad id leaves no output.
-        out = [
-            enc.decode_bytes(ids[i : i + _IDS_PER_CHUNK])
-            for i in range(0, len(ids), _IDS_PER_CHUNK)
-        ]
-    except KeyError as e:  # an id in range that is not a token, or one past the range
-        token = e.args[0]
+        for i in range(0, len(ids), _IDS_PER_CHUNK):
+            chunk = ids[i : i + _IDS_PER_CHUNK]
+            out.append(enc.decode_bytes(chunk))
+    except KeyError:  # an id in range that is not a token, or one past the range
+        token = _first_unknown(enc, chunk)
+        if token is None:
+            raise CLIError(f"{source}: an id is not in {enc.name}'s vocabulary") from None
         error = _bad_id(enc, [token], source)
         raise error or CLIError(f"token id {token} is not in {enc.name}'s vocabulary") from None
     except OverflowError:  # an id below 0 or past 2**32 - 1

@@ -24,7 +24,10 @@ mod train;
 impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
         match e {
-            Error::UnknownToken(t) => PyKeyError::new_err(t),
+            // tiktoken's `KeyError` from decoding a list of ids (its argument is this text).
+            Error::UnknownToken(t) => {
+                PyKeyError::new_err(format!("Invalid token for decoding: {t}"))
+            }
             Error::UnknownBytes(b) => PyKeyError::new_err(PyBytesKey(b)),
             Error::Io(m) => pyo3::exceptions::PyOSError::new_err(m),
             other => PyValueError::new_err(other.to_string()),
@@ -734,7 +737,8 @@ impl PyCoreBPE {
     ) -> PyResult<Bound<'py, PyBytes>> {
         match self.inner.vocab.token_bytes(token) {
             Some(b) => Ok(PyBytes::new(py, b)),
-            None => Err(Error::UnknownToken(token).into()),
+            // tiktoken's `KeyError` for one token: the id as a string.
+            None => Err(PyKeyError::new_err(token.to_string())),
         }
     }
 
