@@ -302,7 +302,7 @@ mod tests {
     }
 
     /// A helper's panic reaches the caller, not a hang: the last item, which the helper takes
-    /// first, panics, while the caller's items take long enough for the helper to start.
+    /// first, panics, while the caller's first item waits for that (up to 10 s).
     #[test]
     fn a_helper_panic_reaches_the_caller() {
         let items: Vec<usize> = (0..64).collect();
@@ -314,8 +314,12 @@ mod tests {
                     *panicked_on.lock().unwrap() = Some(std::thread::current().id());
                     panic!("item 63");
                 }
-                if i < 16 {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
+                if i == 0 {
+                    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    while panicked_on.lock().unwrap().is_none() && std::time::Instant::now() < until
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
                 }
                 Ok::<usize, Error>(i)
             })
