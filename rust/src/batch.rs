@@ -172,34 +172,44 @@ pub fn batch_map<I: Sync, T: Send>(
     num_threads: usize,
     f: impl Fn(&I) -> Result<T, Error> + Sync + Send,
 ) -> Result<Vec<T>, Error> {
+    batch_map_until(items, num_threads, f, || false)
+}
+
+/// [`batch_map`] that asks `stop` after each item the calling thread runs: once it says yes,
+/// no thread takes another item (each finishes the one it has) and the batch returns
+/// [`Error::Interrupted`]. The binding layer checks for Ctrl-C there.
+pub fn batch_map_until<I: Sync, T: Send>(
+    items: &[I],
+    num_threads: usize,
+    f: impl Fn(&I) -> Result<T, Error> + Sync + Send,
+    mut stop: impl FnMut() -> bool,
+) -> Result<Vec<T>, Error> {
     let n = items.len();
     let Some(ends) = shared_ends(n, num_threads) else {
-        return items.iter().map(f).collect();
-    };
-    let work = |take: &dyn Fn() -> Option<usize>| {
-        let mut done = Vec::new();
-        while let Some(i) = take() {
-            let r = f(&items[i]);
-            let stop = r.is_err();
-            done.push((i, r));
-            if stop {
-                break;
+        let mut out = Vec::with_capacity(n);
+        for item in items {
+            out.push(f(item)?);
+            if stop() {
+                return Err(Error::Interrupted);
             }
         }
-        done
+        return Ok(out);
     };
     let helped = std::sync::Mutex::new(Vec::new());
-    let mine = with_helpers(
+    let (mine, stopped) = with_helpers(
         helper_threads(num_threads, n),
         || {
-            let done = work(&|| ends.back());
+            let (done, _) = take_items(items, &f, &ends, || ends.back(), || false);
             // A poisoned lock means another helper panicked; that panic reaches the caller.
             if let Ok(mut h) = helped.lock() {
                 h.push(done);
             }
         },
-        || work(&|| ends.front()),
+        || take_items(items, &f, &ends, || ends.front(), &mut stop),
     );
+    if stopped {
+        return Err(Error::Interrupted);
+    }
     let mut parts = helped
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -219,6 +229,33 @@ pub fn batch_map<I: Sync, T: Send>(
         return Err(e);
     }
     Ok(slots.into_iter().flatten().collect())
+}
+
+/// One thread's share of [`batch_map_until`]: runs the items `take` hands out, until there are
+/// none, one fails, or `stop` says so (then nobody takes another: `true` comes back).
+/// Generic rather than `dyn`, so that the helpers' `|| false` costs nothing.
+#[allow(clippy::type_complexity)] // (index, result) pairs, and whether `stop` said so
+fn take_items<I, T>(
+    items: &[I],
+    f: &impl Fn(&I) -> Result<T, Error>,
+    ends: &TwoEnds,
+    take: impl Fn() -> Option<usize>,
+    mut stop: impl FnMut() -> bool,
+) -> (Vec<(usize, Result<T, Error>)>, bool) {
+    let mut done = Vec::new();
+    while let Some(i) = take() {
+        let r = f(&items[i]);
+        let failed = r.is_err();
+        done.push((i, r));
+        if failed {
+            break;
+        }
+        if stop() {
+            ends.close();
+            return (done, true);
+        }
+    }
+    (done, false)
 }
 
 #[cfg(test)]
@@ -285,6 +322,70 @@ mod tests {
     }
 
     /// Empty and one-item batches, and more threads than items.
+    /// A stop stops the batch: `Interrupted`, and no item is taken after it. An item from the
+    /// back half (the helper's) waits until the caller has stopped, so the helper runs one at
+    /// most.
+    #[test]
+    fn a_stop_ends_the_batch_early() {
+        for threads in [1, 2] {
+            let n = 400;
+            let items: Vec<usize> = (0..n).collect();
+            let ran = AtomicUsize::new(0);
+            let stopped = std::sync::atomic::AtomicBool::new(false);
+            let mut asked = 0;
+            let r = batch_map_until(
+                &items,
+                threads,
+                |&i| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                    let t = std::time::Instant::now();
+                    while i >= n / 2
+                        && !stopped.load(Ordering::Acquire)
+                        && t.elapsed() < std::time::Duration::from_secs(10)
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    Ok::<usize, Error>(i)
+                },
+                || {
+                    asked += 1;
+                    stopped.store(asked == 3, Ordering::Release);
+                    asked == 3
+                },
+            );
+            assert_eq!(r, Err(Error::Interrupted), "{threads} threads");
+            // The caller's three, and on two threads the helper's one if it started in time.
+            let ran = ran.load(Ordering::Relaxed);
+            assert!(
+                ran == 3 || (threads == 2 && ran == 4),
+                "{threads} threads: {ran} ran"
+            );
+        }
+    }
+
+    /// A stop that never says yes changes nothing.
+    #[test]
+    fn a_stop_that_never_stops_changes_nothing() {
+        let items: Vec<u64> = (0..500).collect();
+        for threads in [1, 2] {
+            let mut asked = 0;
+            let out = batch_map_until(
+                &items,
+                threads,
+                |&i| Ok::<u64, Error>(i + 7),
+                || {
+                    asked += 1;
+                    false
+                },
+            );
+            assert_eq!(
+                out.unwrap(),
+                items.iter().map(|i| i + 7).collect::<Vec<_>>()
+            );
+            assert!(asked >= 1, "the caller asks after its items");
+        }
+    }
+
     #[test]
     fn small_batches() {
         let none: Vec<u8> = Vec::new();

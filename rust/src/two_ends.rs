@@ -1,9 +1,10 @@
 //! The items of a batch, handed out from both ends: the calling thread takes them from the
 //! front, the helper threads from the back, until the two meet.
 //!
-//! Invariant: each index in `0..n` is handed out exactly once; the front hands out
-//! `0, 1, 2, ...` and the back `n - 1, n - 2, ...`, each in order, and no index is handed out
-//! by one end after the other end has passed it.
+//! Invariant: each index in `0..n` is handed out at most once, and exactly once unless the
+//! batch is closed first ([`TwoEnds::close`]); the front hands out `0, 1, 2, ...` and the back
+//! `n - 1, n - 2, ...`, each in order, and no index is handed out by one end after the other
+//! end has passed it.
 //!
 //! Why not one shared counter (as before): consecutive documents of a batch share words, so
 //! a thread that encodes a run of them finds the lines of its piece cache and of the tables
@@ -39,6 +40,18 @@ impl TwoEnds {
     /// The highest index not handed out yet, or `None` once the ends have met.
     pub fn back(&self) -> Option<usize> {
         self.take(false)
+    }
+
+    /// Hands out nothing more: the ends meet where the front is, so `front` and `back` return
+    /// `None` from now on (a batch stopped by Ctrl-C: each thread ends after its current item).
+    pub fn close(&self) {
+        // Cannot fail: the closure always returns `Some`.
+        let _ = self
+            .ends
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |ends| {
+                let next = ends & u64::from(u32::MAX);
+                Some(next << 32 | next)
+            });
     }
 
     fn take(&self, front: bool) -> Option<usize> {
@@ -104,6 +117,16 @@ mod tests {
         let mut all: Vec<usize> = seen.iter_mut().flat_map(std::mem::take).collect();
         all.sort_unstable();
         assert_eq!(all, (0..n).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_closed_batch_hands_out_nothing_more() {
+        let ends = TwoEnds::new(10).unwrap();
+        assert_eq!((ends.front(), ends.back()), (Some(0), Some(9)));
+        ends.close();
+        assert_eq!((ends.front(), ends.back()), (None, None));
+        ends.close();
+        assert_eq!(ends.front(), None);
     }
 
     #[test]

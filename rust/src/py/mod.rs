@@ -3,7 +3,9 @@
 //! released (`py.detach`); batches run on the core's threads ([`crate::batch`]), and
 //! `encode_lists` builds each list on the calling thread as the helpers' ids come in.
 
-use crate::batch::{batch_map, cores, helper_threads, shared_ends, spin_until, with_helpers};
+use crate::batch::{
+    batch_map, batch_map_until, cores, helper_threads, shared_ends, spin_until, with_helpers,
+};
 use crate::encoder::{Allowed, Encoder};
 use crate::error::Error;
 use crate::vocab::Rank;
@@ -236,12 +238,94 @@ fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
     PyRuntimeError::new_err(format!("internal error in ferrotok (please report): {msg}"))
 }
 
+/// Ctrl-C for work that runs with the GIL released: about every [`SignalPoll::EVERY`], the
+/// calling thread takes the GIL back for a moment and runs Python's signal handlers
+/// (`PyErr_CheckSignals`, which does nothing off the main thread). An exception from one
+/// (`KeyboardInterrupt`) stops the work and is raised as is ([`SignalPoll::finish`]).
+struct SignalPoll {
+    calls: u32,
+    next: std::time::Instant,
+    raised: Option<PyErr>,
+}
+
+impl SignalPoll {
+    const EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
+    fn new() -> Self {
+        SignalPoll {
+            calls: 0,
+            next: std::time::Instant::now() + Self::EVERY,
+            raised: None,
+        }
+    }
+
+    /// Should the work stop? Called between items; reads the clock every 16th call.
+    fn stop(&mut self) -> bool {
+        self.calls = self.calls.wrapping_add(1);
+        if self.calls % 16 != 0 || std::time::Instant::now() < self.next {
+            return false;
+        }
+        self.next = std::time::Instant::now() + Self::EVERY;
+        match Python::attach(|py| py.check_signals()) {
+            Ok(()) => false,
+            Err(e) => {
+                self.raised = Some(e);
+                true
+            }
+        }
+    }
+
+    /// The handler's exception if one stopped the work, else `r`.
+    fn finish<T>(self, r: PyResult<T>) -> PyResult<T> {
+        match self.raised {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+}
+
+/// [`batch_map`] over texts, stopped by `poll` (Ctrl-C).
 fn batch<T: Send>(
     texts: &[PyBackedStr],
     num_threads: usize,
+    poll: &mut SignalPoll,
     f: impl Fn(&str) -> Result<T, Error> + Sync + Send,
 ) -> Result<Vec<T>, Error> {
-    batch_map(texts, num_threads, |t| f(t))
+    batch_map_until(texts, num_threads, |t| f(t), || poll.stop())
+}
+
+/// Loads NumPy's C API for the arrays ferrotok returns, once per process, where no signal
+/// handler can interrupt it.
+///
+/// rust-numpy loads it at its first array, running Python code on the way (it asks
+/// `numpy.lib.NumpyVersion` which module holds the API), and panics if that code raises. A
+/// signal handler may run in that code on the main thread (Ctrl-C: `KeyboardInterrupt`), so
+/// a Ctrl-C at the wrong moment came out as a `PanicException`. Python runs signal handlers
+/// only on the main thread, so the API is loaded on a thread of its own.
+fn numpy_api(py: Python<'_>) -> PyResult<()> {
+    static LOADED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if LOADED.load(std::sync::atomic::Ordering::Acquire) {
+        return Ok(());
+    }
+    let loaded = py.detach(|| {
+        std::thread::spawn(|| {
+            Python::attach(|py| {
+                catch_unwind(AssertUnwindSafe(|| {
+                    PyArray1::<Rank>::zeros(py, 0, false);
+                }))
+                .is_ok()
+            })
+        })
+        .join()
+        .unwrap_or(false)
+    });
+    if !loaded {
+        return Err(pyo3::exceptions::PyImportError::new_err(
+            "NumPy's C API could not be loaded: is numpy installed and importable?",
+        ));
+    }
+    LOADED.store(true, std::sync::atomic::Ordering::Release);
+    Ok(())
 }
 
 /// `(ids, offsets)` of a flat batch.
@@ -252,7 +336,9 @@ type FlatBatch<'py> = (Bound<'py, PyArray1<Rank>>, Bound<'py, PyArray1<i64>>);
 /// ([`TwoEnds`](crate::two_ends::TwoEnds)).
 /// This thread also builds every list (which needs the GIL) as results come in, so list
 /// building overlaps encoding instead of following it. An error is the one of the first
-/// failing text, as in a sequential loop (see [`batch_map`]).
+/// failing text, as in a sequential loop (see [`batch_map`]). Signal handlers run between
+/// texts: an exception from one (Ctrl-C) stops every thread after its current text and
+/// comes out of the call.
 fn encode_lists<'py>(
     py: Python<'py>,
     texts: &[PyBackedStr],
@@ -264,6 +350,7 @@ fn encode_lists<'py>(
         for t in texts {
             let ids = detached(py, || encode(t))?;
             lists.push(ints::id_list(py, &ids)?);
+            py.check_signals()?; // Ctrl-C between texts
         }
         return PyList::new(py, lists);
     };
@@ -273,6 +360,7 @@ fn encode_lists<'py>(
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Done)>();
     let mut lists: Vec<Option<Bound<'py, PyList>>> = vec![None; n];
     let mut failed: Option<(usize, PyErr)> = None;
+    let mut interrupted: Option<PyErr> = None;
     let mut record = |i: usize, r: Done| {
         let result = match r {
             Ok(Ok(ids)) => ints::id_list(py, &ids),
@@ -308,12 +396,19 @@ fn encode_lists<'py>(
         let mut rx = rx;
         let mut done = 0;
         while done < n {
-            while let Ok((i, r)) = rx.try_recv() {
+            // Ctrl-C (checked after every text, as the helpers' results can keep this
+            // thread building lists to the end): no thread takes another text, and the
+            // handler's exception is raised.
+            if let Err(e) = py.check_signals() {
+                ends.close();
+                interrupted = Some(e);
+                break;
+            }
+            // The helpers' results first, one at a time.
+            if let Ok((i, r)) = rx.try_recv() {
                 record(i, r);
                 done += 1;
-            }
-            if done == n {
-                break;
+                continue;
             }
             if let Some(i) = ends.front() {
                 let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))));
@@ -346,6 +441,9 @@ fn encode_lists<'py>(
             }
         }
     });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
     if let Some((_, e)) = failed {
         return Err(e);
     }
@@ -494,12 +592,14 @@ impl PyCoreBPE {
     ) -> PyResult<Vec<usize>> {
         let allowed = self.allowed(allowed_special)?;
         let enc = &self.inner;
-        detached(py, || {
+        let mut poll = SignalPoll::new();
+        let counts = detached(py, || {
             let a = allowed.as_allowed();
-            batch(&texts, threads_for(&texts, num_threads), |t| {
+            batch(&texts, threads_for(&texts, num_threads), &mut poll, |t| {
                 enc.count(t, a)
             })
-        })
+        });
+        poll.finish(counts)
     }
 
     /// A batch as one flat id array plus offsets (`ids[offsets[i]..offsets[i + 1]]` is text
@@ -512,11 +612,13 @@ impl PyCoreBPE {
         allowed_special: &Bound<'_, PyAny>,
         num_threads: usize,
     ) -> PyResult<FlatBatch<'py>> {
+        numpy_api(py)?;
         let allowed = self.allowed(allowed_special)?;
         let enc = &self.inner;
-        let (ids, offsets) = detached(py, || {
+        let mut poll = SignalPoll::new();
+        let flat = detached(py, || {
             let a = allowed.as_allowed();
-            let parts = batch(&texts, threads_for(&texts, num_threads), |t| {
+            let parts = batch(&texts, threads_for(&texts, num_threads), &mut poll, |t| {
                 enc.encode(t, a)
             })?;
             let total = parts.iter().map(Vec::len).sum();
@@ -528,7 +630,8 @@ impl PyCoreBPE {
                 offsets.push(ids.len() as i64);
             }
             Ok((ids, offsets))
-        })?;
+        });
+        let (ids, offsets) = poll.finish(flat)?;
         Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
     }
 
@@ -575,6 +678,7 @@ impl PyCoreBPE {
         text: &str,
         allowed_special: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<Rank>>> {
+        numpy_api(py)?;
         let allowed = self.allowed(allowed_special)?;
         let enc = &self.inner;
         let ids = detached(py, || enc.encode(text, allowed.as_allowed()))?;
