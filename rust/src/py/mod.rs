@@ -308,16 +308,15 @@ fn numpy_api(py: Python<'_>) -> PyResult<()> {
         return Ok(());
     }
     let loaded = py.detach(|| {
-        std::thread::spawn(|| {
+        let loader = std::thread::Builder::new().spawn(|| {
             Python::attach(|py| {
                 catch_unwind(AssertUnwindSafe(|| {
                     PyArray1::<Rank>::zeros(py, 0, false);
                 }))
                 .is_ok()
             })
-        })
-        .join()
-        .unwrap_or(false)
+        });
+        loader.is_ok_and(|t| t.join().unwrap_or(false))
     });
     if !loaded {
         return Err(pyo3::exceptions::PyImportError::new_err(
