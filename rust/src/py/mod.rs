@@ -238,14 +238,40 @@ fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
     PyRuntimeError::new_err(format!("internal error in ferrotok (please report): {msg}"))
 }
 
+/// Holds the exception that Python code run from GIL-free work raised (a signal handler, a
+/// progress callback) until the work has unwound, and then raises it as is.
+#[derive(Default)]
+struct Stash(std::sync::Mutex<Option<PyErr>>);
+
+impl Stash {
+    /// Runs `f` with the GIL taken back; an exception from it is kept here, and the work is
+    /// told to stop (`Error::Interrupted`).
+    fn attached(&self, f: impl FnOnce(Python<'_>) -> PyResult<()>) -> Result<(), Error> {
+        Python::attach(f).map_err(|e| {
+            if let Ok(mut slot) = self.0.lock() {
+                *slot = Some(e);
+            }
+            Error::Interrupted
+        })
+    }
+
+    /// The kept exception if there is one, else `r`.
+    fn finish<T>(&self, r: PyResult<T>) -> PyResult<T> {
+        match self.0.lock().ok().and_then(|mut s| s.take()) {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+}
+
 /// Ctrl-C for work that runs with the GIL released: about every [`SignalPoll::EVERY`], the
 /// calling thread takes the GIL back for a moment and runs Python's signal handlers
 /// (`PyErr_CheckSignals`, which does nothing off the main thread). An exception from one
-/// (`KeyboardInterrupt`) stops the work and is raised as is ([`SignalPoll::finish`]).
+/// (`KeyboardInterrupt`) stops the work and is raised as is (`stash.finish`).
 struct SignalPoll {
     calls: u32,
     next: std::time::Instant,
-    raised: Option<PyErr>,
+    stash: Stash,
 }
 
 impl SignalPoll {
@@ -255,7 +281,7 @@ impl SignalPoll {
         SignalPoll {
             calls: 0,
             next: std::time::Instant::now() + Self::EVERY,
-            raised: None,
+            stash: Stash::default(),
         }
     }
 
@@ -266,21 +292,7 @@ impl SignalPoll {
             return false;
         }
         self.next = std::time::Instant::now() + Self::EVERY;
-        match Python::attach(|py| py.check_signals()) {
-            Ok(()) => false,
-            Err(e) => {
-                self.raised = Some(e);
-                true
-            }
-        }
-    }
-
-    /// The handler's exception if one stopped the work, else `r`.
-    fn finish<T>(self, r: PyResult<T>) -> PyResult<T> {
-        match self.raised {
-            Some(e) => Err(e),
-            None => r,
-        }
+        self.stash.attached(|py| py.check_signals()).is_err()
     }
 }
 
@@ -364,6 +376,7 @@ fn encode_lists<'py>(
         return PyList::new(py, lists);
     };
     type Done = std::thread::Result<Result<Vec<Rank>, Error>>;
+    let run = |i: usize| -> Done { catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))) };
     let n = texts.len();
     let helpers = helper_threads(num_threads, n);
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Done)>();
@@ -392,8 +405,7 @@ fn encode_lists<'py>(
         let tx = senders.lock().ok().and_then(|mut s| s.pop());
         let Some(tx) = tx else { return };
         while let Some(i) = ends.back() {
-            let r = catch_unwind(AssertUnwindSafe(|| encode(&texts[i])));
-            if tx.send((i, r)).is_err() {
+            if tx.send((i, run(i))).is_err() {
                 break;
             }
         }
@@ -423,12 +435,10 @@ fn encode_lists<'py>(
                 if let Some(i) = ends.front() {
                     let mine = py.detach(|| {
                         let until = std::time::Instant::now() + GIL_SHARE_FOR;
-                        let encoded =
-                            |i: usize| (i, catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))));
-                        let mut mine = vec![encoded(i)];
+                        let mut mine = vec![(i, run(i))];
                         while std::time::Instant::now() < until {
                             let Some(j) = ends.front() else { break };
-                            mine.push(encoded(j));
+                            mine.push((j, run(j)));
                         }
                         mine
                     });
@@ -449,7 +459,7 @@ fn encode_lists<'py>(
                 continue;
             }
             if let Some(i) = ends.front() {
-                let r = py.detach(|| catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))));
+                let r = py.detach(|| run(i));
                 record(i, r);
                 done += 1;
             } else {
@@ -637,7 +647,7 @@ impl PyCoreBPE {
                 enc.count(t, a)
             })
         });
-        poll.finish(counts)
+        poll.stash.finish(counts)
     }
 
     /// A batch as one flat id array plus offsets (`ids[offsets[i]..offsets[i + 1]]` is text
@@ -669,7 +679,7 @@ impl PyCoreBPE {
             }
             Ok((ids, offsets))
         });
-        let (ids, offsets) = poll.finish(flat)?;
+        let (ids, offsets) = poll.stash.finish(flat)?;
         Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
     }
 

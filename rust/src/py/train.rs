@@ -3,7 +3,7 @@
 //! released. Progress hooks re-acquire the GIL briefly, check for signals (Ctrl-C) and
 //! call the Python callback; an exception there stops the work and is re-raised as is.
 
-use super::detached;
+use super::{detached, Stash};
 use crate::error::Error;
 use crate::train::{learn, Counter, MergeConfig, Piece, PieceCounts, Progress};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -11,19 +11,17 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-
-/// Holds the exception a hook raised until the detached work has unwound.
-#[derive(Default)]
-struct Stash(Mutex<Option<PyErr>>);
+use std::sync::Arc;
 
 impl Stash {
+    /// The progress hook of training: Python's signal handlers (Ctrl-C), then the callback
+    /// if there is one; an exception from either stops the work ([`Stash::attached`]).
     fn hook<'a>(
         &'a self,
         callback: Option<&'a Py<PyAny>>,
     ) -> impl FnMut(Progress) -> Result<(), Error> + 'a {
         move |p| {
-            Python::attach(|py| {
+            self.attached(|py| {
                 py.check_signals()?;
                 if let Some(cb) = callback {
                     let (phase, done, total) = match p {
@@ -34,20 +32,6 @@ impl Stash {
                 }
                 Ok(())
             })
-            .map_err(|e: PyErr| {
-                if let Ok(mut slot) = self.0.lock() {
-                    *slot = Some(e);
-                }
-                Error::Interrupted
-            })
-        }
-    }
-
-    /// The hook's exception if there was one, else `r`.
-    fn finish<T>(&self, r: PyResult<T>) -> PyResult<T> {
-        match self.0.lock().ok().and_then(|mut s| s.take()) {
-            Some(e) => Err(e),
-            None => r,
         }
     }
 }
