@@ -8,6 +8,7 @@ oracle, the same files through its cache layout, so no test touches the network.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
@@ -49,6 +50,8 @@ def _setup_offline() -> None:
     os.environ["FERROTOK_DATA_DIR"] = str(ENCODINGS_DIR)
     # tiktoken reads `sha1(url)` files from its cache directory.
     cache = Path(tempfile.mkdtemp(prefix="ferrotok-tiktoken-cache-"))
+    # ~8 MB of copies a session: without this, every test run left them in the temp dir.
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
     for name, url in _URLS.items():
         src = ENCODINGS_DIR / name
         if src.exists():
