@@ -167,14 +167,16 @@ impl Backtrack {
         let n = vocab.n_ids();
         let filter = vocab.pair_filter();
         // Per rank: Some(split) for reachable ordinary tokens.
-        let merges: Vec<Option<(Rank, Rank)>> = (0..n as Rank)
-            .into_par_iter()
-            .map(|r| {
-                let bytes = vocab.ordinary_bytes(r)?;
-                let last = last_merge(vocab, filter, bytes)?;
-                Some(last.unwrap_or((r, r)))
-            })
-            .collect();
+        let merges: Vec<Option<(Rank, Rank)>> = crate::pool::parallel(|| {
+            (0..n as Rank)
+                .into_par_iter()
+                .map(|r| {
+                    let bytes = vocab.ordinary_bytes(r)?;
+                    let last = last_merge(vocab, filter, bytes)?;
+                    Some(last.unwrap_or((r, r)))
+                })
+                .collect()
+        });
         let mut split = vec![(NO_RANK, NO_RANK); n];
         let mut reachable: Vec<(&[u8], Rank)> = Vec::new();
         let mut whole_tokens_from = 1;

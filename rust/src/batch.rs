@@ -13,14 +13,9 @@
 //! `encode_lists` builds each list on the calling thread while the helpers encode.
 
 use crate::error::Error;
+use crate::pool::{cores, ProcessPool};
 use crate::two_ends::TwoEnds;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-
-/// The machine's core count, read once (`available_parallelism` reads cgroup files on Linux).
-pub fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()))
-}
 
 /// How many threads besides the caller's a batch of `n` items uses: `num_threads` counts the
 /// caller, and no more than the machine has cores for (tiktoken's default is 8).
@@ -34,41 +29,14 @@ pub fn helper_threads(num_threads: usize, n: usize) -> usize {
 /// started at the first batch and then kept, each with its warm piece cache. Starting a
 /// thread per batch, as before, cost ~65 us a call (a 2-thread batch of four short texts:
 /// 64.8 us, against 0.9 us on one thread), more than encoding a few short texts takes.
-/// Its own pool, not rayon's global one (which training uses, one thread per core): a
-/// batch's work is shared by the caller and these helpers, so no core is left to a pool
-/// thread that would only compete with them. `None` if the threads cannot be started.
-///
-/// A process forked from one that had the pool (a `fork` start of `multiprocessing`, as
-/// PyTorch's `DataLoader` workers are on Linux) inherits the pool but not its threads: a
-/// batch there would wait forever for helpers that do not exist. So the pool is tied to
-/// the process id, and a forked child starts its own (the parent's is left alone: its
-/// threads are in the parent, and dropping it in the child would signal nobody). The one
-/// case this misses: a grandchild whose id is the recycled id of a pool owner that has
-/// exited, forked from a child that never ran a batch.
+/// A pool of its own, not the build pool of [`crate::pool::parallel`] (one thread per core):
+/// a batch's work is shared by the caller and these helpers, so no core is left to a pool
+/// thread that would only compete with them. Tied to the process like every pool of
+/// ferrotok's (see `pool.rs`): a forked child starts its own. `None` if the threads cannot
+/// be started.
 fn helper_pool() -> Option<&'static rayon::ThreadPool> {
-    use std::sync::atomic::{AtomicPtr, AtomicU32};
-    // Atomics, not a lock: a fork while another thread held a lock would leave it held in
-    // the child for good. Two threads that start a pool at once each leak one; either works.
-    static POOL: AtomicPtr<rayon::ThreadPool> = AtomicPtr::new(std::ptr::null_mut());
-    static OWNER: AtomicU32 = AtomicU32::new(0);
-    let pid = std::process::id();
-    if OWNER.load(Ordering::Acquire) == pid {
-        // SAFETY: `POOL` only ever holds null or a pointer from `Box::leak` below, never
-        // freed; the Acquire load of `OWNER` (stored with Release after `POOL`) makes that
-        // pool's construction visible here.
-        if let Some(pool) = unsafe { POOL.load(Ordering::Acquire).as_ref() } {
-            return Some(pool);
-        }
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cores().saturating_sub(1).max(1))
-        .thread_name(|i| format!("ferrotok-batch-{i}"))
-        .build()
-        .ok()?;
-    let pool: &'static rayon::ThreadPool = Box::leak(Box::new(pool));
-    POOL.store(std::ptr::from_ref(pool).cast_mut(), Ordering::Release);
-    OWNER.store(pid, Ordering::Release);
-    Some(pool)
+    static HELPERS: ProcessPool = ProcessPool::new("ferrotok-batch", || cores().saturating_sub(1));
+    HELPERS.get()
 }
 
 /// How long a thread spins, instead of sleeping, to wait for a batch's next step: the

@@ -5,7 +5,8 @@
 //! merge-rank BPE on each piece ([`bpe`]) over a vocabulary ([`vocab`]),
 //! put together by [`encoder`]. `py` only converts types and errors for Python;
 //! a batch runs on the calling thread and kept helpers ([`batch`]), which take its items
-//! from [`two_ends`].
+//! from [`two_ends`]. Parallel work runs in pools of the calling process ([`pool`]), never in
+//! rayon's global pool, which a forked child inherits without its threads.
 
 pub mod backtrack;
 pub mod batch;
@@ -23,6 +24,7 @@ pub mod pair_filter;
 pub mod pair_memo;
 pub mod pair_table;
 pub mod piece_cache;
+pub mod pool;
 pub mod prefix_trie;
 pub mod pretok;
 pub mod short_table;

@@ -40,17 +40,19 @@ impl PairTable {
         rank: &(dyn Fn(&[u8]) -> Option<u32> + Sync),
         byte_ranks: &[u32; 256],
     ) -> Self {
-        let entries: Vec<(u64, u32)> = (0..n_ids as u32)
-            .into_par_iter()
-            .flat_map_iter(|r| {
-                let t = token_bytes(r).unwrap_or_default();
-                (1..t.len()).filter_map(move |k| {
-                    let a = rank(&t[..k])?;
-                    let b = rank(&t[k..])?;
-                    Some((key(a, b), r))
+        let entries: Vec<(u64, u32)> = crate::pool::parallel(|| {
+            (0..n_ids as u32)
+                .into_par_iter()
+                .flat_map_iter(|r| {
+                    let t = token_bytes(r).unwrap_or_default();
+                    (1..t.len()).filter_map(move |k| {
+                        let a = rank(&t[..k])?;
+                        let b = rank(&t[k..])?;
+                        Some((key(a, b), r))
+                    })
                 })
-            })
-            .collect();
+                .collect()
+        });
         let cap = (entries.len() * 2).next_power_of_two().max(16);
         debug_assert!(n_ids <= MAX_IDS);
         let mut table = PairTable {

@@ -65,9 +65,11 @@ impl PrefixTrie {
         let mut keyed: Vec<(u64, u32)> = (tokens.iter().zip(0u32..))
             .map(|(&(t, _), i)| (prefix(t), i))
             .collect();
-        keyed.par_sort_unstable_by(|x, y| {
-            x.0.cmp(&y.0)
-                .then_with(|| tokens[x.1 as usize].0.cmp(tokens[y.1 as usize].0))
+        crate::pool::parallel(|| {
+            keyed.par_sort_unstable_by(|x, y| {
+                x.0.cmp(&y.0)
+                    .then_with(|| tokens[x.1 as usize].0.cmp(tokens[y.1 as usize].0))
+            })
         });
         let order: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
         let sorted: Vec<(&[u8], Rank)> = order.iter().map(|&i| tokens[i as usize]).collect();

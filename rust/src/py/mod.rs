@@ -4,10 +4,11 @@
 //! `encode_lists` builds each list on the calling thread as the helpers' ids come in.
 
 use crate::batch::{
-    batch_map, batch_map_until, cores, helper_threads, shared_ends, spin_until, with_helpers,
+    batch_map, batch_map_until, helper_threads, shared_ends, spin_until, with_helpers,
 };
 use crate::encoder::{Allowed, Encoder};
 use crate::error::Error;
+use crate::pool::cores;
 use crate::vocab::Rank;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};

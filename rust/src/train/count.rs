@@ -24,6 +24,7 @@
 
 use super::{Hook, Progress};
 use crate::error::{Error, Result};
+use crate::pool::OwnPool;
 use crate::pretok::Splitter;
 use crate::special::SpecialMatcher;
 use rayon::prelude::*;
@@ -219,11 +220,13 @@ pub struct Counter {
     window: usize,
     counts: CountMap,
     bytes: u64,
-    pool: Option<rayon::ThreadPool>,
+    /// `None`: the process's build pool ([`crate::pool::parallel`]).
+    pool: Option<OwnPool>,
 }
 
 impl Counter {
-    /// `num_threads`: 0 for rayon's global pool, else a pool of that many threads.
+    /// `num_threads`: 0 for the process's pool of one thread per core, else a pool of that
+    /// many threads.
     pub fn new(pattern: &str, specials: Vec<String>, num_threads: usize) -> Result<Self> {
         let splitter = Splitter::new(pattern)?;
         let mut seen = rustc_hash::FxHashSet::default();
@@ -239,14 +242,7 @@ impl Counter {
         let pool = if num_threads == 0 {
             None
         } else {
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(num_threads)
-                    .build()
-                    .map_err(|e| {
-                        Error::Input(format!("cannot start {num_threads} threads: {e}"))
-                    })?,
-            )
+            Some(OwnPool::new(num_threads).map_err(|e| threads_error(num_threads, &e))?)
         };
         Ok(Counter {
             splitter,
@@ -287,7 +283,18 @@ impl Counter {
     fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
         match &self.pool {
             Some(p) => p.install(f),
-            None => f(),
+            None => crate::pool::parallel(f),
+        }
+    }
+
+    /// A counter made before a fork and used in the child: its own pool's threads are the
+    /// parent's, so the child needs a pool of its own first (see `pool.rs`).
+    fn pool_in_this_process(&mut self) -> Result<()> {
+        match &mut self.pool {
+            Some(p) => p
+                .in_this_process()
+                .map_err(|e| threads_error(p.threads(), &e)),
+            None => Ok(()),
         }
     }
 
@@ -307,6 +314,7 @@ impl Counter {
     /// Texts longer than a window are counted window by window, with `hook` called after
     /// each (so a single huge string shows progress and can be interrupted).
     pub fn add_texts<S: AsRef<str> + Sync>(&mut self, texts: &[S], hook: Hook<'_>) -> Result<()> {
+        self.pool_in_this_process()?;
         let (big, docs): (Vec<&str>, Vec<&str>) = texts
             .iter()
             .map(AsRef::as_ref)
@@ -350,6 +358,7 @@ impl Counter {
     /// large files in windows. Every file is opened before any is counted, so a missing
     /// file fails at once.
     pub fn add_files(&mut self, paths: &[PathBuf], hook: Hook<'_>) -> Result<()> {
+        self.pool_in_this_process()?;
         let mut sizes = Vec::with_capacity(paths.len());
         for p in paths {
             let meta = std::fs::metadata(p).map_err(|e| io_error(p, &e))?;
@@ -678,6 +687,10 @@ impl Counter {
 
 #[cfg(test)]
 static FALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn threads_error(n: usize, e: &rayon::ThreadPoolBuildError) -> Error {
+    Error::Input(format!("cannot start {n} threads: {e}"))
+}
 
 fn internal() -> Error {
     Error::Input("internal error: chunk missing".into())

@@ -1,0 +1,97 @@
+"""Work in a forked child: what PyTorch's `DataLoader` workers do on Linux.
+
+A child forked from a process whose thread pool had started inherits the pool but not its
+threads. Each test forks after the parent has used ferrotok's pools (loading an encoding
+does), then asks the child for work that runs in parallel for the first time there; before
+the pools were tied to the process (`rust/src/pool.rs`), the child waited forever.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import Any, Callable
+
+import ferrotok
+import pytest
+from oracle import pair
+
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
+    # From 3.12 Python warns on any fork of a process with threads; forking is the point.
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
+]
+
+LONG = "a" * 5_000 + " 日本語のテキストを長く続けます" * 40 + " " + "x9" * 300
+
+
+def _run(work: Callable[[], Any], out: Any) -> None:
+    try:
+        out.put(("ok", work()))
+    except BaseException as e:  # noqa: B036 - anything the child meets goes back to the test
+        out.put(("error", repr(e)))
+
+
+def in_forked_child(work: Callable[[], Any], timeout: float = 120.0) -> Any:
+    """`work()` run in a child forked from this process; fails the test if it hangs."""
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_run, args=(work, out))
+    child.start()
+    try:
+        status, value = out.get(timeout=timeout)
+    except Exception:
+        pytest.fail(f"the forked child gave no answer in {timeout:.0f} s (hung)")
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+    assert status == "ok", value
+    return value
+
+
+def fresh_copy(name: str) -> ferrotok.Encoding:
+    """A new Encoding with `name`'s ranks: its lazily built tables are not built yet."""
+    base = ferrotok.get_encoding(name)
+    return ferrotok.Encoding(
+        f"{name}_fresh",
+        pat_str=base._pat_str,
+        mergeable_ranks=base._mergeable_ranks,
+        special_tokens={},
+    )
+
+
+def test_first_long_pieces_in_a_forked_child() -> None:
+    # Long pieces need the backtracking and cut tables, built in parallel at first use.
+    enc = fresh_copy("o200k_base")
+    got = in_forked_child(lambda: enc.encode_ordinary(LONG))
+    assert got == pair("o200k_base")[1].encode_ordinary(LONG)
+
+
+def test_loading_an_encoding_in_a_forked_child() -> None:
+    # Building an encoding's pair table runs in parallel.
+    fresh_copy("r50k_base")
+    ranks = ferrotok.get_encoding("cl100k_base")._mergeable_ranks
+    pat = ferrotok.get_encoding("cl100k_base")._pat_str
+
+    def load_and_encode() -> list[int]:
+        enc = ferrotok.Encoding(
+            "cl100k_in_child", pat_str=pat, mergeable_ranks=ranks, special_tokens={}
+        )
+        return enc.encode_ordinary(LONG)
+
+    assert in_forked_child(load_and_encode) == pair("cl100k_base")[1].encode_ordinary(LONG)
+
+
+def test_training_in_a_forked_child() -> None:
+    # Counting runs on a pool of one thread per core unless told otherwise.
+    fresh_copy("r50k_base")
+    texts = [f"the {i} forked workers count pieces, low lower lowest " * 50 for i in range(200)]
+
+    def train() -> list[bytes]:
+        enc = ferrotok.train(texts, 400, progress=False)
+        return [enc.decode_single_token_bytes(t) for t in range(enc.n_vocab)]
+
+    got = in_forked_child(train)
+    want = ferrotok.train(texts, 400, progress=False)
+    assert got == [want.decode_single_token_bytes(t) for t in range(want.n_vocab)]
