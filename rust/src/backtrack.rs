@@ -136,28 +136,57 @@ impl Spines {
 
 /// The last merge BPE makes on `bytes`, if BPE turns them into one token (`Some(None)` for a
 /// single byte); `None` if the bytes stay in several parts (the token is unreachable) or a
-/// byte has no token. Quadratic, but only ever run on single tokens, once. Most of its
-/// probes find no merge; `filter` settles those from L2 instead of the pair table.
-fn last_merge(vocab: &Vocab, filter: &PairFilter, bytes: &[u8]) -> Option<Option<(Rank, Rank)>> {
-    let mut parts: Vec<Rank> = Vec::with_capacity(bytes.len());
+/// byte has no token. Only ever run on single tokens, once each, with `scratch` reused.
+///
+/// The merges are `bpe::merge_scan`'s: the leftmost lowest-ranked pair each round, and after
+/// a merge only the two pairs beside it looked up again (the first pairs of bytes from the
+/// pair table's byte array). Rescanning every pair with a look-up each round, as before, made
+/// `Backtrack::new` take 59 ms for o200k, most of an encoding's first long piece. Most look-ups
+/// find no merge; `filter` settles those from L2 instead of the pair table.
+fn last_merge(
+    vocab: &Vocab,
+    filter: &PairFilter,
+    bytes: &[u8],
+    scratch: &mut (Vec<Rank>, Vec<Rank>),
+) -> Option<Option<(Rank, Rank)>> {
+    let (tok, pair) = scratch;
+    tok.clear();
     for &b in bytes {
         match vocab.byte_ranks[b as usize] {
             NO_RANK => return None,
-            r => parts.push(r),
+            r => tok.push(r),
         }
     }
+    pair.clear();
+    pair.extend(bytes.windows(2).map(|w| vocab.pairs.byte_pair(w[0], w[1])));
+    let lookup = |a: Rank, b: Rank| {
+        if filter.may_merge(a, b) {
+            vocab.pairs.get(a, b).unwrap_or(NO_RANK)
+        } else {
+            NO_RANK
+        }
+    };
     let mut last = None;
-    while parts.len() > 1 {
-        let best = (0..parts.len() - 1)
-            .filter(|&i| filter.may_merge(parts[i], parts[i + 1]))
-            .filter_map(|i| vocab.pairs.get(parts[i], parts[i + 1]).map(|r| (r, i)))
-            .min();
-        let Some((r, i)) = best else { break };
-        last = Some((parts[i], parts[i + 1]));
-        parts[i] = r;
-        parts.remove(i + 1);
+    while tok.len() > 1 {
+        // Leftmost minimum: `min_by_key` keeps the first of equal keys.
+        let Some((at, &best)) = pair.iter().enumerate().min_by_key(|&(_, &r)| r) else {
+            break;
+        };
+        if best == NO_RANK {
+            break;
+        }
+        last = Some((tok[at], tok[at + 1]));
+        tok[at] = best;
+        tok.remove(at + 1);
+        pair.remove(at);
+        if at + 1 < tok.len() {
+            pair[at] = lookup(tok[at], tok[at + 1]);
+        }
+        if at > 0 {
+            pair[at - 1] = lookup(tok[at - 1], tok[at]);
+        }
     }
-    (parts.len() == 1).then_some(last)
+    (tok.len() == 1).then_some(last)
 }
 
 impl Backtrack {
@@ -170,11 +199,14 @@ impl Backtrack {
         let merges: Vec<Option<(Rank, Rank)>> = crate::pool::parallel(|| {
             (0..n as Rank)
                 .into_par_iter()
-                .map(|r| {
-                    let bytes = vocab.ordinary_bytes(r)?;
-                    let last = last_merge(vocab, filter, bytes)?;
-                    Some(last.unwrap_or((r, r)))
-                })
+                .map_init(
+                    || (Vec::new(), Vec::new()),
+                    |scratch, r| {
+                        let bytes = vocab.ordinary_bytes(r)?;
+                        let last = last_merge(vocab, filter, bytes, scratch)?;
+                        Some(last.unwrap_or((r, r)))
+                    },
+                )
                 .collect()
         });
         let mut split = vec![(NO_RANK, NO_RANK); n];
@@ -369,6 +401,65 @@ impl Backtrack {
 mod tests {
     use super::*;
     use rustc_hash::FxHashMap;
+
+    /// The last merge by the definition: every round, every pair looked up again, the lowest
+    /// rank (leftmost on ties) merged.
+    fn last_merge_by_rescan(vocab: &Vocab, bytes: &[u8]) -> Option<Option<(Rank, Rank)>> {
+        let mut parts: Vec<Rank> = bytes
+            .iter()
+            .map(|&b| vocab.byte_ranks[b as usize])
+            .collect();
+        let mut last = None;
+        while parts.len() > 1 {
+            let best = (0..parts.len() - 1)
+                .filter_map(|i| vocab.pairs.get(parts[i], parts[i + 1]).map(|r| (r, i)))
+                .min();
+            let Some((r, i)) = best else { break };
+            last = Some((parts[i], parts[i + 1]));
+            parts[i] = r;
+            parts.remove(i + 1);
+        }
+        (parts.len() == 1).then_some(last)
+    }
+
+    #[test]
+    fn last_merge_is_the_definitions() {
+        // Ties ("aaa": "aa" then "a", not "a" then "aa"), a token made from the right ("abx": "bx" before "ab"), a
+        // long one, and one no merge reaches ("pqrs": "qr" leaves "p", "qr", "s", and neither
+        // "pqr" nor "qrs" is a token).
+        let merged: [&[u8]; 13] = [
+            b"aa", b"aaa", b"bx", b"ab", b"aaaa", b"abx", b"cd", b"bcd", b"abcd", b"aabcd",
+            b"aaaabcd", b"qr", b"pqrs",
+        ];
+        let mut ranks: FxHashMap<Vec<u8>, Rank> =
+            (0..=255u8).map(|b| (vec![b], b as Rank)).collect();
+        for (i, t) in merged.iter().enumerate() {
+            ranks.insert(t.to_vec(), 256 + i as Rank);
+        }
+        let vocab = Vocab::new(ranks, Vec::new()).unwrap();
+        let filter = vocab.pair_filter();
+        let mut scratch = (Vec::new(), Vec::new());
+        let mut unreachable = 0;
+        for r in 0..vocab.n_ids() as Rank {
+            let bytes = vocab.ordinary_bytes(r).unwrap();
+            let want = last_merge_by_rescan(&vocab, bytes);
+            assert_eq!(
+                last_merge(&vocab, filter, bytes, &mut scratch),
+                want,
+                "{bytes:?}"
+            );
+            unreachable += want.is_none() as usize;
+        }
+        assert_eq!(unreachable, 1, "pqrs is the one token no merge reaches");
+        for text in [&b"aaaaaaabcdx"[..], b"abxabx", b"zz"] {
+            let want = last_merge_by_rescan(&vocab, text);
+            assert_eq!(
+                last_merge(&vocab, filter, text, &mut scratch),
+                want,
+                "{text:?}"
+            );
+        }
+    }
 
     /// Every pair `Spines` proves compatible, `unwind` finds compatible, and the test is not
     /// empty either way: it proves some pairs and leaves others to the memo.
