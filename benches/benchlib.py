@@ -44,7 +44,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def _temp_dir(prefix: str) -> Path:
+def temp_dir(prefix: str) -> Path:
     d = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, d, True)
     return d
@@ -62,7 +62,7 @@ def setup_offline_env() -> dict[str, str]:
     notes = {"data_dir": str(src)}
     os.environ.setdefault("FERROTOK_DATA_DIR", str(src))
     if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        cache = _temp_dir("ferrotok-bench-tiktoken-")
+        cache = temp_dir("ferrotok-bench-tiktoken-")
         for name in TIKTOKEN_FILES:
             url = f"{_BLOB}/{name}.tiktoken"
             _link_or_copy(src / f"{name}.tiktoken", cache / hashlib.sha1(url.encode()).hexdigest())
@@ -70,7 +70,7 @@ def setup_offline_env() -> dict[str, str]:
         notes["tiktoken_cache"] = f"{cache} (temp, from data dir)"
     else:
         notes["tiktoken_cache"] = os.environ["TIKTOKEN_CACHE_DIR"] + " (given)"
-    wc = _temp_dir("ferrotok-bench-wordchipper-")
+    wc = temp_dir("ferrotok-bench-wordchipper-")
     for name in TIKTOKEN_FILES:
         _link_or_copy(src / f"{name}.tiktoken", wc / "openai" / name / f"{name}.tiktoken")
     os.environ["WORDCHIPPER_CACHE_DIR"] = str(wc)
