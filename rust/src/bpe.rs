@@ -16,7 +16,8 @@
 //!   and in HuggingFace tokenizers' word merging.)
 //! * Pieces longer than [`SCAN_MAX`] ([`SCAN_MAX_NON_ASCII`] for a piece that ends in a
 //!   non-ASCII byte) go to [`crate::backtrack`] (linear, and exact for every vocabulary it
-//!   accepts); the heap is the fallback for the vocabularies it refuses.
+//!   accepts); the heap is the fallback for the vocabularies it refuses, and the scan or the
+//!   heap takes them until the walk's tables are built ([`Vocab::walk_for`]).
 //!
 //! Before any of these, [`encode_piece`] answers whole-token pieces with one probe (the
 //! short-token table for pieces of up to 8 bytes, the mid table for 9-16) and repeated
@@ -211,7 +212,7 @@ fn cut_or_merge<const K: u8>(
 /// the vocabulary has no cut tables or no boundary of the piece is a cut.
 #[inline(never)]
 fn cut(vocab: &Vocab, piece: &[u8], cache: &mut Local<'_>, out: &mut Vec<Rank>) -> Result<bool> {
-    let Some(cuts) = vocab.char_cuts() else {
+    let Some(cuts) = vocab.char_cuts_once_walking() else {
         return Ok(false);
     };
     cuts.encode(piece, out, |part, out| {
@@ -224,7 +225,7 @@ fn cut(vocab: &Vocab, piece: &[u8], cache: &mut Local<'_>, out: &mut Vec<Rank>) 
 fn walk_finds_whole_token(vocab: &Vocab, piece: &[u8]) -> bool {
     piece.len() > SCAN_MAX
         && vocab
-            .backtrack()
+            .walk_if_built()
             .is_some_and(|bt| piece.len() >= bt.whole_tokens_from)
 }
 
@@ -238,7 +239,7 @@ fn merge(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
         SCAN_MAX
     };
     if piece.len() > scan_max {
-        if let Some(bt) = vocab.backtrack() {
+        if let Some(bt) = vocab.walk_for(piece.len()) {
             if bt.encode(vocab, piece, out) {
                 return Ok(());
             }
@@ -438,6 +439,34 @@ mod tests {
             assert_eq!(c, expected, "cached path differs on {piece:?}");
         }
         expected
+    }
+
+    #[test]
+    fn the_walk_is_built_once_long_pieces_add_up_and_changes_no_token() {
+        let v = vocab(&[
+            b"ab", b"ba", b"aab", b"abab", b"bb", b"bab", b"abba", b"aabab",
+        ]);
+        let piece = b"ababbabaababbabbbaababaaabbab".repeat(4); // 116 bytes: a long piece
+        let want = reference(&v, &piece);
+        let encode = |v: &Vocab| {
+            let mut out = Vec::new();
+            encode_piece(v, &piece, &mut Local::none(), &mut out).unwrap();
+            out
+        };
+        let mut fed = 0;
+        while fed + piece.len() < crate::vocab::WALK_AFTER {
+            assert_eq!(encode(&v), want);
+            fed += piece.len();
+        }
+        assert!(v.walk_if_built().is_none(), "built after {fed} bytes");
+        assert!(v.char_cuts_once_walking().is_none());
+        assert_eq!(encode(&v), want);
+        assert!(
+            v.walk_if_built().is_some(),
+            "not built after {} bytes",
+            fed + piece.len()
+        );
+        assert_eq!(encode(&v), want);
     }
 
     #[test]
