@@ -71,6 +71,20 @@ def pair(name: str):
     return ferrotok.get_encoding(name), tiktoken.get_encoding(name)
 
 
+def fresh_encoding(name: str):
+    """A new ferrotok Encoding with `name`'s pattern and ranks: none of the tables ferrotok
+    builds after load (the pair filter, the backtracking walk's, the cuts') is built yet."""
+    import ferrotok
+
+    base = ferrotok.get_encoding(name)
+    return ferrotok.Encoding(
+        f"{name}_fresh",
+        pat_str=base._pat_str,
+        mergeable_ranks=base._mergeable_ranks,
+        special_tokens={},
+    )
+
+
 def corpus_file(name: str) -> Path:
     """A file of the shared corpus; a missing corpus fails the test, it never skips it."""
     path = CORPUS_DIR / name

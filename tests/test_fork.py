@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import ferrotok
 import pytest
-from oracle import pair
+from oracle import fresh_encoding, pair
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
@@ -50,27 +50,16 @@ def in_forked_child(work: Callable[[], Any], timeout: float = 120.0) -> Any:
     return value
 
 
-def fresh_copy(name: str) -> ferrotok.Encoding:
-    """A new Encoding with `name`'s ranks: its lazily built tables are not built yet."""
-    base = ferrotok.get_encoding(name)
-    return ferrotok.Encoding(
-        f"{name}_fresh",
-        pat_str=base._pat_str,
-        mergeable_ranks=base._mergeable_ranks,
-        special_tokens={},
-    )
-
-
 def test_first_long_pieces_in_a_forked_child() -> None:
     # Long pieces need the backtracking and cut tables, built in parallel at first use.
-    enc = fresh_copy("o200k_base")
+    enc = fresh_encoding("o200k_base")
     got = in_forked_child(lambda: enc.encode_ordinary(LONG))
     assert got == pair("o200k_base")[1].encode_ordinary(LONG)
 
 
 def test_loading_an_encoding_in_a_forked_child() -> None:
     # Building an encoding's pair table runs in parallel.
-    fresh_copy("r50k_base")
+    fresh_encoding("r50k_base")
     ranks = ferrotok.get_encoding("cl100k_base")._mergeable_ranks
     pat = ferrotok.get_encoding("cl100k_base")._pat_str
 
@@ -85,7 +74,7 @@ def test_loading_an_encoding_in_a_forked_child() -> None:
 
 def test_training_in_a_forked_child() -> None:
     # Counting runs on a pool of one thread per core unless told otherwise.
-    fresh_copy("r50k_base")
+    fresh_encoding("r50k_base")
     texts = [f"the {i} forked workers count pieces, low lower lowest " * 50 for i in range(200)]
 
     def train() -> list[bytes]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from oracle import CORPUS_DIR, ENCODING_NAMES, corpus_file, pair
+from oracle import CORPUS_DIR, ENCODING_NAMES, corpus_file, fresh_encoding, pair
 
 CORPORA = ["english.txt", "code.txt", "multilingual.txt"]
 ADVERSARIAL = sorted(p.name for p in (CORPUS_DIR / "adversarial").glob("*.txt"))
@@ -54,6 +54,22 @@ def test_corpus_parity(name: str, corpus: str) -> None:
         else:
             assert ours.encode_batch(group) == expected_special
             assert [ours.encode(d) for d in group] == expected_special
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
+def test_parity_before_and_after_the_walk_is_built(name: str) -> None:
+    # A fresh encoding encodes long pieces by the scan and the heap until they add up to
+    # 128 KiB (then the backtracking walk's tables are built): both sides of that must give
+    # tiktoken's ids. The first 40,000 chars of the three corpora hold ~47 KB of such pieces
+    # (~45 KB of them Japanese); the next 200,000 chars of the multilingual text (392 KB,
+    # ~289 KB in such pieces) cross the threshold.
+    ours, theirs = fresh_encoding(name), pair(name)[1]
+    for corpus in CORPORA:
+        text = corpus_file(corpus).read_text(encoding="utf-8")[:40_000]
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text), corpus
+    more = corpus_file("multilingual.txt").read_text(encoding="utf-8")[40_000:240_000]
+    docs = [more[i : i + 4000] for i in range(0, len(more), 4000)]
+    assert [ours.encode_ordinary(d) for d in docs] == theirs.encode_ordinary_batch(docs)
 
 
 @pytest.mark.parametrize("fname", ADVERSARIAL)
