@@ -76,13 +76,41 @@ impl ProcessPool {
 
 /// Runs `op` in this process's pool of one thread per core, so that the parallel iterators
 /// in it run there: building an encoding's tables, training's counting. The calling thread
-/// waits (a thread of another pool, such as a batch helper, works on that pool's jobs
-/// meanwhile). If no thread can be started, `op` runs on the calling thread as it is.
+/// waits and does nothing else meanwhile. If no thread can be started, `op` runs on the
+/// calling thread as it is.
+///
+/// A thread of another rayon pool (a batch helper) waits on a plain thread of its own, not in
+/// rayon's cross-pool wait: that wait runs the waiting thread's own pool's other jobs, and such
+/// a job may need what `op` is building. A batch helper building the backtracking tables (in a
+/// `OnceLock`) took up the next batch's helper job, which asked the same `OnceLock` on the same
+/// thread and waited forever (two batches from two Python threads at once, on an encoding
+/// whose tables were not built yet: hung in 1 of about 10 tries).
 pub fn parallel<R: Send>(op: impl FnOnce() -> R + Send) -> R {
     static BUILD: ProcessPool = ProcessPool::new("ferrotok-build", cores);
-    match BUILD.get() {
-        Some(pool) => pool.install(op),
-        None => op(),
+    let Some(pool) = BUILD.get() else {
+        return op();
+    };
+    if rayon::current_thread_index().is_none() || pool.current_thread_index().is_some() {
+        return pool.install(op);
+    }
+    // In a slot, so that `op` is still here if the thread cannot be started.
+    let slot = std::sync::Mutex::new(Some(op));
+    let take = || match slot.lock() {
+        Ok(mut op) => op.take(),
+        Err(poisoned) => poisoned.into_inner().take(),
+    };
+    let waited = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("ferrotok-wait".into())
+            .spawn_scoped(s, || take().map(|op| pool.install(op)))
+            .map(|handle| handle.join())
+    });
+    match waited {
+        Ok(Ok(Some(done))) => done,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        // No thread to wait on: the cross-pool wait, as rayon does it. (`Ok(Ok(None))`, the
+        // thread finding the slot empty, cannot happen: only it and this arm take from it.)
+        Ok(Ok(None)) | Err(_) => pool.install(take().expect("op is taken once")),
     }
 }
 
@@ -140,6 +168,42 @@ mod tests {
         assert!(
             names.iter().all(|n| n.starts_with("ferrotok-build-")),
             "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_helper_that_builds_does_not_take_up_the_next_job_on_the_way() {
+        // One helper thread; its job builds a vocabulary's backtracking tables (in parallel,
+        // inside a `OnceLock`) with the next job, which needs them too, queued behind it. The
+        // cross-pool wait ran that job on the building thread: a `OnceLock` entered twice on
+        // one thread, and the test hung.
+        let mut ranks: rustc_hash::FxHashMap<Vec<u8>, crate::vocab::Rank> =
+            (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+        for (i, t) in [&b"ab"[..], b"abc", b"bc", b"abcd"].iter().enumerate() {
+            ranks.insert(t.to_vec(), 256 + i as u32);
+        }
+        let vocab = crate::vocab::Vocab::new(ranks, Vec::new()).expect("a vocabulary");
+        let helpers = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a pool");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Not a scoped thread: if it hangs, the test fails instead of waiting with it.
+        std::thread::spawn(move || {
+            let built = helpers.install(|| {
+                rayon::scope(|sc| {
+                    sc.spawn(|_| assert!(vocab.backtrack().is_some()));
+                    assert!(vocab.backtrack().is_some());
+                });
+                true
+            });
+            let _ = tx.send(built);
+        });
+        let answer = rx.recv_timeout(std::time::Duration::from_secs(60));
+        assert_eq!(
+            answer,
+            Ok(true),
+            "the helper never finished: it waits on itself"
         );
     }
 
