@@ -23,6 +23,8 @@ pytestmark = [
 ]
 
 LONG = "a" * 5_000 + " 日本語のテキストを長く続けます" * 40 + " " + "x9" * 300
+# One piece longer than WALK_AFTER (128 KiB): the backtracking tables are built at once.
+LONGER = "a" * 200_000 + LONG
 
 
 def _run(work: Callable[[], Any], out: Any) -> None:
@@ -50,11 +52,12 @@ def in_forked_child(work: Callable[[], Any], timeout: float = 120.0) -> Any:
     return value
 
 
-def test_first_long_pieces_in_a_forked_child() -> None:
-    # Long pieces need the backtracking and cut tables, built in parallel at first use.
+def test_building_the_walk_in_a_forked_child() -> None:
+    # The backtracking tables are built in parallel, once long pieces add up to 128 KiB.
     enc = fresh_encoding("o200k_base")
-    got = in_forked_child(lambda: enc.encode_ordinary(LONG))
-    assert got == pair("o200k_base")[1].encode_ordinary(LONG)
+    assert enc.encode_ordinary(LONG) == pair("o200k_base")[1].encode_ordinary(LONG)  # not yet
+    got = in_forked_child(lambda: enc.encode_ordinary(LONGER))
+    assert got == pair("o200k_base")[1].encode_ordinary(LONGER)
 
 
 def test_loading_an_encoding_in_a_forked_child() -> None:

@@ -10,8 +10,8 @@
 //! `multiprocessing`, as PyTorch's `DataLoader` workers are on Linux) inherits the pool but
 //! not its threads. A parallel iterator there hands its work to threads that do not exist and
 //! waits forever; rayon's global pool cannot be replaced. With the global pool, a forked child
-//! hung at its first long piece (the backtracking tables are built on first use, in
-//! parallel), when it loaded another encoding (the pair table) and when it trained. So each
+//! hung when it built the backtracking tables (in parallel, after load), when it loaded
+//! another encoding (the pair table) and when it trained. So each
 //! pool here is tied to the id of the process that started it, and a forked child starts its
 //! own. The parent's pool is left to the child as it is (never dropped there: its locks may
 //! have been held by a parent thread at the fork, and its threads are not the child's).

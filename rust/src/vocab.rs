@@ -350,7 +350,7 @@ impl Vocab {
     /// Why wait: building them takes o200k 40-51 ms on two threads (cl100k ~30), while a
     /// program's first pieces are few. A first 12 KB document (English, code and Japanese)
     /// took 49-100 ms, nearly all of it that build, against tiktoken's 1.3-1.4 ms; now
-    /// 3.8-8.4 ms. Meanwhile the scan and the heap give the same tokens, only slower.
+    /// 3.8-8.8 ms. Meanwhile the scan and the heap give the same tokens, only slower.
     #[inline(always)]
     pub fn walk_for(&self, n: usize) -> Option<&Backtrack> {
         match self.backtrack.get() {
