@@ -74,9 +74,16 @@ fn cases() -> &'static [Case] {
                     slot.clone_from(bytes);
                 }
             }
+            let encoder = Encoder::new(ranks, Vec::new(), pattern).expect("an encoder");
+            // Built now: the walk's and the cut tables wait until long pieces add up to
+            // 128 KiB (`vocab::WALK_AFTER`), thousands of the fuzzer's short inputs. The road
+            // before them (the scan and the heap) is checked on the corpus by
+            // `tests/test_parity.py::test_parity_before_and_after_the_walk_is_built`.
+            let _ = encoder.vocab.backtrack();
+            let _ = encoder.vocab.char_cuts();
             Case {
                 name,
-                encoder: Encoder::new(ranks, Vec::new(), pattern).expect("an encoder"),
+                encoder,
                 reference: fancy_regex::RegexBuilder::new(pattern)
                     .backtrack_limit(10_000_000)
                     .build()
