@@ -3,13 +3,18 @@
 A child forked from a process whose thread pool had started inherits the pool but not its
 threads. Each test forks after the parent has used ferrotok's pools (loading an encoding
 does), then asks the child for work that runs in parallel for the first time there; before
-the pools were tied to the process (`rust/src/pool.rs`), the child waited forever.
+the pools were tied to the process (`rust/src/pool.rs`), the child waited forever. A child
+forked while another thread of the parent was building a table waited forever too, for a
+builder it does not have (`rust/src/process_once.rs`).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
+from functools import partial
 from typing import Any, Callable
 
 import ferrotok
@@ -58,6 +63,22 @@ def test_building_the_walk_in_a_forked_child() -> None:
     assert enc.encode_ordinary(LONG) == pair("o200k_base")[1].encode_ordinary(LONG)  # not yet
     got = in_forked_child(lambda: enc.encode_ordinary(LONGER))
     assert got == pair("o200k_base")[1].encode_ordinary(LONGER)
+
+
+def test_a_fork_while_another_thread_builds_the_walk() -> None:
+    # A thread encodes a piece that has the walk's tables built at once (40-50 ms for o200k)
+    # while the test forks, at several delays so that some fork lands inside the build. The
+    # child needs the tables too; it waited forever for the parent's building thread, which
+    # is not in the child, while the tables were in a `OnceLock` (`rust/src/process_once.rs`).
+    want = pair("o200k_base")[1].encode_ordinary(LONGER)
+    for delay in (0.0, 0.002, 0.005, 0.01, 0.02, 0.03):
+        enc = fresh_encoding("o200k_base")
+        builder = threading.Thread(target=enc.encode_ordinary, args=(LONGER,))
+        builder.start()
+        time.sleep(delay)
+        got = in_forked_child(partial(enc.encode_ordinary, LONGER), timeout=30.0)
+        builder.join()
+        assert got == want, f"fork {delay * 1e3:.0f} ms after the build began"
 
 
 def test_loading_an_encoding_in_a_forked_child() -> None:

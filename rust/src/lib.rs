@@ -27,6 +27,7 @@ pub mod piece_cache;
 pub mod pool;
 pub mod prefix_trie;
 pub mod pretok;
+pub mod process_once;
 pub mod short_table;
 pub mod special;
 pub mod tiktoken_file;

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 /// The machine's core count, read once (`available_parallelism` reads cgroup files on Linux).
 pub fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    static CORES: crate::process_once::ProcessOnce<usize> = crate::process_once::ProcessOnce::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()))
 }
 
@@ -82,7 +82,7 @@ impl ProcessPool {
 /// A thread of another rayon pool (a batch helper) waits on a plain thread of its own, not in
 /// rayon's cross-pool wait: that wait runs the waiting thread's own pool's other jobs, and such
 /// a job may need what `op` is building. A batch helper building the backtracking tables (in a
-/// `OnceLock`) took up the next batch's helper job, which asked the same `OnceLock` on the same
+/// cell built once) took up the next batch's helper job, which asked the same cell on the same
 /// thread and waited forever (two batches from two Python threads at once, on an encoding
 /// whose tables were not built yet: hung in 1 of about 10 tries).
 pub fn parallel<R: Send>(op: impl FnOnce() -> R + Send) -> R {
@@ -174,8 +174,8 @@ mod tests {
     #[test]
     fn a_helper_that_builds_does_not_take_up_the_next_job_on_the_way() {
         // One helper thread; its job builds a vocabulary's backtracking tables (in parallel,
-        // inside a `OnceLock`) with the next job, which needs them too, queued behind it. The
-        // cross-pool wait ran that job on the building thread: a `OnceLock` entered twice on
+        // inside a `ProcessOnce`) with the next job, which needs them too, queued behind it. The
+        // cross-pool wait ran that job on the building thread: a once-cell entered twice on
         // one thread, and the test hung.
         let mut ranks: rustc_hash::FxHashMap<Vec<u8>, crate::vocab::Rank> =
             (0..=255u8).map(|b| (vec![b], b as u32)).collect();

@@ -13,11 +13,11 @@ use crate::error::{Error, Result};
 use crate::mid_table::MidTable;
 use crate::pair_filter::PairFilter;
 use crate::pair_table::PairTable;
+use crate::process_once::ProcessOnce;
 use crate::short_table::{self, ShortTable};
 use crate::token_table::TokenTable;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
 
 pub type Rank = u32;
 
@@ -64,21 +64,21 @@ pub struct Vocab {
     decode_slots: Vec<[u8; DECODE_SLOT]>,
     /// Ordinary tokens' ranks in the order of their bytes (for `encode_with_unstable` and
     /// `token_byte_values`), built on first use: most programs never need it.
-    sorted: OnceLock<Vec<Rank>>,
+    sorted: ProcessOnce<Vec<Rank>>,
     /// Special tokens whose ids are past the flat table (rare: ids ≥ 2^21).
     far_specials: FxHashMap<Rank, Box<[u8]>>,
     /// The rank of each single byte, or `NO_RANK`: the BPE start state without hashing.
     pub byte_ranks: [Rank; 256],
     /// The backtracking encoder for long pieces, built once they have had [`WALK_AFTER`]
     /// bytes (`None` if this vocabulary's merges do not allow it; see `backtrack.rs`).
-    backtrack: OnceLock<Option<Backtrack>>,
+    backtrack: ProcessOnce<Option<Backtrack>>,
     /// Bytes of the pieces that went without the walk while its tables were not built.
     unwalked: AtomicUsize,
     /// Which pairs might merge, built at the first BPE that needs it (see `pair_filter.rs`).
-    pair_filter: OnceLock<PairFilter>,
+    pair_filter: ProcessOnce<PairFilter>,
     /// Where long CJK pieces may be cut, built at the first one once the walk's tables are
     /// (`None` for a vocabulary with too few such chars; see `char_cuts.rs`).
-    char_cuts: OnceLock<Option<CharCuts>>,
+    char_cuts: ProcessOnce<Option<CharCuts>>,
 }
 
 impl Vocab {
@@ -176,12 +176,12 @@ impl Vocab {
             offsets,
             is_special,
             decode_slots,
-            sorted: OnceLock::new(),
+            sorted: ProcessOnce::new(),
             far_specials,
             byte_ranks,
-            backtrack: OnceLock::new(),
-            pair_filter: OnceLock::new(),
-            char_cuts: OnceLock::new(),
+            backtrack: ProcessOnce::new(),
+            pair_filter: ProcessOnce::new(),
+            char_cuts: ProcessOnce::new(),
             unwalked: AtomicUsize::new(0),
         };
         // In rank order, so that the tables' open addressing gives the lowest ranks (BPE's

@@ -17,7 +17,7 @@
 //! same `regex-syntax` crate (one version in the lock file, so one Unicode
 //! version). No Unicode data is copied into this crate.
 
-use std::sync::OnceLock;
+use crate::process_once::ProcessOnce;
 
 use regex_syntax::hir::{Class, HirKind};
 
@@ -83,7 +83,7 @@ pub(crate) type Bits3 = [u64; 1 << 10];
 impl CharClasses {
     /// The process-wide table (built once, a few milliseconds).
     pub(crate) fn get() -> &'static CharClasses {
-        static TABLE: OnceLock<CharClasses> = OnceLock::new();
+        static TABLE: ProcessOnce<CharClasses> = ProcessOnce::new();
         TABLE.get_or_init(CharClasses::build)
     }
 

@@ -67,7 +67,7 @@
 //! whole corpus, is 2.2-2.3x as fast. That pattern's DFA takes 1.2 MB and 16-24 ms to
 //! build; Llama 3's 33 ms, o200k_base's 71 ms.
 
-use std::sync::OnceLock;
+use crate::process_once::ProcessOnce;
 
 use fancy_regex::Expr;
 use regex_automata::dfa::{dense, Automaton, StartKind};
@@ -87,7 +87,7 @@ pub struct General {
     /// The rewritten alternatives, for the DFA.
     alternatives: Vec<String>,
     /// The anchored DFA, built at the first split; `None` where it cannot be.
-    dfa: OnceLock<Option<dense::DFA<Vec<u32>>>>,
+    dfa: ProcessOnce<Option<dense::DFA<Vec<u32>>>>,
     /// By pattern id: matches are `\s+` runs standing for `\s+(?!\S)`.
     trim: Vec<bool>,
 }
@@ -145,7 +145,7 @@ impl General {
         Some(General {
             re,
             alternatives: strs,
-            dfa: OnceLock::new(),
+            dfa: ProcessOnce::new(),
             trim,
         })
     }
@@ -159,9 +159,10 @@ impl General {
     /// This splitter with the meta regex doing all the searching, as where the DFA cannot be
     /// built: for the tests that check that path too.
     pub fn without_dfa(self) -> Self {
-        let dfa = OnceLock::new();
-        let _ = dfa.set(None);
-        General { dfa, ..self }
+        General {
+            dfa: ProcessOnce::with_value(None),
+            ..self
+        }
     }
 
     /// The alternatives as one dense DFA with only anchored starts, or `None` if it would
