@@ -13,7 +13,9 @@
 //! tables; the pair filter; the general splitter's DFA) are built on whatever thread first
 //! needs them, so a program that forks (PyTorch's `DataLoader` workers on Linux) while
 //! another of its threads encodes could leave its workers hung. Here the builder is
-//! recorded by process id, as the pools of `pool.rs` are.
+//! recorded by process id, as the pools of `pool.rs` are, with the same one miss: a process
+//! whose id is the recycled id of the builder's process (a grandchild, forked from a child
+//! that never asked for the value, after the builder's process has exited) would wait.
 
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
