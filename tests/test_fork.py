@@ -78,7 +78,7 @@ def test_a_fork_while_another_thread_builds_the_walk() -> None:
         time.sleep(delay)
         got = in_forked_child(partial(enc.encode_ordinary, LONGER), timeout=30.0)
         builder.join()
-        assert got == want, f"fork {delay * 1e3:.0f} ms after the build began"
+        assert got == want, f"fork {delay * 1e3:.0f} ms after the building thread started"
 
 
 def test_loading_an_encoding_in_a_forked_child() -> None:

@@ -61,7 +61,7 @@ impl<T> ProcessOnce<T> {
     #[inline(always)]
     pub fn get(&self) -> Option<&T> {
         // SAFETY: `value` is null or a pointer from `Box::into_raw` that stays valid until
-        // `self` is dropped (only `Drop` frees it, and it is stored once: see `get_or_init`);
+        // `self` is dropped (only `Drop` frees it, and it is stored once: see `build_here`);
         // the Acquire load pairs with the Release store made after the `T` was written.
         unsafe { self.value.load(Ordering::Acquire).as_ref() }
     }
@@ -140,8 +140,8 @@ impl<T> Drop for ProcessOnce<T> {
     fn drop(&mut self) {
         let value = *self.value.get_mut();
         if !value.is_null() {
-            // SAFETY: a non-null `value` came from `Box::into_raw` in `build_here` and was
-            // stored once; `&mut self` means no `&T` handed out by `get` is alive.
+            // SAFETY: a non-null `value` came from `Box::into_raw` in `build_here` or
+            // `with_value` and was stored once; `&mut self` means no `&T` handed out by `get` is alive.
             drop(unsafe { Box::from_raw(value) });
         }
     }
