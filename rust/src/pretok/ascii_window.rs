@@ -319,6 +319,11 @@ fn ascii_lead(w: &[u8; WINDOW]) -> usize {
 /// ahead and starts with [`MIN_LEAD`] ASCII bytes, `window` gives its pieces (see the
 /// `*_block.rs` invariants); everywhere else, and wherever it gives none,
 /// `piece_end(bytes, i)` gives the end of the one piece that starts at `i`.
+///
+/// Pass `window` as a closure that calls the `*_block.rs` function, not as the function
+/// itself: a function item passed as an `impl Fn` is called through its `Fn::call` shim,
+/// which the extension's build (unlike a benchmark binary's) left out of line. Inlined,
+/// o200k's encode loop ran 2.6% fewer instructions (cachegrind, the English megabyte).
 #[inline(always)]
 pub(crate) fn drive_windows<'t>(
     text: &'t str,

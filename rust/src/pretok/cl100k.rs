@@ -54,13 +54,15 @@ impl Cl100k {
 
     /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
     /// from `cl100k_block` all at once, else one by one.
+    /// (`|w| boundaries(w)`, not `boundaries`: see `ascii_window::drive_windows`.)
     #[inline]
+    #[allow(clippy::redundant_closure)]
     pub fn for_each_piece<'t>(
         &self,
         text: &'t str,
         f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
-        drive_windows(text, boundaries, |b, i| self.piece_end(b, i), f)
+        drive_windows(text, |w| boundaries(w), |b, i| self.piece_end(b, i), f)
     }
 
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
