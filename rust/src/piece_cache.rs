@@ -8,12 +8,18 @@
 //! way and pushes the entry there to the second, dropping the older one. Two ways because
 //! with one, text with as many distinct multi-token pieces as slots lost a fifth of its hits
 //! to collisions (1 MB of the shared multilingual corpus: 4,300 of 21,000 repeats missed).
-//! 32,768 entries (3 MiB a thread, allocated at its first multi-token piece): that megabyte
+//! 65,536 entries (6 MiB a thread, allocated at its first multi-token piece). That megabyte
 //! has ~16,000 distinct multi-token pieces, and with 16,384 entries a second pass over it
-//! still missed 3,112 of its 21,177 (cl100k; 1,133 with 32,768).
+//! still missed 3,112 of its 21,177 (cl100k; 1,133 with 32,768). Text with richer morphology
+//! has more: a megabyte of Arabic and Hindi (25 MB into `multilingual.txt`) has 27,882 on
+//! o200k. At 32,768 entries the Rust core read it at 121-124 MB/s, at 65,536 at 181-184;
+//! `benches/encode.py` on it, 1.13x -> 1.54x toktok-rs. On 8 MB of English and code read
+//! again and again, more than either size holds, the encode ran 0.96-1.18x as fast (12
+//! alternated pairs, median 1.06x). The benchmark's own cells (English, code, multilingual; cl100k, o200k)
+//! read 0.98-1.03x, within the machine's noise.
 //! Each thread has its own cache (`thread_local::ThreadLocal`), so no locks; an encode call
 //! looks its thread's slots up once and keeps them in a [`Local`] for all its pieces.
-//! In front of the sets, one tag byte per way (32 KiB a thread) turns away most pieces the
+//! In front of the sets, one tag byte per way (64 KiB a thread) turns away most pieces the
 //! cache does not hold without reading their set: on text met once, where a third of the
 //! probes miss, each such probe read two lines that were misses in L2. Measured at 8 MB a
 //! corpus (Rust core, best of 5, alternated): r50k multilingual 150 -> 157 MB/s, o200k English
@@ -34,7 +40,7 @@ pub const MAX_IDS: usize = 12;
 pub const MAX_NARROW_IDS: usize = 2 * MAX_IDS;
 /// Set in `Entry::n_ids` when the ids are stored two to a slot.
 const NARROW: u8 = 0x80;
-const SLOTS: usize = 1 << 15;
+const SLOTS: usize = 1 << 16;
 
 #[derive(Clone, Copy)]
 #[repr(C)]
