@@ -15,8 +15,8 @@
 //! o200k. At 32,768 entries the Rust core read it at 121-124 MB/s, at 65,536 at 181-184;
 //! `benches/encode.py` on it, 1.13x -> 1.54x toktok-rs. On 8 MB of English and code read
 //! again and again, more than either size holds, the encode ran 0.96-1.18x as fast (12
-//! alternated pairs, median 1.06x). The benchmark's own cells (English, code, multilingual; cl100k, o200k)
-//! read 0.98-1.03x, within the machine's noise.
+//! alternated pairs, median 1.06x). The benchmark's own cells (English, code and
+//! multilingual, on cl100k and o200k) read 0.98-1.03x, within the machine's noise.
 //! Each thread has its own cache (`thread_local::ThreadLocal`), so no locks; an encode call
 //! looks its thread's slots up once and keeps them in a [`Local`] for all its pieces.
 //! In front of the sets, one tag byte per way (64 KiB a thread) turns away most pieces the
