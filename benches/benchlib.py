@@ -163,30 +163,6 @@ class Timing:
         return (max(self.samples) - min(self.samples)) / self.median if self.samples else 0.0
 
 
-def settle(max_wait: float, below: float = 0.5, step: float = 5.0,
-           log: Callable[[str], None] = print) -> dict[str, float] | None:
-    """Waits, up to `max_wait` seconds, until the 1-minute load average is under `below`.
-
-    Why: runs started just after heavy work (the test suite, a CI run) read ferrotok's 2-thread
-    batches 5-17% low for their first minute or more, with nothing else running by then, and the
-    same build read them as usual a minute or two later ("The list batch right after heavy
-    work" in benches/README.md). The 1-minute load average falls below 0.5 about that long
-    after such work ends. Returns what was waited (seconds, load before, load after), or None
-    where the system has no load average or `max_wait` is 0.
-    """
-    if max_wait <= 0 or not hasattr(os, "getloadavg"):
-        return None
-    start = time.monotonic()
-    before = now = os.getloadavg()[0]
-    if before >= below:
-        log(f"waiting up to {max_wait:.0f} s for the 1-minute load average ({before:.2f}) "
-            f"to fall below {below} (--settle 0 skips this)")
-    while now >= below and time.monotonic() - start < max_wait:
-        time.sleep(step)
-        now = os.getloadavg()[0]
-    return {"waited_s": time.monotonic() - start, "load_before": before, "load_after": now}
-
-
 def time_once(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()

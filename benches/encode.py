@@ -18,9 +18,7 @@ How: every encoder's ids are first compared with tiktoken's on the same document
 also the warm-up); a peer that differs is shown as "inexact (N/M docs differ)" and never counts
 as the fastest exact peer. Encoders are then timed round-robin (rotating start) for `--reps`
 repetitions, each sample long enough to be measurable; the median is reported. The machine is
-shared and noisy: compare numbers from the same run only. Before any of this, the run waits (up
-to `--settle` seconds, 120 by default) for the 1-minute load average to fall below 0.5, so that
-a run started just after heavy work does not time the machine's recovery from it.
+shared and noisy: compare numbers from the same run only.
 
 Usage: python benches/encode.py [--mb N] [--reps R] [--only english,code]
        [--encodings cl100k_base,o200k_base,r50k_base,p50k_base,custom]
@@ -700,9 +698,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peers", help="only these encoders (ferrotok and tiktoken always run)")
     p.add_argument("--corpus-dir", type=Path, default=benchlib.DEFAULT_CORPUS_DIR)
     p.add_argument("--threads", type=int, default=2, help="threads for the batch section")
-    p.add_argument("--settle", type=float, default=120.0, metavar="SECONDS",
-                   help="first wait up to this long for the 1-minute load average to fall "
-                        "below 0.5 (default 120; 0: start at once)")
     p.add_argument("--custom-pat", default=peerlib.GPT2_ORIGINAL_PAT,
                    help="pattern of the custom encoding (ranks: cl100k_base)")
     p.add_argument("--budget", type=float, default=3.0,
@@ -842,9 +837,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     env_notes = benchlib.setup_offline_env()
     peers = select_peers(args)
-    settled = benchlib.settle(args.settle, log=log)
     info = report.machine_info(peers, env_notes)
-    info["settled"] = settled
     config = {k: [str(f) for f in v] if k == "files" else str(v) if isinstance(v, Path) else v
               for k, v in vars(args).items()}
     print(report.header_text(info, config, args.markdown), flush=True)

@@ -134,7 +134,6 @@ def header_text(info: dict[str, Any], config: dict[str, Any], markdown: bool) ->
         ("date", info["date"]),
         ("machine", f"{info['cpu']}, {info['cores']} cores ({info['usable_cores']} usable), "
                     f"load average at start {_loadavg(info['loadavg'])}"),
-        ("settle", _settled(info.get("settled"))),
         ("python", f"{info['python']} on {info['platform']}"),
         ("ferrotok", f"git {info['ferrotok_git']}"),
         ("packages", pk),
@@ -152,13 +151,6 @@ def footer_text(elapsed: float, markdown: bool) -> str:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     line = f"total time {elapsed:.0f} s; load average at end {_loadavg(load)}"
     return f"_{line}_" if markdown else line
-
-
-def _settled(settled: dict[str, float] | None) -> str:
-    if settled is None:
-        return "not waited (--settle 0, or no load average here)"
-    return (f"waited {settled['waited_s']:.0f} s: 1-minute load average "
-            f"{settled['load_before']:.2f} -> {settled['load_after']:.2f}")
 
 
 def _loadavg(load: Any) -> str:
