@@ -16,7 +16,9 @@
 //! `benches/encode.py` on it, 1.13x -> 1.54x toktok-rs. On 8 MB of English and code read
 //! again and again, more than either size holds, the encode ran 0.96-1.18x as fast (12
 //! alternated pairs, median 1.06x). The benchmark's own cells (English, code and
-//! multilingual, on cl100k and o200k) read 0.98-1.03x, within the machine's noise.
+//! multilingual, on cl100k and o200k) read 0.98-1.03x in the Python loop, within the
+//! machine's noise; in the benchmark, o200k multilingual's multiple of tiktoken read ~1% lower
+//! in each of three alternations (11.52-11.60x against 11.63-11.69x), cl100k's 1.00-1.01x.
 //! Each thread has its own cache (`thread_local::ThreadLocal`), so no locks; an encode call
 //! looks its thread's slots up once and keeps them in a [`Local`] for all its pieces.
 //! In front of the sets, one tag byte per way (64 KiB a thread) turns away most pieces the
