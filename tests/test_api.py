@@ -494,6 +494,49 @@ def test_shared_across_threads() -> None:
     assert ours.decode_bytes_batch(expected) == [t.encode() for t in texts]
 
 
+# The first list of ids a process makes looks up how its interpreter lays out an int, with an
+# `import sys`. Here an import hook (as lazy-import tools install) lets go of the GIL in that
+# import, and a second thread asks for ids meanwhile. With a plain `OnceLock` around the
+# look-up, the second thread waited for it while holding the GIL the first one needed: both
+# hung (`rust/src/py/ints.rs`).
+FIRST_LISTS_ON_TWO_THREADS = """
+import builtins, threading, time, ferrotok
+enc = ferrotok.get_encoding("cl100k_base")
+entered, real_import = threading.Event(), builtins.__import__
+
+def slow_import(name, *args, **kwargs):
+    if name == "sys" and not entered.is_set():
+        entered.set()
+        time.sleep(0.5)  # lets go of the GIL
+    return real_import(name, *args, **kwargs)
+
+builtins.__import__ = slow_import
+text, results = "hello world, hello again", {}
+threads = [threading.Thread(target=lambda k=k: results.update({k: enc.encode(text)}))
+           for k in range(2)]
+threads[0].start()
+assert entered.wait(30), "the first list of ids did not look the layout up with an import"
+threads[1].start()
+for t in threads:
+    t.join()
+builtins.__import__ = real_import
+print(results[0] == results[1] == enc.encode(text) != [])
+"""
+
+
+def test_first_lists_of_ids_on_two_threads_while_an_import_lets_go_of_the_gil() -> None:
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run([sys.executable, "-c", FIRST_LISTS_ON_TWO_THREADS],
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("two threads making their first lists of ids hung")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]
+
+
 def test_ferrotok_extensions_agree_with_encode() -> None:
     ours, _ = pair("o200k_base")
     texts = ["hello world", "", "<|endoftext|> x", "naïve café 🙂" * 50, "a" * 5000]

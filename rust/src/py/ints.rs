@@ -8,6 +8,7 @@
 use crate::vocab::Rank;
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -31,10 +32,15 @@ pub(super) enum IntLayout {
     CApi,
 }
 
-static INT_LAYOUT: OnceLock<IntLayout> = OnceLock::new();
+/// `PyOnceLock`, not `OnceLock`: the look-up runs Python (`import sys`, which calls
+/// `builtins.__import__`, a Python function wherever an import hook replaced it). Python may
+/// hand the GIL to another thread in the middle, and with `OnceLock` that thread would wait
+/// for the cell while holding the GIL the first thread needs to finish: a deadlock on the
+/// first `encode` of two threads. `PyOnceLock` waits with the GIL released.
+static INT_LAYOUT: PyOnceLock<IntLayout> = PyOnceLock::new();
 
 fn int_layout(py: Python<'_>) -> IntLayout {
-    *INT_LAYOUT.get_or_init(|| detect_int_layout(py).unwrap_or(IntLayout::CApi))
+    *INT_LAYOUT.get_or_init(py, || detect_int_layout(py).unwrap_or(IntLayout::CApi))
 }
 
 fn detect_int_layout(py: Python<'_>) -> PyResult<IntLayout> {
@@ -385,6 +391,9 @@ struct Region {
 unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
+/// A plain `OnceLock`: its set-up runs no Python, so no other thread can take the GIL while
+/// it runs. Nor can a fork land in the middle of it, or of a chunk's making: both happen only
+/// with the GIL held, and Python forks (`os.fork`, `multiprocessing`) with the GIL held too.
 static REGION: OnceLock<Option<Region>> = OnceLock::new();
 
 /// The region, allocated at first use; `None` if the allocation failed (then ids get C-API
@@ -457,13 +466,14 @@ struct IdIntSpec {
     refcnt: isize,
 }
 
-static ID_INT_SPEC: OnceLock<Option<IdIntSpec>> = OnceLock::new();
+/// `PyOnceLock` for the reason given at [`INT_LAYOUT`], whose look-up this one makes.
+static ID_INT_SPEC: PyOnceLock<Option<IdIntSpec>> = PyOnceLock::new();
 
 /// `None` where ids get C-API ints: other interpreters and layouts, 32-bit targets, and
 /// builds whose object header is not the plain 16-byte (reference count, type) pair —
 /// free-threaded builds and `Py_TRACE_REFS` builds.
 fn id_int_spec(py: Python<'_>) -> Option<IdIntSpec> {
-    *ID_INT_SPEC.get_or_init(|| {
+    *ID_INT_SPEC.get_or_init(py, || {
         if std::mem::size_of::<ffi::PyObject>() != 16 || std::mem::size_of::<usize>() != 8 {
             return None;
         }
