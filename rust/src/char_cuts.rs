@@ -52,7 +52,9 @@ pub struct CharCuts {
     partly_index: Box<[u32]>,
     partly: Box<[Partial]>,
     /// Tokens that are exactly two three-byte chars: open addressing on `c1 << 16 | c2`,
-    /// slots `[key + 1, rank]` (0 = free), at most half full.
+    /// slots `[key, rank]` (rank `NO_RANK`: free), at most half full. Every `u32` is some
+    /// pair's key, so the rank tells a free slot: with slots `[key + 1, rank]` and 0 for free,
+    /// U+FFFF U+FFFF's key wrapped to 0 and read any free slot as its token.
     duos: Box<[[u32; 2]]>,
     duo_mask: usize,
     /// One bit per rank: does BPE of the token's bytes give the token back? A part of a cut
@@ -213,13 +215,13 @@ impl CharCuts {
             *r = NO_RANK;
         }
         let cap = (duo_tokens.len() * 2).next_power_of_two().max(16);
-        let mut duos = vec![[0u32; 2]; cap].into_boxed_slice();
+        let mut duos = vec![[0, NO_RANK]; cap].into_boxed_slice();
         for (key, rank) in duo_tokens {
             let mut i = Self::duo_slot(key, cap - 1);
-            while duos[i][0] != 0 {
+            while duos[i][1] != NO_RANK {
                 i = (i + 1) & (cap - 1);
             }
-            duos[i] = [key + 1, rank];
+            duos[i] = [key, rank];
         }
         Some(CharCuts {
             chars,
@@ -279,8 +281,8 @@ impl CharCuts {
         let mut i = Self::duo_slot(key, self.duo_mask);
         loop {
             match self.duos[i] {
-                [k, r] if k == key + 1 => return Some(r),
-                [0, _] => return None,
+                [_, NO_RANK] => return None,
+                [k, r] if k == key => return Some(r),
                 _ => i = (i + 1) & self.duo_mask,
             }
         }
@@ -455,6 +457,32 @@ mod tests {
             spanned >= 4 && cut > chars.len(),
             "{cut} cuts, {spanned} spanned"
         );
+    }
+
+    /// Every `u32` is some pair's key, U+FFFF U+FFFF's included: all ones, which the table
+    /// once stored as `key + 1`, wrapped to 0, and so read any free slot as its token.
+    #[test]
+    fn the_two_char_table_tells_free_slots_from_every_key() {
+        let v = vocab(&[]);
+        let cuts = v.char_cuts().expect("enough whole chars");
+        assert_eq!(cuts.duo(0xFFFF, 0xFFFF), None);
+        assert_eq!(cuts.duo(0, 0), None);
+        // U+FFFF (EF BF BF) and U+FFFF twice, each reachable by merges; and 一一.
+        let ffff = utf8('\u{FFFF}');
+        let v = vocab(&[
+            ffff[..2].to_vec(),
+            ffff.clone(),
+            ffff.repeat(2),
+            utf8('一').repeat(2),
+        ]);
+        let cuts = v.char_cuts().expect("enough whole chars");
+        for (c1, c2) in [('\u{FFFF}', '\u{FFFF}'), ('一', '一')] {
+            let two = [utf8(c1), utf8(c2)].concat();
+            let want = Some(v.rank(&two).expect("a token"));
+            assert_eq!(cuts.duo(c1 as u32, c2 as u32), want, "{c1:?} {c2:?}");
+        }
+        assert_eq!(cuts.duo('一' as u32, 0xFFFF), None);
+        assert_eq!(cuts.duo(0xFFFF, '一' as u32), None);
     }
 
     #[test]
