@@ -473,6 +473,39 @@ def test_custom_encoding_like_tiktoken() -> None:
                           special_tokens={})
 
 
+@pytest.mark.parametrize("empty_matching", [r"a*", r"a*|(?=b)", r"(?:x\d)*"])
+def test_a_pattern_that_matches_the_empty_string_gives_its_empty_pieces_no_tokens(
+    empty_matching: str,
+) -> None:
+    # tiktoken panics on an empty piece; ferrotok encodes it as nothing, so the ids are
+    # those of the pattern's non-empty matches: tiktoken's with the same pattern minus its
+    # empty matches (`+` for `*`, the look-ahead dropped).
+    non_empty = {r"a*": r"a+", r"a*|(?=b)": r"a+", r"(?:x\d)*": r"(?:x\d)+"}[empty_matching]
+    ranks = {bytes([i]): i for i in range(256)}
+    ranks.update({b"aa": 256, b"x1": 257, b"x1x1": 258})
+    specials = {"<s>": 300}
+    ours = ferrotok.Encoding("e", pat_str=empty_matching, mergeable_ranks=ranks,
+                             special_tokens=specials)
+    theirs = tiktoken.Encoding("t", pat_str=non_empty, mergeable_ranks=ranks,
+                               special_tokens=specials)
+    texts = ["aab ba", "", "b", "x1x1x2 aaaa<s>ab", "baaab" * 50, "éaa\nx1"]
+    for text in texts:
+        want = theirs.encode(text, allowed_special="all")
+        assert ours.encode(text, allowed_special="all") == want, repr(text)
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text), repr(text)
+        assert ours.encode_to_numpy(text, allowed_special="all").tolist() == want
+        assert ours.count(text, allowed_special="all") == len(want)
+        # The last piece may be an empty one (no unstable tail) where `non_empty`'s is not.
+        stable, _ = ours.encode_with_unstable(text, allowed_special="all")
+        assert want[: len(stable)] == stable
+        assert ours._encode_bytes(text.encode() + b"\xff") == theirs._encode_bytes(
+            text.encode() + b"\xff")
+    many = texts * 400  # enough text for the batch to run on the helper threads
+    assert ours.encode_batch(many, num_threads=2, allowed_special="all") == [
+        theirs.encode(t, allowed_special="all") for t in many
+    ]
+
+
 def test_shared_across_threads() -> None:
     ours, theirs = pair("o200k_base")
     texts = [f"thread text {i} " * (i + 1) for i in range(64)]
