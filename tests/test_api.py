@@ -473,6 +473,39 @@ def test_custom_encoding_like_tiktoken() -> None:
                           special_tokens={})
 
 
+BYTES = {bytes([i]): i for i in range(256)}
+
+
+@pytest.mark.parametrize(
+    ("ranks", "specials", "message"),
+    [
+        ({**BYTES, b"ab": 2**21}, {}, "rank 2097152 is too large"),
+        ({**BYTES, b"ab": 2**32 - 1}, {}, "too large"),
+        (BYTES, {"<s>": 2**32 - 1}, "id 4294967295 is reserved"),
+        ({**BYTES, b"": 256}, {}, "has no bytes"),
+        ({**BYTES, b"ab": 7}, {}, "rank 7 is given to more than one token"),
+    ],
+    ids=["rank 2^21", "rank 2^32-1", "special 2^32-1", "empty token", "one rank twice"],
+)
+def test_vocabularies_past_ferrotoks_limits_are_a_value_error_that_names_the_limit(
+    ranks: dict[bytes, int], specials: dict[str, int], message: str
+) -> None:
+    # The README's "Where the two part ways": tiktoken accepts the first four (and panics on
+    # the last); ferrotok refuses each up front rather than give a wrong id later.
+    with pytest.raises(ValueError, match=message):
+        ferrotok.Encoding("x", pat_str=r"\w+|\s+|.", mergeable_ranks=ranks,
+                          special_tokens=specials)
+    # Just inside the limits, both build and agree.
+    ours = ferrotok.Encoding("y", pat_str=r"\w+|\s+|.", mergeable_ranks={**BYTES, b"ab": 2**21 - 1},
+                             special_tokens={"<s>": 2**32 - 2})
+    theirs = tiktoken.Encoding("y", pat_str=r"\w+|\s+|.",
+                               mergeable_ranks={**BYTES, b"ab": 2**21 - 1},
+                               special_tokens={"<s>": 2**32 - 2})
+    text = "ab cab<s>"
+    assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
+    assert ours.decode(ours.encode(text, allowed_special="all")) == text
+
+
 @pytest.mark.parametrize("empty_matching", [r"a*", r"a*|(?=b)", r"(?:x\d)*"])
 def test_a_pattern_that_matches_the_empty_string_gives_its_empty_pieces_no_tokens(
     empty_matching: str,
