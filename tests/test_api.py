@@ -296,7 +296,9 @@ def test_special_text_checks_match_tiktoken(name: str) -> None:
         for text in SPECIAL_CHECK_TEXTS:
             want = outcome(theirs.encode, text, **kw)
             assert outcome(ours.encode, text, **kw) == want, (text, kw)
-            assert outcome(ours.encode_to_numpy, text, **kw) == want, (text, kw)
+            # tiktoken's encode_to_numpy, unlike its encode, refuses lone surrogates.
+            want_numpy = outcome(theirs.encode_to_numpy, text, **kw)
+            assert outcome(ours.encode_to_numpy, text, **kw) == want_numpy, (text, kw)
         want = outcome(theirs.encode_batch, SPECIAL_CHECK_TEXTS, **kw)
         assert outcome(ours.encode_batch, SPECIAL_CHECK_TEXTS, **kw) == want, kw
         plain = [t for t in SPECIAL_CHECK_TEXTS if "plain" not in t]

@@ -182,10 +182,9 @@ class Encoding:
         [15339, 1917]
         """
         allowed = self._check_special(text, allowed_special, disallowed_special)
-        try:
-            return self._core_bpe.encode_to_numpy(text, allowed)
-        except UnicodeEncodeError:
-            return self._core_bpe.encode_to_numpy(_fix_surrogates(text), allowed)
+        # No retry with lone surrogates replaced, unlike `encode`: tiktoken's raises
+        # `UnicodeEncodeError` for them here.
+        return self._core_bpe.encode_to_numpy(text, allowed)
 
     def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
         """Encodes a list of strings into tokens, in parallel on Rust threads, ignoring specials.
