@@ -508,6 +508,38 @@ def test_vocabularies_past_ferrotoks_limits_are_a_value_error_that_names_the_lim
     assert ours.decode(ours.encode(text, allowed_special="all")) == text
 
 
+WORD_BOUNDARY_PATTERNS = [
+    r"(?: |a*?\b)+|.",
+    r"(?:\W|\w*?\b)+|.",
+    r"(?:s*?[^a]*?\b)*+|.",
+    r"\w+\b|\B.|\s",
+    r"(?i)\bthe\b|\w+|.",
+]
+
+
+@pytest.mark.parametrize("pattern", WORD_BOUNDARY_PATTERNS)
+def test_patterns_with_word_boundaries_split_as_tiktokens_engine_does(pattern: str) -> None:
+    # fancy-regex runs `\b` on its backtracking VM, where a lazy repetition can end on an
+    # empty iteration: `(?: |a*?\b)+` on " aa" matches " " and "a" there, " aa" in the
+    # automaton ferrotok's general path used to run it on (and in fancy-regex 0.20).
+    ranks = {bytes([i]): i for i in range(256)}
+    ranks.update({b"aa": 256, b" a": 257, b" aa": 258, b"ss": 259, b"the": 260})
+    ours = ferrotok.Encoding("w", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    theirs = tiktoken.Encoding("w", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    texts = [" aa", " aa aa", "  aa", " aa.", " aaaa aa", "\nss", "\n\nss", " ss", " ab",
+             "The theme, the end.", "a aa  aaa\n\nss é", "x" * 50]
+    compared = 0
+    for text in texts:
+        try:
+            want = theirs.encode_ordinary(text)
+        except BaseException as e:  # noqa: BLE001 - tiktoken panics on an empty match
+            assert "PanicException" in type(e).__name__
+            continue
+        assert ours.encode_ordinary(text) == want, repr(text)
+        compared += 1
+    assert compared >= 3
+
+
 @pytest.mark.parametrize("empty_matching", [r"a*", r"a*|(?=b)", r"(?:x\d)*"])
 def test_a_pattern_that_matches_the_empty_string_gives_its_empty_pieces_no_tokens(
     empty_matching: str,
