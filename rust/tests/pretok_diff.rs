@@ -63,13 +63,15 @@ fn reference(pattern: &str) -> fancy_regex::Regex {
         .unwrap()
 }
 
-/// Reference matches as (start, end) byte offsets.
+/// Reference matches as (start, end) byte offsets: the non-empty ones, as the splitters
+/// yield (an empty match has no tokens; see `Splitter::for_each_piece`).
 fn reference_spans(re: &fancy_regex::Regex, text: &str) -> Vec<(u32, u32)> {
     re.find_iter(text)
         .map(|m| {
             let m = m.expect("reference regex failed");
             (m.start() as u32, m.end() as u32)
         })
+        .filter(|(a, b)| a < b)
         .collect()
 }
 

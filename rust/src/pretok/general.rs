@@ -1,7 +1,8 @@
 //! The general path: any pattern that is, provably, a plain regex in disguise.
 //!
 //! Invariant: when [`General::new`] returns `Some`, `for_each_piece` yields
-//! exactly the matches of fancy-regex's `find_iter` for the same pattern.
+//! exactly the non-empty matches of fancy-regex's `find_iter` for the same pattern (an
+//! empty match has no tokens; see `Splitter::for_each_piece`).
 //!
 //! Why. The pattern is parsed by fancy-regex's own parser (so the syntax is
 //! read exactly as the reference reads it) into its top-level alternatives
@@ -265,7 +266,9 @@ impl General {
                 pos = e;
             }
             last_match = Some(e);
-            f(piece(text, s, e)?)?;
+            if s < e {
+                f(piece(text, s, e)?)?;
+            }
         }
         Ok(())
     }

@@ -106,7 +106,10 @@ impl Splitter {
         }
     }
 
-    /// Calls `f` with each piece of `text`, in order.
+    /// Calls `f` with each piece of `text`, in order: each non-empty match. A pattern that can
+    /// match the empty string (`a*`) has empty matches between its others; they have no bytes
+    /// and so no tokens, and are skipped here (tiktoken panics on one). Only the general path
+    /// and fancy-regex can yield them: the three families' patterns never match empty.
     #[inline]
     pub fn for_each_piece<'t>(
         &self,
@@ -121,7 +124,9 @@ impl Splitter {
             Splitter::Regex(re) => {
                 for m in re.find_iter(text) {
                     let m = m.map_err(|e| Error::Regex(e.to_string()))?;
-                    f(m.as_str())?;
+                    if !m.as_str().is_empty() {
+                        f(m.as_str())?;
+                    }
                 }
                 Ok(())
             }
@@ -148,6 +153,18 @@ mod tests {
         assert_eq!(Splitter::new(R50K_PATTERN).unwrap().kind(), "r50k");
         assert_eq!(Splitter::new(CL100K_PATTERN).unwrap().kind(), "cl100k");
         assert_eq!(Splitter::new(O200K_PATTERN).unwrap().kind(), "o200k");
+    }
+
+    /// A pattern that can match the empty string: its empty matches have no tokens, so they
+    /// are not pieces (BPE assumes at least one byte), on the general path or fancy-regex's.
+    #[test]
+    fn empty_matches_are_not_pieces() {
+        for (pattern, kind) in [(r"a*", "general"), (r"a*|(?=b)", "fancy-regex")] {
+            let s = Splitter::new(pattern).unwrap();
+            assert_eq!(s.kind(), kind);
+            assert_eq!(pieces(&s, "aab ba"), ["aa", "a"], "{pattern}");
+            assert!(pieces(&s, "").is_empty() && pieces(&s, "bcd").is_empty());
+        }
     }
 
     #[test]
