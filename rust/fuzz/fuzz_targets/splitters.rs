@@ -70,9 +70,11 @@ fuzz_target!(|data: &[u8]| {
             .collect()
     };
     for (name, s, re) in cases() {
+        // The splitters yield the non-empty matches (an empty one has no tokens).
         let want: Result<Vec<(usize, usize)>, _> = re
             .find_iter(&text)
             .map(|m| m.map(|m| (m.start(), m.end())))
+            .filter(|m| !matches!(m, Ok((a, b)) if a == b))
             .collect();
         let Ok(want) = want else {
             continue; // the reference gave up (backtrack limit): nothing to compare
