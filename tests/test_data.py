@@ -96,6 +96,11 @@ def test_bad_input_says_what_was_expected():
         PackedDataset([[1], [2, -3]], 4)
     with pytest.raises(TypeError, match="document 0 must be a sequence of int token ids"):
         PaddedDataset([["a", "b"]], 4)
+    # Bytes are not ids (an `array("q", b)` reads them as raw 8-byte ints).
+    for doc in (b"hello wo", bytearray(b"hello wo"), memoryview(b"hello wo"), "hello"):
+        for dataset in (PackedDataset, PaddedDataset):
+            with pytest.raises(TypeError, match=f"got {type(doc).__name__}"):
+                dataset([doc], 4)
     with pytest.raises(ValueError, match="overflow must be"):
         PaddedDataset(DOCS, 4, overflow="wrap")
     with pytest.raises(ValueError, match="separator must be a non-negative int"):

@@ -378,6 +378,16 @@ def test_non_str_items_are_named_by_index():
         ferrotok.train(gen(), 300, progress=False)
     with pytest.raises(TypeError, match="item 1 .* path"):
         ferrotok.count_pieces(["a", pathlib.Path("x")], progress=False)
+    # A first item of None is an error too, not an empty input (it once trained on nothing).
+    for first_none in ([None, "abc abc"], iter([None, "abc abc"])):
+        with pytest.raises(TypeError, match="item 0 of the input is NoneType"):
+            ferrotok.train(first_none, 300, progress=False)
+    with pytest.raises(TypeError, match="item 0 of the input is NoneType"):
+        ferrotok.count_pieces([None], progress=False)
+    with pytest.raises(ValueError, match="more than an encoding can have"):
+        ferrotok.train(["x"], 2**21 + 1, progress=False)
+    with pytest.raises(ValueError, match="min_frequency"):
+        ferrotok.train(["x"], 300, min_frequency=2**64, progress=False)
     with pytest.raises(ValueError, match="item 1 of the input is not valid Unicode"):
         ferrotok.count_pieces(["ok", "bad \ud800 surrogate"], progress=False)
 

@@ -36,6 +36,13 @@ IGNORE_INDEX = -100
 
 
 def _as_ids(doc: Sequence[int], index: int) -> array[int]:
+    if isinstance(doc, (bytes, bytearray, str)) or (
+        isinstance(doc, memoryview) and doc.format in ("B", "b", "c")
+    ):
+        # `array("q", b)` would read the raw bytes as 8-byte ints.
+        raise TypeError(
+            f"document {index} must be a sequence of int token ids, got {type(doc).__name__}"
+        )
     try:
         ids = array("q", doc)
     except (TypeError, OverflowError) as e:

@@ -262,8 +262,9 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
         raise TypeError(
             f"expected an iterable of texts or of paths, got {type(texts_or_files).__name__}"
         ) from None
-    first = next(it, None)
-    if first is None:
+    end = object()  # not None, which could be the first item (an error, raised below)
+    first = next(it, end)
+    if first is end:
         return None, ()
     if not _is_path(first):
         if isinstance(texts_or_files, (list, tuple)):
@@ -366,14 +367,28 @@ def _check_vocab_size(vocab_size: int, n_special: int) -> int:
             f"vocab_size is {vocab_size}, but the 256 byte tokens and {n_special} special "
             f"token(s) already take {256 + n_special}"
         )
+    if vocab_size - n_special > _MAX_ORDINARY:
+        raise ValueError(
+            f"vocab_size is {vocab_size}: {vocab_size - n_special:,} ordinary tokens, more than "
+            f"an encoding can have ({_MAX_ORDINARY:,}: their ranks are below 2**21)"
+        )
     return vocab_size - 256 - n_special
 
 
+#: The most ordinary tokens an encoding can have (ranks below 2**21; the README's "Where the
+#: two part ways").
+_MAX_ORDINARY = 2**21
+#: Bound for `min_frequency` and `max_token_length` (the core takes 64-bit ints).
+_MAX_OPTION = 2**63 - 1
+
+
 def _check_options(min_frequency: int | None, max_token_length: int | None) -> None:
-    if min_frequency is not None and (not isinstance(min_frequency, int) or min_frequency < 1):
+    if min_frequency is not None and (
+        not isinstance(min_frequency, int) or not 1 <= min_frequency <= _MAX_OPTION
+    ):
         raise ValueError(f"min_frequency must be a positive int or None, got {min_frequency!r}")
     if max_token_length is not None and (
-        not isinstance(max_token_length, int) or max_token_length < 1
+        not isinstance(max_token_length, int) or not 1 <= max_token_length <= _MAX_OPTION
     ):
         raise ValueError(
             f"max_token_length must be a positive int or None, got {max_token_length!r}"
