@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -953,3 +954,46 @@ def test_docstring_examples(capsys: pytest.CaptureFixture[str]) -> None:
 
     result = doctest.testmod(cli, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0, capsys.readouterr().out
+
+
+def test_an_empty_encoding_name_is_an_unknown_encoding(capsys: pytest.CaptureFixture[str]) -> None:
+    # `-e "$ENC"` with ENC unset must not quietly mean the default encoding.
+    status, out, err = run(capsys, "encode", "-e", "", "hi")
+    assert_user_error(status, err, "unknown encoding ''")
+    assert out == ""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_full_disk_is_a_message_not_a_traceback() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "ferrotok", "encode", "hello world"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "No space left on device" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs symbolic links and named pipes")
+def test_output_through_a_link_or_into_a_pipe_keeps_what_is_there(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A link: the file it names gets the ids and keeps its permissions; the link stays.
+    target = tmp_path / "ids.txt"
+    target.write_text("old")
+    target.chmod(0o600)
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    status, _, err = run(capsys, "encode", "-o", str(link), "hello world")
+    assert status == 0, err
+    assert link.is_symlink() and target.read_text().split() == ["15339", "1917"]
+    assert target.stat().st_mode & 0o777 == 0o600
+    # A named pipe is written to, not replaced by a file.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    status, _, err = run(capsys, "encode", "-o", str(fifo), "hello world")
+    assert status == 0, err
+    assert reader.communicate(timeout=60)[0].split() == [b"15339", b"1917"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    # A directory is an error that names it.
+    status, _, err = run(capsys, "encode", "-o", str(tmp_path), "hello world")
+    assert_user_error(status, err, str(tmp_path), "is a directory")

@@ -106,3 +106,30 @@ def test_a_corpus_short_of_pairs_gets_one_note_and_no_python_warning(tmp_path):
     assert "note: the corpus ran out of pairs before vocab size 1000" in r.stdout
     assert "Warning" not in r.stderr
     assert ferrotok.load(out).n_vocab < 1000
+
+
+def test_an_output_that_is_an_input_is_refused_before_anything_is_written(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    text = "the quick brown fox jumps over the lazy dog\n" * 200
+    corpus.write_text(text, encoding="utf-8")
+    link = tmp_path / "link.txt"
+    link.symlink_to(corpus)
+    # -o the input itself, the input through a link, and an input as the sidecar (`X.json`).
+    sidecar_input = tmp_path / "out.json"
+    sidecar_input.write_text(text, encoding="utf-8")
+    for files, out in [([corpus], corpus), ([link], corpus), ([sidecar_input], tmp_path / "out")]:
+        r = run("-m", "ferrotok.cli_train", "train", *map(str, files),
+                "--vocab-size", "300", "-o", str(out), "--no-progress")  # fmt: skip
+        assert r.returncode == 2 and "would overwrite the input file" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+    assert corpus.read_text(encoding="utf-8") == text
+    assert sidecar_input.read_text(encoding="utf-8") == text
+
+
+def test_a_vocab_size_no_encoding_can_hold_is_refused_before_counting(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("abc " * 100, encoding="utf-8")
+    r = run("-m", "ferrotok.cli_train", "train", str(corpus), "--vocab-size",
+            str(10**23), "-o", str(tmp_path / "x"), "--no-progress")  # fmt: skip
+    assert r.returncode == 2 and "more than an encoding can have" in r.stderr, r.stderr
+    assert "pieces:" not in r.stdout and not (tmp_path / "x").exists()

@@ -82,8 +82,9 @@ def load_encoding(args: argparse.Namespace) -> Encoding:
                 f"unknown model {model!r}; pass --encoding with one of: "
                 + ", ".join(registry.list_encoding_names())
             ) from None
-    name = name or DEFAULT_ENCODING
-    if name not in registry.list_encoding_names():
+    if name is None:
+        name = DEFAULT_ENCODING
+    if name not in registry.list_encoding_names():  # "" included (an unset `$ENC`, say)
         raise CLIError(
             f"unknown encoding {name!r}; known encodings: "
             + ", ".join(registry.list_encoding_names())
@@ -1044,7 +1045,9 @@ def main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USER_ERROR)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        status = func(args)
+        sys.stdout.flush()  # a full disk shows here, not as a traceback at exit
+        return status
     except CLIError as e:
         _end_progress_line()
         print(f"ferrotok: error: {e}", file=sys.stderr)
@@ -1055,9 +1058,22 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, and keep Python from
         # complaining again when it flushes stdout at exit.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass
+        _stdout_to_devnull()
         return 1
+    except OSError as e:
+        # Writing failed (a full disk, `> /dev/full`): say so, without a traceback. Errors
+        # about files the command was given are CLIErrors already and name the file.
+        _end_progress_line()
+        what = e.filename if e.filename is not None else "the output"
+        print(f"ferrotok: error: cannot write {what}: {e.strerror or e}", file=sys.stderr)
+        _stdout_to_devnull()
+        return EXIT_USER_ERROR
+
+
+def _stdout_to_devnull() -> None:
+    """Points stdout at the null device, so that Python's flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

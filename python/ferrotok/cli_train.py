@@ -87,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot write {out}: directory {out_dir} does not exist")
     name = args.name or os.path.splitext(os.path.basename(out))[0] or "trained"
     paths = [pathlib.Path(f) for f in args.files]
+    for target in (out, out + ".json"):
+        if any(_same_file(target, p) for p in paths):
+            return _fail(f"-o {out} would overwrite the input file {target}")
     try:
         _check_args(args)
         t0 = time.monotonic()
@@ -130,6 +133,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"tokens per byte on {where}: {tokens / nbytes:.4f} ({tokens:,} tokens)")
     print(f"saved: {out} and {out}.json (vocabulary {enc.n_vocab:,})")
     return 0
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Are `a` and `b` one existing file (links and relative paths included)?"""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _check_args(args: argparse.Namespace) -> None:

@@ -36,9 +36,11 @@ message says how to work offline.
 from __future__ import annotations
 
 import binascii
+import errno
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable
 from typing import Any
 
@@ -182,14 +184,31 @@ def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None
 
     The temporary file lives beside `path` (a rename is atomic only within a file system) and
     is created with the usual permissions (0o666 minus the umask), not mkstemp's 0o600, so a
-    shared cache stays readable by others.
+    shared cache stays readable by others; a file already at `path` keeps its own permissions.
+    A symbolic link is followed (the file it names is replaced, the link stays), and anything
+    at `path` that is not a regular file (`/dev/stdout`, a named pipe, a device) is written
+    to as it is, never replaced by a file.
     """
+    path = os.path.realpath(path) if os.path.islink(path) else path
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "wb") as out:
+            for piece in (data,) if isinstance(data, bytes) else data:
+                out.write(piece)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
+            if st is not None:
+                os.chmod(tmp, stat.S_IMODE(st.st_mode))
             for piece in (data,) if isinstance(data, bytes) else data:
                 f.write(piece)
             f.flush()
