@@ -388,6 +388,8 @@ def test_non_str_items_are_named_by_index():
         ferrotok.train(["x"], 2**21 + 1, progress=False)
     with pytest.raises(ValueError, match="min_frequency"):
         ferrotok.train(["x"], 300, min_frequency=2**64, progress=False)
+    with pytest.raises(ValueError, match="num_threads is 100000; at most 1024"):
+        ferrotok.count_pieces(["x"], num_threads=100_000, progress=False)
     with pytest.raises(ValueError, match="item 1 of the input is not valid Unicode"):
         ferrotok.count_pieces(["ok", "bad \ud800 surrogate"], progress=False)
 

@@ -133,3 +133,23 @@ def test_a_vocab_size_no_encoding_can_hold_is_refused_before_counting(tmp_path):
             str(10**23), "-o", str(tmp_path / "x"), "--no-progress")  # fmt: skip
     assert r.returncode == 2 and "more than an encoding can have" in r.stderr, r.stderr
     assert "pieces:" not in r.stdout and not (tmp_path / "x").exists()
+
+
+def test_ctrl_c_while_measuring_keeps_the_saved_vocabulary(tmp_path, monkeypatch, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the quick brown fox jumps over the lazy dog\n" * 200, encoding="utf-8")
+    out = tmp_path / "tok.tiktoken"
+
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_train, "_tokens_per_byte", interrupted)
+    parser = argparse.ArgumentParser(prog="ferrotok")
+    cli_train.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["train", str(corpus), "--vocab-size", "300", "-o", str(out),
+                              "--no-progress"])  # fmt: skip
+    assert cli_train.run(args) == 130
+    printed = capsys.readouterr()
+    assert f"saved: {out}" in printed.out and "interrupted while measuring" in printed.err
+    enc = ferrotok.load(out)
+    assert enc.n_vocab > 256 and f"(vocabulary {enc.n_vocab:,})" in printed.out

@@ -127,7 +127,13 @@ def run(args: argparse.Namespace) -> int:
     )
     if n_merges < args.vocab_size - 256 - len(args.special):
         print(f"note: the corpus ran out of pairs before vocab size {args.vocab_size}")
-    tokens, nbytes, partial = _tokens_per_byte(enc, paths)
+    try:
+        tokens, nbytes, partial = _tokens_per_byte(enc, paths)
+    except KeyboardInterrupt:
+        # Only the measurement is cut short: the vocabulary is saved.
+        print(f"saved: {out} and {out}.json (vocabulary {enc.n_vocab:,})")
+        print("ferrotok train: interrupted while measuring tokens per byte", file=sys.stderr)
+        return 130
     if nbytes:
         where = f"first {nbytes / 1e6:.0f} MB of the input" if partial else "the input"
         print(f"tokens per byte on {where}: {tokens / nbytes:.4f} ({tokens:,} tokens)")

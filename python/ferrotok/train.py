@@ -356,7 +356,14 @@ def _check_threads(num_threads: int | None) -> int:
         return 0
     if not isinstance(num_threads, int) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+    if num_threads > _MAX_THREADS:
+        # Thousands of threads take seconds to start and stop, and ignore Ctrl-C meanwhile.
+        raise ValueError(f"num_threads is {num_threads}; at most {_MAX_THREADS}")
     return num_threads
+
+
+#: The most counting threads a call may ask for (machines have far fewer cores).
+_MAX_THREADS = 1024
 
 
 def _check_vocab_size(vocab_size: int, n_special: int) -> int:
