@@ -1061,11 +1061,11 @@ def main(argv: list[str] | None = None) -> int:
         _stdout_to_devnull()
         return 1
     except OSError as e:
-        # Writing failed (a full disk, `> /dev/full`): say so, without a traceback. Errors
-        # about files the command was given are CLIErrors already and name the file.
+        # Most often writing failed (a full disk, `> /dev/full`); the files the command reads
+        # give CLIErrors that name them. Either way: a message, not a traceback.
         _end_progress_line()
-        what = e.filename if e.filename is not None else "the output"
-        print(f"ferrotok: error: cannot write {what}: {e.strerror or e}", file=sys.stderr)
+        what = e.filename if e.filename is not None else "writing the output"
+        print(f"ferrotok: error: {what}: {e.strerror or e}", file=sys.stderr)
         _stdout_to_devnull()
         return EXIT_USER_ERROR
 
