@@ -497,12 +497,16 @@ def test_vocabularies_past_ferrotoks_limits_are_a_value_error_that_names_the_lim
     with pytest.raises(ValueError, match=message):
         ferrotok.Encoding("x", pat_str=r"\w+|\s+|.", mergeable_ranks=ranks,
                           special_tokens=specials)
-    # Just inside the limits, both build and agree.
-    ours = ferrotok.Encoding("y", pat_str=r"\w+|\s+|.", mergeable_ranks={**BYTES, b"ab": 2**21 - 1},
-                             special_tokens={"<s>": 2**32 - 2})
-    theirs = tiktoken.Encoding("y", pat_str=r"\w+|\s+|.",
-                               mergeable_ranks={**BYTES, b"ab": 2**21 - 1},
-                               special_tokens={"<s>": 2**32 - 2})
+
+
+def test_vocabularies_just_inside_the_limits_agree_with_tiktoken() -> None:
+    kwargs: dict[str, Any] = {
+        "name": "y",
+        "pat_str": r"\w+|\s+|.",
+        "mergeable_ranks": {**BYTES, b"ab": 2**21 - 1},
+        "special_tokens": {"<s>": 2**32 - 2},
+    }
+    ours, theirs = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
     text = "ab cab<s>"
     assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
     assert ours.decode(ours.encode(text, allowed_special="all")) == text
@@ -522,8 +526,7 @@ def test_patterns_with_word_boundaries_split_as_tiktokens_engine_does(pattern: s
     # fancy-regex runs `\b` on its backtracking VM, where a lazy repetition can end on an
     # empty iteration: `(?: |a*?\b)+` on " aa" matches " " and "a" there, " aa" in the
     # automaton ferrotok's general path used to run it on (and in fancy-regex 0.20).
-    ranks = {bytes([i]): i for i in range(256)}
-    ranks.update({b"aa": 256, b" a": 257, b" aa": 258, b"ss": 259, b"the": 260})
+    ranks = {**BYTES, b"aa": 256, b" a": 257, b" aa": 258, b"ss": 259, b"the": 260}
     ours = ferrotok.Encoding("w", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     theirs = tiktoken.Encoding("w", pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
     texts = [" aa", " aa aa", "  aa", " aa.", " aaaa aa", "\nss", "\n\nss", " ss", " ab",
@@ -548,8 +551,7 @@ def test_a_pattern_that_matches_the_empty_string_gives_its_empty_pieces_no_token
     # those of the pattern's non-empty matches: tiktoken's with the same pattern minus its
     # empty matches (`+` for `*`, the look-ahead dropped).
     non_empty = {r"a*": r"a+", r"a*|(?=b)": r"a+", r"(?:x\d)*": r"(?:x\d)+"}[empty_matching]
-    ranks = {bytes([i]): i for i in range(256)}
-    ranks.update({b"aa": 256, b"x1": 257, b"x1x1": 258})
+    ranks = {**BYTES, b"aa": 256, b"x1": 257, b"x1x1": 258}
     specials = {"<s>": 300}
     ours = ferrotok.Encoding("e", pat_str=empty_matching, mergeable_ranks=ranks,
                              special_tokens=specials)

@@ -198,8 +198,7 @@ def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", path)
     if st is not None and not stat.S_ISREG(st.st_mode):
         with open(path, "wb") as out:
-            for piece in (data,) if isinstance(data, bytes) else data:
-                out.write(piece)
+            out.writelines(_pieces(data))
         return
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -209,8 +208,7 @@ def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None
         with os.fdopen(fd, "wb") as f:
             if st is not None:
                 os.chmod(tmp, stat.S_IMODE(st.st_mode))
-            for piece in (data,) if isinstance(data, bytes) else data:
-                f.write(piece)
+            f.writelines(_pieces(data))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -220,6 +218,11 @@ def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None
         except OSError:
             pass
         raise
+
+
+def _pieces(data: bytes | Iterable[bytes | memoryview]) -> Iterable[bytes | memoryview]:
+    """`data` as pieces to write: itself if it is one `bytes`."""
+    return (data,) if isinstance(data, bytes) else data
 
 
 def _remove(path: str) -> None:
