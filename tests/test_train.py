@@ -350,6 +350,100 @@ def test_load_plain_tiktoken_file_needs_a_pattern(tmp_path):
     assert ferrotok.Encoding.load(p, pat_str=r"\S+|\s+", name="plain").name == "plain"
 
 
+def _saved_small(tmp_path):
+    enc = ferrotok.train([corpus("english", 0, 20_000)], 270, special_tokens=[EOT], progress=False)
+    path = tmp_path / "small.tiktoken"
+    enc.save(path)
+    return enc, path, json.loads((tmp_path / "small.tiktoken.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "specials, message",
+    [
+        ({EOT: 104}, "rank of an ordinary token"),  # the byte token 'h'
+        ({EOT: 269.9}, "not an int"),
+        ({EOT: "269"}, "not an int"),
+        ({EOT: None}, "not an int"),
+        ({EOT: True}, "not an int"),
+        ({EOT: -1}, "not an int"),
+        ({EOT: 2**32 - 1}, "not an int"),
+        ({EOT: 269, "<|pad|>": 269}, "both have id 269"),
+        ({"": 269}, "non-empty string"),
+        ([EOT, 269], "must be an object"),
+    ],
+)
+def test_load_refuses_a_sidecar_whose_special_tokens_cannot_be_right(tmp_path, specials, message):
+    _, path, meta = _saved_small(tmp_path)
+    side = tmp_path / "small.tiktoken.json"
+    side.write_text(json.dumps(dict(meta, special_tokens=specials)))
+    with pytest.raises(ValueError, match=message) as info:
+        ferrotok.load(path)
+    assert "small.tiktoken.json" in str(info.value)
+    # The same checks hold for special tokens passed to `load` (named as the argument).
+    if isinstance(specials, dict):
+        with pytest.raises(ValueError, match=message) as info:
+            ferrotok.load(path, special_tokens=specials)
+        assert str(info.value).startswith("special_tokens")
+
+
+def test_load_checks_n_vocab_when_the_sidecar_has_no_hash(tmp_path):
+    enc = ferrotok.train([corpus("english", 0, 20_000)], 270, progress=False)
+    path = tmp_path / "small.tiktoken"
+    enc.save(path)
+    side = tmp_path / "small.tiktoken.json"
+    meta = json.loads(side.read_text())
+    del meta["ranks_sha256"]
+    side.write_text(json.dumps(meta))
+    assert ferrotok.load(path).n_vocab == enc.n_vocab == meta["n_vocab"] == 270
+    # Cut at a line end, the ranks file still parses; only the count tells.
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:200]))
+    with pytest.raises(ValueError, match="'n_vocab' is 270, but .* make 200 tokens"):
+        ferrotok.load(path)
+
+
+@pytest.mark.parametrize("interrupt", [OSError(1, "Operation not permitted"), KeyboardInterrupt()])
+def test_save_keeps_the_old_pair_when_the_second_file_cannot_be_replaced(
+    tmp_path, monkeypatch, interrupt
+):
+    old, path, _ = _saved_small(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    new = ferrotok.train([corpus("code", 0, 20_000)], 300, progress=False)
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if os.fspath(dst).endswith(".json"):
+            raise interrupt
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(type(interrupt)):
+        new.save(path)
+    monkeypatch.undo()
+    # Both files are the old ones again, no temporary or backup file is left, and the pair
+    # still loads; a save that succeeds then replaces both.
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert ferrotok.load(path)._mergeable_ranks == old._mergeable_ranks
+    new.save(path)
+    assert ferrotok.load(path)._mergeable_ranks == new._mergeable_ranks
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(before)
+
+
+def test_save_that_fails_on_a_new_path_leaves_nothing(tmp_path, monkeypatch):
+    enc = ferrotok.train([corpus("english", 0, 20_000)], 270, progress=False)
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if os.fspath(dst).endswith(".json"):
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match="No space"):
+        enc.save(tmp_path / "fresh.tiktoken")
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---------------------------------------------------------------- bad input
 
 

@@ -189,6 +189,35 @@ def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None
     at `path` that is not a regular file (`/dev/stdout`, a named pipe, a device) is written
     to as it is, never replaced by a file.
     """
+    _atomic_write_all([(path, data)])
+
+
+def _atomic_write_all(files: list[tuple[str, bytes | Iterable[bytes | memoryview]]]) -> None:
+    """Writes several files (`(path, data)` pairs, each as `_atomic_write` does) as one
+    change: every new file is written in full before any old one is replaced, and if a
+    replacement fails (or Ctrl-C arrives) after an earlier one was made, the earlier files are
+    put back from hard links taken just before. So a reader that checks the files against
+    each other (a `.tiktoken` file and its sidecar) never keeps a mismatched pair, except where
+    the file system cannot make hard links.
+    """
+    staged: list[tuple[str, str]] = []  # (temporary file, its destination)
+    try:
+        for path, data in files:
+            target, st = _destination(path)
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                with open(target, "wb") as out:
+                    out.writelines(_pieces(data))
+                continue
+            staged.append((_write_temporary(target, st, data), target))
+        _replace_all(staged)
+    except BaseException:
+        for tmp, _ in staged:
+            _remove(tmp)
+        raise
+
+
+def _destination(path: str) -> tuple[str, os.stat_result | None]:
+    """The file to write for `path` (a symbolic link's target) and its status, if it exists."""
     path = os.path.realpath(path) if os.path.islink(path) else path
     try:
         st: os.stat_result | None = os.stat(path)
@@ -196,12 +225,14 @@ def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None
         st = None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", path)
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        with open(path, "wb") as out:
-            out.writelines(_pieces(data))
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    return path, st
+
+
+def _write_temporary(
+    path: str, st: os.stat_result | None, data: bytes | Iterable[bytes | memoryview]
+) -> str:
+    """Writes `data` to a new file beside `path`, flushed to disk, and returns its name."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
@@ -211,13 +242,44 @@ def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None
             f.writelines(_pieces(data))
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _remove(tmp)
         raise
+    return tmp
+
+
+def _replace_all(staged: list[tuple[str, str]]) -> None:
+    """Renames each temporary file over its destination; on failure, undoes the renames
+    already made (see `_atomic_write_all`)."""
+    # (destination, hard link to its old file, whether it had one)
+    done: list[tuple[str, str | None, bool]] = []
+    backups: list[str] = []
+    try:
+        for tmp, target in staged:
+            backup = None
+            existed = os.path.exists(target)
+            if len(staged) > 1 and existed:
+                backup = f"{target}.{os.getpid()}.{os.urandom(6).hex()}.old"
+                try:
+                    os.link(target, backup)
+                    backups.append(backup)
+                except OSError:
+                    backup = None  # no hard links here: this file cannot be put back
+            os.replace(tmp, target)
+            done.append((target, backup, existed))
+    except BaseException:
+        for target, backup, existed in reversed(done):
+            try:
+                if backup is not None:
+                    os.replace(backup, target)
+                elif not existed:
+                    os.remove(target)
+            except OSError:
+                pass
+        raise
+    finally:
+        for backup in backups:
+            _remove(backup)
 
 
 def _pieces(data: bytes | Iterable[bytes | memoryview]) -> Iterable[bytes | memoryview]:
@@ -476,6 +538,19 @@ def load_tiktoken_bpe(tiktoken_bpe_file: str, expected_hash: str | None = None) 
     return parse_tiktoken_bpe(contents, source)
 
 
+def _tiktoken_bpe_bytes(bpe_ranks: dict[bytes, int]) -> bytes:
+    """The contents of the `.tiktoken` file of `bpe_ranks`, in rank order."""
+    for token, rank in bpe_ranks.items():
+        if not isinstance(token, bytes) or not token:
+            raise TypeError(f"tokens must be non-empty bytes, got {token!r}")
+        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
+            raise TypeError(f"ranks must be non-negative ints, got {rank!r} for {token!r}")
+    return b"".join(
+        b"%s %d\n" % (binascii.b2a_base64(token, newline=False), rank)
+        for token, rank in sorted(bpe_ranks.items(), key=lambda x: x[1])
+    )
+
+
 def dump_tiktoken_bpe(bpe_ranks: dict[bytes, int], tiktoken_bpe_file: str) -> None:
     """Writes `{token bytes: rank}` as a `.tiktoken` file, in rank order.
 
@@ -488,15 +563,7 @@ def dump_tiktoken_bpe(bpe_ranks: dict[bytes, int], tiktoken_bpe_file: str) -> No
     >>> open(path, "rb").read()
     b'aA== 0\\naGk= 1\\n'
     """
-    for token, rank in bpe_ranks.items():
-        if not isinstance(token, bytes) or not token:
-            raise TypeError(f"tokens must be non-empty bytes, got {token!r}")
-        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
-            raise TypeError(f"ranks must be non-negative ints, got {rank!r} for {token!r}")
-    data = b"".join(
-        b"%s %d\n" % (binascii.b2a_base64(token, newline=False), rank)
-        for token, rank in sorted(bpe_ranks.items(), key=lambda x: x[1])
-    )
+    data = _tiktoken_bpe_bytes(bpe_ranks)
     if not _is_url(tiktoken_bpe_file):
         _atomic_write(tiktoken_bpe_file, data)
         return

@@ -27,7 +27,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Union
 
-from .load import _atomic_write, dump_tiktoken_bpe, parse_tiktoken_bpe
+from .load import _atomic_write_all, _tiktoken_bpe_bytes, parse_tiktoken_bpe
 
 if TYPE_CHECKING:
     from .core import Encoding
@@ -46,9 +46,7 @@ def sidecar_path(path: StrPath) -> str:
 def save(enc: Encoding, path: StrPath) -> None:
     """Writes `enc` as `path` (a `.tiktoken` ranks file) and `path + ".json"`."""
     path = os.path.abspath(os.fspath(path))
-    dump_tiktoken_bpe(enc._mergeable_ranks, path)
-    with open(path, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
+    ranks = _tiktoken_bpe_bytes(enc._mergeable_ranks)
     meta = {
         "format": FORMAT,
         "version": VERSION,
@@ -56,10 +54,12 @@ def save(enc: Encoding, path: StrPath) -> None:
         "pat_str": enc._pat_str,
         "special_tokens": enc._special_tokens,
         "n_vocab": enc.n_vocab,
-        "ranks_sha256": digest,
+        "ranks_sha256": hashlib.sha256(ranks).hexdigest(),
     }
     data = json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
-    _atomic_write(sidecar_path(path), data)
+    # One change of both files: a failure or Ctrl-C part way leaves the old pair, which
+    # `load` would otherwise refuse as a mismatch (the hash no longer fits).
+    _atomic_write_all([(path, ranks), (sidecar_path(path), data)])
 
 
 class _CallableModule(types.ModuleType):
@@ -132,13 +132,38 @@ def load(
     enc_name = name if name is not None else meta.get("name")
     if not isinstance(pat, str):
         raise ValueError(f"{side}: 'pat_str' must be a string")
-    if not isinstance(specials, dict):
-        raise ValueError(f"{side}: 'special_tokens' must be an object")
+    if enc_name is not None and not isinstance(enc_name, str):
+        raise ValueError(f"{side}: 'name' must be a string")
     if enc_name is None:
         enc_name = os.path.splitext(os.path.basename(path))[0]
-    return Encoding(
-        str(enc_name),
-        pat_str=pat,
-        mergeable_ranks=ranks,
-        special_tokens={str(k): int(v) for k, v in specials.items()},
-    )
+    where = "special_tokens" if special_tokens is not None else f"{side}: 'special_tokens'"
+    checked = _check_specials(specials, ranks, where)
+    enc = Encoding(enc_name, pat_str=pat, mergeable_ranks=ranks, special_tokens=checked)
+    n_vocab = meta.get("n_vocab")
+    if special_tokens is None and n_vocab is not None and n_vocab != enc.n_vocab:
+        raise ValueError(
+            f"{side}: 'n_vocab' is {n_vocab!r}, but {path} and the special tokens make "
+            f"{enc.n_vocab} tokens (is the ranks file cut short?)"
+        )
+    return enc
+
+
+def _check_specials(specials: object, ranks: dict[bytes, int], where: str) -> dict[str, int]:
+    """`specials` if it maps distinct non-empty texts to distinct ids that no ordinary token
+    has; otherwise a ValueError that names `where` and the token. (`Encoding()` itself takes
+    what tiktoken's takes; a saved file is held to what `save` writes.)"""
+    if not isinstance(specials, dict):
+        raise ValueError(f"{where} must be an object of text -> id")
+    ranked = set(ranks.values())
+    owner: dict[int, str] = {}
+    for text, i in specials.items():
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"{where}: a special token must be a non-empty string, not {text!r}")
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**32 - 1:
+            raise ValueError(f"{where}: {text!r} has id {i!r}, not an int in 0..2**32-2")
+        if i in ranked:
+            raise ValueError(f"{where}: {text!r} has id {i}, the rank of an ordinary token")
+        if i in owner:
+            raise ValueError(f"{where}: {owner[i]!r} and {text!r} both have id {i}")
+        owner[i] = text
+    return dict(specials)
