@@ -589,6 +589,93 @@ def test_ctrl_c_stops_training_with_keyboard_interrupt(tmp_path):
     assert proc.returncode == 42
 
 
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+
+
+@needs_fifo
+def test_a_named_pipe_among_the_files_is_read_once_and_whole(tmp_path):
+    # The pipe's writer starts only once a reader opens it, so an early open-and-close
+    # (to check the file) would hand its text to a reader that goes away, and the real
+    # read would then wait forever: run in a child, so that is a failure, not a hang.
+    src = tmp_path / "src.txt"
+    src.write_text(corpus("english", 0, 200_000), encoding="utf-8")
+    script = textwrap.dedent(
+        f"""
+        import os, pathlib, threading, ferrotok
+        d = pathlib.Path({str(tmp_path)!r})
+        text = (d / "src.txt").read_text(encoding="utf-8")
+        fifo = d / "stream"
+        os.mkfifo(fifo)
+        files = [d / f"{{i}}.txt" for i in range(50)]
+        for i, f in enumerate(files):
+            f.write_text(f"document {{i}} " * 10, encoding="utf-8")
+
+        def write():
+            with open(fifo, "w", encoding="utf-8") as w:
+                for i in range(0, len(text), 10_000):
+                    w.write(text[i : i + 10_000])
+
+        threading.Thread(target=write, daemon=True).start()
+        got = ferrotok.count_pieces([fifo, *files], progress=False)
+        whole = [text] + [f.read_text(encoding="utf-8") for f in files]
+        print(got == ferrotok.count_pieces(whole, progress=False), got.total())
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.split()[0] == "True", out.stderr
+    assert int(out.stdout.split()[1]) > 40_000
+
+
+@needs_fifo
+def test_ctrl_c_while_a_named_pipe_waits_for_its_writer(tmp_path):
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)
+    script = textwrap.dedent(
+        f"""
+        import pathlib, signal, sys, ferrotok
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            print("started", flush=True)
+            ferrotok.train([pathlib.Path({str(fifo)!r})], 300, progress=False)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+            sys.exit(42)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "started"
+    import time
+
+    time.sleep(1.0)  # no writer ever comes: training waits on the pipe
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert "KeyboardInterrupt" in out, err
+    assert proc.returncode == 42
+
+
+@pytest.mark.parametrize("pattern", ["", "a*", "(?=a)", r"\p{L}+", r"\S+"])
+def test_a_pattern_that_drops_text_is_warned_about(pattern):
+    with pytest.warns(UserWarning, match="leaves text out of its pieces") as caught:
+        ferrotok.count_pieces(["hello world, 42"], pattern=pattern, progress=False)
+    # The warning points at the caller, not at ferrotok's own code.
+    assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("pattern", [None, "o200k_base", "r50k_base", GPT2_PUBLISHED_PATTERN])
+def test_patterns_that_keep_all_text_are_not_warned_about(pattern):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ferrotok.count_pieces(["hello world, 42"], pattern=pattern, progress=False)
+
+
 # ---------------------------------------------------------------- progress bar
 
 

@@ -6,6 +6,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 
 import ferrotok
 import tiktoken.load
@@ -153,3 +154,54 @@ def test_ctrl_c_while_measuring_keeps_the_saved_vocabulary(tmp_path, monkeypatch
     assert f"saved: {out}" in printed.out and "interrupted while measuring" in printed.err
     enc = ferrotok.load(out)
     assert enc.n_vocab > 256 and f"(vocabulary {enc.n_vocab:,})" in printed.out
+
+
+def test_a_named_pipe_is_trained_on_and_not_read_a_second_time(tmp_path):
+    # Measuring tokens per byte re-reads the inputs; a pipe's text is gone by then, so it
+    # is measured on the regular files only (a re-read would wait forever).
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)
+    plain = tmp_path / "plain.txt"
+    plain.write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
+    out = tmp_path / "tok.tiktoken"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ferrotok.cli_train", "train", str(fifo), str(plain),
+         "--vocab-size", "300", "--no-progress", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        # Open for writing without blocking (ENXIO until the child opens its end), so a
+        # child that fails before reading fails the test instead of hanging it.
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+                time.sleep(0.01)
+        os.set_blocking(fd, True)
+        with open(fd, "w", encoding="utf-8") as w:
+            w.write("hello hello hello world\n" * 100)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert "tokens per byte on the input's regular files: " in stdout
+    assert f"saved: {out}" in stdout
+    enc = ferrotok.load(out)
+    # The pipe's text was trained on: its words are single tokens.
+    assert len(enc.encode(" hello")) == 1 and len(enc.encode(" cat")) == 1
+
+
+def test_a_pattern_that_drops_text_gets_a_one_line_warning(tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_text("hello world, banana\n" * 20, encoding="utf-8")
+    r = run(
+        "-m", "ferrotok.cli_train", "train", str(src), "--vocab-size", "260",
+        "--pattern", r"\p{L}+", "--no-progress", "-o", str(tmp_path / "x.tiktoken"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    warning = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert len(warning) == 1 and warning[0].startswith("ferrotok train: warning: the pattern")
+    assert "Traceback" not in r.stderr and "UserWarning" not in r.stderr

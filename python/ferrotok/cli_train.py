@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import stat
 import sys
 import time
 import warnings
@@ -93,13 +94,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         _check_args(args)
         t0 = time.monotonic()
-        counts = count_pieces(
-            paths,
-            pattern=args.pattern,
-            special_tokens=args.special,
-            num_threads=args.threads,
-            progress=not args.no_progress,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            counts = count_pieces(
+                paths,
+                pattern=args.pattern,
+                special_tokens=args.special,
+                num_threads=args.threads,
+                progress=not args.no_progress,
+            )
+        for w in caught:
+            print(f"ferrotok train: warning: {w.message}", file=sys.stderr)
         t1 = time.monotonic()
         with warnings.catch_warnings():
             # A vocabulary short of vocab_size gets the note below, in the command's words.
@@ -127,15 +132,18 @@ def run(args: argparse.Namespace) -> int:
     )
     if n_merges < args.vocab_size - 256 - len(args.special):
         print(f"note: the corpus ran out of pairs before vocab size {args.vocab_size}")
+    # A stream (a named pipe, `<(...)`) was read once, by the counting: it is not measured.
+    files = [p for p in paths if _is_regular(p)]
     try:
-        tokens, nbytes, partial = _tokens_per_byte(enc, paths)
+        tokens, nbytes, partial = _tokens_per_byte(enc, files)
     except KeyboardInterrupt:
         # Only the measurement is cut short: the vocabulary is saved.
         print(f"saved: {out} and {out}.json (vocabulary {enc.n_vocab:,})")
         print("ferrotok train: interrupted while measuring tokens per byte", file=sys.stderr)
         return 130
     if nbytes:
-        where = f"first {nbytes / 1e6:.0f} MB of the input" if partial else "the input"
+        where = "the input" if len(files) == len(paths) else "the input's regular files"
+        where = f"first {nbytes / 1e6:.0f} MB of {where}" if partial else where
         print(f"tokens per byte on {where}: {tokens / nbytes:.4f} ({tokens:,} tokens)")
     print(f"saved: {out} and {out}.json (vocabulary {enc.n_vocab:,})")
     return 0
@@ -145,6 +153,13 @@ def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     """Are `a` and `b` one existing file (links and relative paths included)?"""
     try:
         return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _is_regular(path: pathlib.Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
     except OSError:
         return False
 

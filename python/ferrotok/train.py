@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import stat
 import sys
 import time
 import warnings
@@ -282,12 +283,16 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
 
 
 def _check_files(paths: list[str]) -> None:
-    """Opens every file once so a missing or unreadable one fails before any work."""
+    """Opens every regular file once so a missing or unreadable one fails before any work.
+    A stream (a named pipe, `/dev/stdin`) is only looked up: opening it would connect its
+    writer to a reader that goes away at once, and what it wrote would be lost."""
     for p in paths:
-        if os.path.isdir(p):
+        st = os.stat(p)
+        if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "is a directory, expected a text file", p)
-        with open(p, "rb"):
-            pass
+        if stat.S_ISREG(st.st_mode):
+            with open(p, "rb"):
+                pass
 
 
 def _count_into(counter: _core.Counter, texts_or_files: TextsOrFiles, bar: _Progress) -> None:
@@ -343,12 +348,52 @@ def count_pieces(
     specials = _check_specials(special_tokens)
     threads = _check_threads(num_threads)
     counter = _core.Counter(pat, specials, threads)
+    _warn_if_pattern_drops_text(pat)
     bar = _Progress(progress)
     try:
         _count_into(counter, texts_or_files, bar)
     finally:
         bar.close()
     return PieceCounts._wrap(counter.finish())
+
+
+# Text of many kinds (cased and uncased scripts, combining marks, digits, punctuation,
+# every sort of space, emoji) to tell whether a pattern leaves characters out of its pieces.
+_PROBES = (
+    "Hello", " world", "It's", "don't", "2024", " 3.14", "-", ",", "!?", "$", "_", "#",
+    "\n", "\r\n", "\t", "  ", " ", "\u00a0", "x\u200by", "naïve", "e\u0301",
+    "日本語", "한국어", "العربية", "עברית", "Русский", "हिन्दी", "ไทย", "😀", "👍🏽",
+)
+
+
+def _warn_if_pattern_drops_text(pattern: str) -> None:
+    """Warns if some probe text falls outside the pattern's pieces: training never sees
+    such text, and the encoding trained with the pattern drops it (encode then decode
+    loses it), which is almost never what was meant."""
+    # With the 256 byte tokens as the vocabulary, the ids are the bytes of the pieces.
+    core = _core.CoreBPE({bytes([i]): i for i in range(256)}, [], pattern)
+    lost = [p for p in _PROBES if bytes(core.encode_ordinary(p)) != p.encode()]
+    whole = "".join(_PROBES)
+    if lost or bytes(core.encode_ordinary(whole)) != whole.encode():
+        examples = ", ".join(repr(p) for p in (lost or [whole])[:4])
+        warnings.warn(
+            f"the pattern {pattern!r} leaves text out of its pieces (e.g. {examples}): "
+            "training skips that text and the trained encoding drops it; a pattern that "
+            "keeps all text ends with catch-alls such as \\s+|[^\\s\\p{L}\\p{N}]+",
+            UserWarning,
+            stacklevel=_user_frame(),
+        )
+
+
+def _user_frame() -> int:
+    """The `stacklevel` for a warning raised by this module's caller that points at the
+    first frame outside ferrotok (the user's call to `train` or `count_pieces`)."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(
+        "ferrotok."
+    ):
+        level, frame = level + 1, frame.f_back
+    return level
 
 
 def _check_threads(num_threads: int | None) -> int:
@@ -437,7 +482,7 @@ def train_from_counts(
             f"{n_merges} merges it asks for (the text has no other pair to merge within "
             f"min_frequency and max_token_length); the vocabulary has "
             f"{256 + len(tokens) + len(specials)} tokens",
-            stacklevel=2,
+            stacklevel=_user_frame(),
         )
     return _encoding(name, counts.pattern, tokens, specials)
 

@@ -355,10 +355,13 @@ impl Counter {
     }
 
     /// Counts each file as one document (raw UTF-8, no newline translation), reading
-    /// large files in windows. Every file is opened before any is counted, so a missing
-    /// file fails at once.
+    /// large files in windows. Every regular file is opened before any is counted, so a
+    /// missing file fails at once. A stream (a named pipe, `/dev/stdin`, a shell's
+    /// `<(...)`) is opened only when its turn comes and read once, in windows: opening it
+    /// early would connect its writer to a reader that goes away, losing what it wrote.
     pub fn add_files(&mut self, paths: &[PathBuf], hook: Hook<'_>) -> Result<()> {
         self.pool_in_this_process()?;
+        // A file's size, or `None` for a stream (its size is not known ahead).
         let mut sizes = Vec::with_capacity(paths.len());
         for p in paths {
             let meta = std::fs::metadata(p).map_err(|e| io_error(p, &e))?;
@@ -368,40 +371,55 @@ impl Counter {
                     p.display()
                 )));
             }
-            std::fs::File::open(p).map_err(|e| io_error(p, &e))?;
-            sizes.push(meta.len());
+            if meta.is_file() {
+                std::fs::File::open(p).map_err(|e| io_error(p, &e))?;
+                sizes.push(Some(meta.len()));
+            } else {
+                sizes.push(None);
+            }
         }
-        let total: u64 = sizes.iter().sum();
+        let total: u64 = sizes.iter().flatten().sum();
+        let total = (!sizes.contains(&None)).then_some(total);
         let start_bytes = self.bytes;
         let mut batch: Vec<(usize, Vec<u8>)> = Vec::new();
         let mut batch_bytes = 0usize;
         for (i, p) in paths.iter().enumerate() {
-            if sizes[i] as usize <= SMALL_FILE {
-                let data = std::fs::read(p).map_err(|e| io_error(p, &e))?;
-                batch_bytes += data.len();
-                batch.push((i, data));
-                if batch_bytes >= self.window {
-                    self.count_file_batch(paths, &batch)?;
-                    batch.clear();
-                    batch_bytes = 0;
-                    hook(Progress::Counting {
-                        done: self.bytes - start_bytes,
-                        total: Some(total),
+            match sizes[i] {
+                Some(size) if size as usize <= SMALL_FILE => {
+                    let data = std::fs::read(p).map_err(|e| io_error(p, &e))?;
+                    batch_bytes += data.len();
+                    batch.push((i, data));
+                    if batch_bytes >= self.window {
+                        self.count_file_batch(paths, &batch)?;
+                        batch.clear();
+                        batch_bytes = 0;
+                        hook(Progress::Counting {
+                            done: self.bytes - start_bytes,
+                            total,
+                        })?;
+                    }
+                }
+                size => {
+                    let before = self.bytes - start_bytes;
+                    let file = open_file(p, size.is_none(), &mut || {
+                        hook(Progress::Counting {
+                            done: before + batch_bytes as u64,
+                            total,
+                        })
+                    })?;
+                    self.count_big_file(p, file, &mut |done| {
+                        hook(Progress::Counting {
+                            done: before + done + batch_bytes as u64,
+                            total,
+                        })
                     })?;
                 }
-            } else {
-                self.count_big_file(p, &mut |done| {
-                    hook(Progress::Counting {
-                        done: done + batch_bytes as u64,
-                        total: Some(total),
-                    })
-                })?;
             }
         }
         self.count_file_batch(paths, &batch)?;
         hook(Progress::Counting {
             done: self.bytes - start_bytes,
-            total: Some(total),
+            total,
         })
     }
 
@@ -416,12 +434,14 @@ impl Counter {
         Ok(())
     }
 
+    /// Counts `f`, the file at `path`, read in windows; `progress(bytes counted)` is
+    /// called after each window and while a stream has nothing to read yet.
     fn count_big_file(
         &mut self,
         path: &Path,
+        mut f: InputFile,
         progress: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
-        let mut f = std::fs::File::open(path).map_err(|e| io_error(path, &e))?;
         let mut buf: Vec<u8> = Vec::new();
         let mut file_off = 0u64; // file offset of buf[0], always a restart point
         let mut want = self.window;
@@ -431,7 +451,9 @@ impl Counter {
             while buf.len() < want && !eof {
                 let old = buf.len();
                 buf.resize(want, 0);
-                let n = f.read(&mut buf[old..]).map_err(|e| io_error(path, &e))?;
+                let counted = self.bytes - start_bytes;
+                let n = f.read(&mut buf[old..], &mut || progress(counted));
+                let n = n.map_err(|e| e.at(path))?;
                 buf.truncate(old + n);
                 eof = n == 0;
             }
@@ -711,6 +733,118 @@ fn first_common(a: &[usize], b: &[usize]) -> Option<usize> {
 
 fn memrchr_newline(b: &[u8]) -> Option<usize> {
     b.iter().rposition(|&c| c == b'\n')
+}
+
+/// A file being counted: a regular file, or a stream read so that Ctrl-C is seen while
+/// it waits for its writer.
+struct InputFile {
+    file: std::fs::File,
+    stream: bool,
+}
+
+/// Opens `path`; `wait()` is called every 100 ms while a stream has no writer yet, and an
+/// error from it (Ctrl-C) gives up.
+fn open_file(path: &Path, stream: bool, wait: &mut dyn FnMut() -> Result<()>) -> Result<InputFile> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(target_os = "linux")]
+    if stream {
+        // A plain open of a named pipe blocks until a writer comes, and the standard
+        // library retries it when a signal interrupts it, so Ctrl-C would go unseen. Opened
+        // non-blocking it returns at once; `InputFile::read` then polls for data.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| io_error(path, &e))?;
+    let f = InputFile { file, stream };
+    #[cfg(target_os = "linux")]
+    if stream {
+        // Linux reports a named pipe opened this way as readable only once a writer has
+        // come (it holds back the hang-up of "no writer" until one has been seen), so this
+        // waits as a blocking open would, but in steps.
+        f.wait_readable(wait).map_err(|e| e.at(path))?;
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = wait;
+    Ok(f)
+}
+
+/// Why reading stopped: the file failed, or `wait()` returned an error (Ctrl-C).
+enum ReadError {
+    Io(std::io::Error),
+    Stop(Error),
+}
+
+impl ReadError {
+    fn at(self, path: &Path) -> Error {
+        match self {
+            ReadError::Io(e) => io_error(path, &e),
+            ReadError::Stop(e) => e,
+        }
+    }
+}
+
+impl InputFile {
+    /// Reads into `buf` like `Read::read` (0 at the end); a stream with nothing to read yet
+    /// is waited on in steps that call `wait()`.
+    fn read(
+        &mut self,
+        buf: &mut [u8],
+        wait: &mut dyn FnMut() -> Result<()>,
+    ) -> std::result::Result<usize, ReadError> {
+        loop {
+            match self.file.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if self.stream && e.kind() == std::io::ErrorKind::Interrupted => {
+                    wait().map_err(ReadError::Stop)?;
+                }
+                Err(e) if self.stream && e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.wait_readable(wait)?;
+                }
+                Err(e) => return Err(ReadError::Io(e)),
+            }
+        }
+    }
+
+    /// Waits until the stream has data or its writer has gone, calling `wait()` every
+    /// 100 ms.
+    #[cfg(target_os = "linux")]
+    fn wait_readable(
+        &self,
+        wait: &mut dyn FnMut() -> Result<()>,
+    ) -> std::result::Result<(), ReadError> {
+        use std::os::fd::AsRawFd;
+        loop {
+            let mut fd = libc::pollfd {
+                fd: self.file.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: `fd` is one initialised `pollfd` that outlives the call, and the count
+            // passed is 1, so poll reads and writes only that struct; the descriptor is
+            // owned by `self.file`, open for the whole call.
+            let n = unsafe { libc::poll(&mut fd, 1, 100) };
+            if n > 0 {
+                return Ok(());
+            }
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(ReadError::Io(e));
+                }
+            }
+            wait().map_err(ReadError::Stop)?;
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn wait_readable(
+        &self,
+        wait: &mut dyn FnMut() -> Result<()>,
+    ) -> std::result::Result<(), ReadError> {
+        // Elsewhere streams are opened blocking and never report "would block".
+        wait().map_err(ReadError::Stop)
+    }
 }
 
 fn io_error(path: &Path, e: &std::io::Error) -> Error {
