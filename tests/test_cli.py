@@ -151,6 +151,9 @@ def test_decode_file_formats(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     ids = ferrotok.get_encoding("cl100k_base").encode(TEXT)
     (tmp_path / "ids.txt").write_text(", ".join(map(str, ids)))
     assert run(capsys, "decode", "-f", str(tmp_path / "ids.txt")) == (0, TEXT, "")
+    # A byte-order mark before the ids (as some Windows editors save UTF-8) is skipped.
+    (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbf" + " ".join(map(str, ids)).encode())
+    assert run(capsys, "decode", "-f", str(tmp_path / "bom.txt")) == (0, TEXT, "")
     np.save(tmp_path / "ids.npy", np.array(ids, dtype=np.uint32))
     assert run(capsys, "decode", "-f", str(tmp_path / "ids.npy")) == (0, TEXT, "")
     np.save(tmp_path / "big.npy", np.array(ids, dtype=">i8"))  # other widths and byte order
@@ -997,3 +1000,23 @@ def test_output_through_a_link_or_into_a_pipe_keeps_what_is_there(
     # A directory is an error that names it.
     status, _, err = run(capsys, "encode", "-o", str(tmp_path), "hello world")
     assert_user_error(status, err, str(tmp_path), "is a directory")
+
+
+def test_ctrl_c_gives_exit_130_and_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(args: argparse.Namespace) -> int:
+        raise KeyboardInterrupt
+
+    parser = cli.build_parser()
+    real_parse = parser.parse_args
+
+    def parse(argv: list[str]) -> argparse.Namespace:
+        args = real_parse(argv)
+        args.func = interrupted  # Ctrl-C while the command runs
+        return args
+
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(parser, "parse_args", parse)
+    status, out, err = run(capsys, "count", "hello")
+    assert (status, out, err) == (130, "", "ferrotok: interrupted\n")

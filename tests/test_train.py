@@ -281,6 +281,14 @@ def test_sharded_counts_from_separate_processes_equal_one_call(tmp_path):
     assert a._special_tokens == b._special_tokens == {EOT: 2999}
 
 
+def test_most_common_refuses_a_negative_count():
+    counts = ferrotok.count_pieces(["a b a"], progress=False)
+    assert counts.most_common(0) == [] and counts.most_common(None) == counts.most_common(9)
+    for n in (-1, 1.5, "2"):
+        with pytest.raises(ValueError, match="non-negative int or None"):
+            counts.most_common(n)
+
+
 def test_piece_counts_add_pickle_save_load(tmp_path):
     a = ferrotok.count_pieces(["the cat sat", "the hat"], progress=False)
     b = ferrotok.count_pieces(["the mat"], progress=False)

@@ -75,6 +75,12 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
         ([str(good), "--vocab-size", "300", "--pattern", "(oops"], "pattern"),
         ([str(good), "--vocab-size", "300", "--special", "<a>", "--special", "<a>"], "twice"),
         ([str(good), "--vocab-size", "300", "--pattern", "cl100k"], "not the name of a"),
+        (
+            [str(good), "--vocab-size", "300", "--pattern", r"\p{Foo}"],
+            "Unicode property not found at",
+        ),
+        ([str(good), "--vocab-size", "300", "--threads", "0"], "--threads must be a positive"),
+        ([str(good), "--vocab-size", "300", "--special", "\udcff"], "is not valid UTF-8 text"),
     ]
     for argv, message in cases:
         r = run("-m", "ferrotok.cli_train", "train", *argv, "-o", out)
@@ -82,6 +88,24 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
         assert message in r.stderr, (argv, r.stderr)
         assert "Traceback" not in r.stderr
         assert not os.path.exists(out)
+    for bad_out, message in [("", "-o is empty"), (str(tmp_path), "is a directory: give a file")]:
+        argv = [str(good), "--vocab-size", "300", "-o", bad_out]
+        r = run("-m", "ferrotok.cli_train", "train", *argv)
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_dash_trains_on_standard_input(tmp_path):
+    text = "the cat sat on the mat\n" * 50
+    out = tmp_path / "tok.tiktoken"
+    r = subprocess.run(
+        [sys.executable, "-m", "ferrotok.cli_train", "train", "-", "--vocab-size", "270",
+         "--no-progress", "-o", str(out)],
+        input=text, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert ferrotok.load(out)._mergeable_ranks == (
+        ferrotok.train([text], 270, progress=False)._mergeable_ranks
+    )
 
 
 def test_demo_runs_offline_and_says_when_cl100k_is_missing(tmp_path):

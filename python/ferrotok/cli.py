@@ -628,6 +628,11 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
 
     from ._core import parse_id_text
 
+    # A byte-order mark (some Windows editors start a UTF-8 file with one) is not an id.
+    if isinstance(text, str) and text.startswith("\ufeff"):
+        text = text[1:]
+    elif isinstance(text, bytes) and text.startswith(b"\xef\xbb\xbf"):
+        text = text[3:]
     # The first char that `str.lstrip` keeps (in ASCII, \x1c-\x1f are spaces to `str`).
     first = (
         re.compile(r"\S").search(text)
@@ -1054,6 +1059,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         _end_progress_line()
+        print("ferrotok: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): stop quietly, and keep Python from

@@ -38,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "document) and save it as PATH (a .tiktoken file) plus PATH.json."
         ),
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="UTF-8 text files")
+    p.add_argument(
+        "files", nargs="+", metavar="FILE", help="UTF-8 text files ('-': standard input)"
+    )
     p.add_argument(
         "--vocab-size",
         type=int,
@@ -83,11 +85,24 @@ def run(args: argparse.Namespace) -> int:
     from .train import count_pieces, train_from_counts
 
     out = os.fspath(args.output)
+    if not out:
+        return _fail("-o is empty: give the path to save the vocabulary at")
+    if os.path.isdir(out):
+        example = os.path.join(out, "vocab.tiktoken")
+        return _fail(f"-o {out} is a directory: give a file path, such as {example}")
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         return _fail(f"cannot write {out}: directory {out_dir} does not exist")
+    if args.threads is not None and args.threads < 1:
+        return _fail(f"--threads must be a positive number, got {args.threads}")
+    for token in args.special:
+        if not _is_utf8(token):
+            return _fail(f"--special {token!r} is not valid UTF-8 text")
     name = args.name or os.path.splitext(os.path.basename(out))[0] or "trained"
-    paths = [pathlib.Path(f) for f in args.files]
+    if "-" in args.files and not os.path.exists(_STDIN):
+        return _fail(f"FILE '-' (standard input) needs {_STDIN}, which this system lacks")
+    # `-` is standard input, read as a stream (once, in windows) like a named pipe.
+    paths = [pathlib.Path(_STDIN if f == "-" else f) for f in args.files]
     for target in (out, out + ".json"):
         if any(_same_file(target, p) for p in paths):
             return _fail(f"-o {out} would overwrite the input file {target}")
@@ -155,6 +170,18 @@ def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return False
+
+
+_STDIN = "/dev/stdin"
+
+
+def _is_utf8(text: str) -> bool:
+    """Can `text` (an argument; undecodable bytes arrive as lone surrogates) be UTF-8?"""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_regular(path: pathlib.Path) -> bool:

@@ -148,6 +148,8 @@ class PieceCounts:
 
     def most_common(self, n: int | None = None) -> list[tuple[str, int]]:
         """The `n` most frequent pieces (all if `None`) with their counts, ties by piece."""
+        if n is not None and (not isinstance(n, int) or n < 0):
+            raise ValueError(f"n must be a non-negative int or None, got {n!r}")
         return self._core.most_common(n)
 
     def __add__(self, other: object) -> PieceCounts:

@@ -90,7 +90,7 @@ impl Splitter {
         let re = fancy_regex::RegexBuilder::new(pattern)
             .backtrack_limit(10_000_000)
             .build()
-            .map_err(|e| Error::Pattern(e.to_string()))?;
+            .map_err(|e| Error::Pattern(pattern_error(&e)))?;
         Ok(Splitter::Regex(Box::new(re)))
     }
 
@@ -134,6 +134,27 @@ impl Splitter {
     }
 }
 
+/// fancy-regex's message for a pattern it cannot compile, with what is wrong and where:
+/// alone it says only "error parsing pattern 0" when the regex engine inside refuses it.
+fn pattern_error(e: &fancy_regex::Error) -> String {
+    let syntax = match e {
+        fancy_regex::Error::CompileError(c) => match c.as_ref() {
+            fancy_regex::CompileError::InnerError(b) => b.syntax_error(),
+            _ => None,
+        },
+        _ => None,
+    };
+    let (kind, span, pattern) = match syntax {
+        Some(regex_syntax::Error::Parse(p)) => (p.kind().to_string(), p.span(), p.pattern()),
+        Some(regex_syntax::Error::Translate(t)) => (t.kind().to_string(), t.span(), t.pattern()),
+        _ => return e.to_string(),
+    };
+    let at = pattern
+        .get(span.start.offset..span.end.offset)
+        .unwrap_or("");
+    format!("{e}: {kind} at `{at}`")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +167,22 @@ mod tests {
         })
         .unwrap();
         v
+    }
+
+    /// The message says what is wrong, not only fancy-regex's "error parsing pattern 0".
+    #[test]
+    fn a_bad_pattern_says_what_is_wrong() {
+        for (pattern, says) in [
+            (r"\p{Foo}", "Unicode property not found at `\\p{"),
+            ("(a", "Opening parenthesis without closing"),
+            ("[z-a]", "invalid character class range"),
+        ] {
+            match Splitter::new(pattern) {
+                Err(Error::Pattern(m)) => assert!(m.contains(says), "{pattern}: {m}"),
+                Err(e) => panic!("{pattern}: {e}"),
+                Ok(_) => panic!("{pattern} compiled"),
+            }
+        }
     }
 
     #[test]
