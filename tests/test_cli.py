@@ -457,7 +457,7 @@ def test_count_special_tokens(capsys: pytest.CaptureFixture[str], tmp_path: Path
 CUT_FRAGMENTS = [
     "\n", "\n", "\n\n", "\r\n", " ", "  ", "\t", "\x85", "\u2028", "\x1c", "\u3000",
     "a", "Hello", "x", "7", "123456", "'s", "'LL", ".", "!", "/", "//", ",", "(", "é", "中文",
-    "\u0301", "😀", "٣", "_", "<|endoftext|>",
+    "\u0301", "😀", "٣", "_", "<|endoftext|>", "{", "}", "[", '"', ":", "<", "#", "-",
 ]  # fmt: skip
 
 
@@ -485,11 +485,12 @@ def assert_parts_encode_as_whole(enc: ferrotok.Encoding, text: str, block: int) 
 
 
 def test_a_cut_is_found_in_bytes_as_in_text() -> None:
-    """`_last_cut` reads the chars either side of a "\\n" from the UTF-8 bytes: any letter or
-    digit after it, any char but a space before it, and none that is cut short."""
+    """`_last_cut` reads the chars either side of a "\\n" from the UTF-8 bytes: any char but
+    a space or "/" after it, any char but a space before it, and none that is cut short."""
     cases = {
-        "a\n中": 2, "é\nb": 3, "中\n٣x": 4, "x\n\u0301": 0, "\u3000\nb": 0, " \nb": 0,
-        "\x1c\nb": 0, "a\n.": 0, "a\n\nb": 0, "😀\nZ": 5, "a\nb\nc": 4,
+        "a\n中": 2, "é\nb": 3, "中\n٣x": 4, "x\n\u0301": 2, "\u3000\nb": 0, " \nb": 0,
+        "\x1c\nb": 0, "a\n.": 2, "a\n\nb": 0, "😀\nZ": 5, "a\nb\nc": 4, "}\n{": 2,
+        "a\n/": 0, ".\n/b": 0, "a\n\x1c": 0, "a\n\u2028": 0, "a\n ": 0,
     }  # fmt: skip
     for text, cut in cases.items():
         assert cli._last_cut(text.encode()) == cut, text
@@ -516,6 +517,11 @@ def test_reading_in_blocks_encodes_as_the_whole(name: str) -> None:
         # The man pages of multilingual.txt indent every line: no cut, read as one part.
         assert len(_parts(enc, text.encode(), 4096)) > (5 if corpus != "multilingual" else 0)
         assert_parts_encode_as_whole(enc, text, 4096)
+    # JSON Lines: every line starts with "{", and is a cut all the same.
+    lines = corpus_file("english.txt").read_text(encoding="utf-8").split("\n")[:2000]
+    jsonl = "".join(json.dumps({"text": line}) + "\n" for line in lines)
+    assert len(_parts(enc, jsonl.encode(), 4096)) > 20
+    assert_parts_encode_as_whole(enc, jsonl, 4096)
 
 
 def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
