@@ -207,8 +207,14 @@ def test_decode_text_of_ids_in_blocks(
     path = tmp_path / "ids.txt"
     path.write_text(listed)
     assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
-    blocks = list(cli._id_text_blocks(listed))
+    blocks = list(cli._id_text_blocks(listed, 0, len(listed)))
     assert "".join(blocks) == listed and len(blocks) > len(listed) // 20  # parsed in parts
+    # A JSON list is the same ids between brackets, parsed in parts too.
+    path.write_text(" " + json.dumps(ids) + "\n")
+    parse = cli._parse_ids
+    monkeypatch.setattr(cli, "_parse_ids", lambda *a, **k: pytest.fail("not in parts"))
+    assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
+    monkeypatch.setattr(cli, "_parse_ids", parse)
     # Separators the quick path leaves to the checked one (Unicode spaces), in some blocks.
     path.write_text(listed.replace("\t", "\u2028", 50))
     assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
@@ -291,7 +297,7 @@ def test_text_of_ids_parses_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> Non
         assert list(cli._text_ids(text, "<test>", enc)) == expected
         if text.isascii():  # a file of ASCII is parsed from its bytes
             assert list(cli._text_ids(text.encode(), "<test>", enc)) == expected
-            assert "".join(cli._id_text_blocks(text.encode())) == text
+            assert "".join(cli._id_text_blocks(text.encode(), 0, len(text))) == text
 
     check()
 
@@ -350,8 +356,10 @@ def test_decode_bad_json(
 ) -> None:
     for data, fragment in [
         (b"[1, 2", "not a JSON list"),
-        (b'[1, "x"]', "'x' is not a token id"),
-        (b"[1, true]", "True is not a token id"),
+        (b'[1, "x"]', """'"x"' is not a token id"""),
+        (b"[1, true]", "'true' is not a token id"),
+        (b"[[1, 2]]", "'[1' is not a token id"),
+        (b"[1, 2.0]", "'2.0' is not a token id"),
     ]:
         set_stdin(monkeypatch, data)
         status, _, err = run(capsys, "decode")

@@ -545,12 +545,12 @@ def cmd_encode(args: argparse.Namespace) -> int:
 # ====================
 
 
-def _parse_ids(chunks: list[str], source: str) -> list[int]:
-    """Ids from arguments, whitespace/comma-separated text or a JSON list."""
+def _parse_ids(chunks: list[str], source: str, json_list: bool = True) -> list[int]:
+    """Ids from arguments, whitespace/comma-separated text or (if `json_list`) a JSON list."""
     import re
 
     text = " ".join(chunks).strip()
-    if text.startswith("["):
+    if json_list and text.startswith("["):
         import json
 
         try:
@@ -642,8 +642,16 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
         if isinstance(text, str)
         else re.compile(rb"[^\s\x1c-\x1f]").search(text)
     )
+    start, stop = 0, len(text)
     if first and first.group() in ("[", b"["):
-        return _parse_ids([text if isinstance(text, str) else text.decode("ascii")], source)
+        # A JSON list of ids (what `encode --format json` writes) is the same ids between
+        # brackets: read as the text format, with no list of all its ids as Python ints
+        # (95M ids took 3.8 GB that way). Anything but ids in it is an error there too.
+        while stop > 0 and text[stop - 1 : stop].isspace():
+            stop -= 1
+        if text[stop - 1 : stop] not in ("]", b"]"):
+            return _parse_ids([text if isinstance(text, str) else text.decode("ascii")], source)
+        start, stop = first.end(), stop - 1
 
     def parse(chunk: str) -> tuple[int, bytes | list[int]]:
         # The usual text (ASCII digits and separators, every id in range) is read in Rust,
@@ -652,7 +660,7 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
         packed = parse_id_text(chunk, enc.max_token_value)
         if packed is not None:
             return len(chunk), packed
-        part = _parse_ids([chunk], source)
+        part = _parse_ids([chunk], source, json_list=False)
         error = _bad_id(enc, part, source) if part and max(part) > enc.max_token_value else None
         if error:
             raise error
@@ -661,7 +669,7 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
     ids = _id_array()
     progress = _Progress("reading", source, len(text), _PROGRESS_MIN_BYTES)
     done = 0
-    for size, part in _map_parts(parse, _id_text_blocks(text)):
+    for size, part in _map_parts(parse, _id_text_blocks(text, start, stop)):
         done += size
         progress.update(done)
         if isinstance(part, bytes):
@@ -672,21 +680,20 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
     return ids
 
 
-def _id_text_blocks(text: str | bytes) -> Iterator[str]:
-    """`text` in blocks of about `_ID_TEXT_BLOCK` chars, each cut before a separator, as
-    `str` (`bytes` must be ASCII)."""
+def _id_text_blocks(text: str | bytes, start: int, stop: int) -> Iterator[str]:
+    """`text[start:stop]` in blocks of about `_ID_TEXT_BLOCK` chars, each cut before a
+    separator, as `str` (`bytes` must be ASCII)."""
     import re
 
     str_separator, bytes_separator = re.compile(r"[\s,]"), re.compile(rb"[\s,]")
-    start = 0
-    while start < len(text):
-        at = start + _ID_TEXT_BLOCK
+    while start < stop:
+        at = min(start + _ID_TEXT_BLOCK, stop)
         found = (
-            str_separator.search(text, at)
+            str_separator.search(text, at, stop)
             if isinstance(text, str)
-            else bytes_separator.search(text, at)
+            else bytes_separator.search(text, at, stop)
         )
-        end = found.start() if found else len(text)
+        end = found.start() if found else stop
         block = text[start:end]
         yield block if isinstance(block, str) else block.decode("ascii")
         start = end
