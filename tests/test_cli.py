@@ -787,7 +787,22 @@ def test_show_ids(capsys: pytest.CaptureFixture[str]) -> None:
         ["1917", "world"],  # the leading space is kept, split() drops it here
         ["198", "\\n"],
     ]
-    assert out.splitlines()[1] == " 1917   world"
+    assert out.splitlines()[1] == "  1917   world"  # ids as wide as cl100k's last (100276)
+
+
+def test_show_a_file_in_parts_as_it_shows_it_whole(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = corpus_file("code.txt").read_text(encoding="utf-8")[:60_000]
+    path = tmp_path / "code.txt"
+    path.write_text(text, encoding="utf-8")
+    for mode in (["--no-color"], ["--color", "always"], ["--ids"]):
+        whole = run(capsys, "show", *mode, "-f", str(path))
+        assert whole[0] == 0 and whole[1]
+        monkeypatch.setattr(cli, "_BLOCK", 4096)  # many parts, on several threads
+        assert len(list(cli._input_parts(pair("cl100k_base")[0], str(path), "x"))) > 5
+        assert run(capsys, "show", *mode, "-f", str(path)) == whole, mode
+        monkeypatch.undo()
 
 
 # ====================

@@ -488,14 +488,26 @@ def _output_chunks(
 def _encode_input(enc: Encoding, args: argparse.Namespace) -> array.array[int]:
     """The ids of the `TEXT` argument, `--file` or standard input; a file is read and encoded
     in parts (see "Reading a file in parts")."""
-    if args.text is not None:
-        return _id_array(_encode(enc, _input_text(args), args.allow_special))
     ids = _id_array()
+    for part in _encoded_parts(enc, args, "encoding"):
+        ids.extend(part)
+    return ids
+
+
+def _encoded_parts(
+    enc: Encoding, args: argparse.Namespace, verb: str
+) -> Iterator[array.array[int]]:
+    """The ids of the `TEXT` argument, `--file` or standard input, a part at a time, in order
+    (a file is read and encoded in parts on several threads, see "Reading a file in parts")."""
+    if args.text is not None:
+        yield _id_array(_encode(enc, _input_text(args), args.allow_special))
+        return
     name = "<stdin>" if args.file in (None, "-") else args.file
     call = partial(_in_core, enc._core_bpe.encode_utf8_to_bytes, enc, name, args.allow_special)
-    for packed in _map_parts(call, _input_parts(enc, args.file, "encoding")):
+    for packed in _map_parts(call, _input_parts(enc, args.file, verb)):
+        ids = _id_array()
         ids.frombytes(packed)
-    return ids
+        yield ids
 
 
 def _in_core(
@@ -893,8 +905,9 @@ def _want_color(choice: str) -> bool:
     )
 
 
-def render_tokens(tokens: list[bytes], color: bool) -> str:
-    """The text with visible token boundaries.
+def render_tokens(tokens: list[bytes], color: bool, first: int = 0, end: bool = True) -> str:
+    """The text with visible token boundaries; `first` is the number of tokens shown before
+    these (a file is shown a part at a time), and `end` ends the output with a newline.
 
     Plain: tokens separated by `|`, with `\\`, `|` and control characters escaped so the
     output is unambiguous. Colour: each token on an alternating background. In both, a
@@ -904,7 +917,7 @@ def render_tokens(tokens: list[bytes], color: bool) -> str:
     'hello| world|!\\\\n\\n|a\\\\|b\\n'
     """
     parts = []
-    for i, token in enumerate(tokens):
+    for i, token in enumerate(tokens, start=first):
         if color:
             start = f"\x1b[48;5;{_BACKGROUNDS[i % len(_BACKGROUNDS)]}m\x1b[38;5;16m"
             # End the colour before each line break, so it does not fill the line's rest.
@@ -915,21 +928,30 @@ def render_tokens(tokens: list[bytes], color: bool) -> str:
                 parts.append("|")
             parts.append(_token_text(token, plain=True, newline="\\n\n"))
     out = "".join(parts)
-    return out if out.endswith("\n") else out + "\n"
+    return out if out.endswith("\n") or not end else out + "\n"
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """`ferrotok show`: the text with token boundaries visible (colours, or `|` + ids)."""
-    text = _input_text(args)
+    if args.text is not None and args.file is not None:
+        raise CLIError("give either TEXT or --file, not both")
     enc = load_encoding(args)
-    ids = _encode(enc, text, args.allow_special)
-    tokens = enc.decode_tokens_bytes(ids)
-    if args.ids:
-        width = len(str(max(ids, default=0)))
-        out = "".join(f"{i:>{width}}  {_token_text(t, plain=True)}\n" for i, t in zip(ids, tokens))
-    else:
-        out = render_tokens(tokens, color=_want_color(args.color))
-    _stdout_write(out)
+    color = _want_color(args.color)
+    # A file is shown as it is read, a part at a time: memory stays bounded and Ctrl-C stops
+    # it (a 200 MB file shown whole took gigabytes, as bytes objects of all its tokens).
+    shown, out = 0, ""
+    width = len(str(enc.max_token_value))  # the same for every part
+    for ids in _encoded_parts(enc, args, "showing"):
+        tokens = enc.decode_tokens_bytes(ids)
+        if args.ids:
+            lines = (f"{i:>{width}}  {_token_text(t, plain=True)}\n" for i, t in zip(ids, tokens))
+            out = "".join(lines)
+        else:
+            out = render_tokens(tokens, color=color, first=shown, end=False)
+        shown += len(tokens)
+        _stdout_write(out)
+    if not args.ids and not out.endswith("\n"):
+        _stdout_write("\n")
     return EXIT_OK
 
 
