@@ -306,6 +306,13 @@ def test_piece_counts_add_pickle_save_load(tmp_path):
     (tmp_path / "junk.bin").write_bytes(b"not counts")
     with pytest.raises(ValueError, match="junk.bin"):
         ferrotok.PieceCounts.load(tmp_path / "junk.bin")
+    # A table that `to_bytes` never writes (here the last piece twice, which read as one sum
+    # would be counts made up): refused, not read.
+    one = ferrotok.count_pieces(["zz"], pattern=r"\S+|\s+", progress=False).to_bytes()
+    assert one.endswith(b"\x02zz\x01")
+    doubled = one[:-5] + b"\x02" + one[-4:] + one[-4:]  # the count of pieces 1 -> 2
+    with pytest.raises(ValueError, match="repeated piece"):
+        ferrotok.PieceCounts.from_bytes(doubled)
 
 
 # ---------------------------------------------------------------- save / load / tiktoken

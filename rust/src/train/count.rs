@@ -55,6 +55,10 @@ pub struct PieceCounts {
 
 const MAGIC: &[u8; 8] = b"FTPIECE1";
 
+/// The most pieces a table counts in all: no count, and no sum of two tables' counts of a
+/// piece, can then overflow (a corpus of 2^63 pieces is some 30 exabytes).
+const MAX_TOTAL: u64 = (1 << 63) - 1;
+
 impl PieceCounts {
     pub fn new(pattern: String, specials: Vec<String>) -> Self {
         PieceCounts {
@@ -74,6 +78,15 @@ impl PieceCounts {
         if self.specials != other.specials {
             return Err(Error::Input(
                 "cannot add piece counts made with different special tokens".into(),
+            ));
+        }
+        if self
+            .total()
+            .checked_add(other.total())
+            .is_none_or(|t| t > MAX_TOTAL)
+        {
+            return Err(Error::Input(
+                "cannot add piece counts: together they count more than 2^63 - 1 pieces".into(),
             ));
         }
         self.counts.absorb(&other.counts);
@@ -117,15 +130,29 @@ impl PieceCounts {
         };
         let pattern = r.string().ok_or_else(|| bad("truncated pattern"))?;
         let n_special = r.varint().ok_or_else(|| bad("truncated header"))?;
-        let mut specials = Vec::new();
+        let mut specials: Vec<String> = Vec::new();
         for _ in 0..n_special {
-            specials.push(r.string().ok_or_else(|| bad("truncated special token"))?);
+            let s = r.string().ok_or_else(|| bad("truncated special token"))?;
+            if s.is_empty() || specials.contains(&s) {
+                return Err(bad("an empty or repeated special token"));
+            }
+            specials.push(s);
         }
         let n = r.varint().ok_or_else(|| bad("truncated header"))?;
         let mut counts = CountMap::default();
+        let mut total = 0u64;
         for _ in 0..n {
             let k = r.string().ok_or_else(|| bad("truncated piece"))?;
             let v = r.varint().ok_or_else(|| bad("truncated count"))?;
+            // What `to_bytes` writes: distinct non-empty pieces, each counted at least once,
+            // and a total that sums without overflow (see `MAX_TOTAL`).
+            if k.is_empty() || v == 0 || counts.get(&k).is_some() {
+                return Err(bad("an empty, uncounted or repeated piece"));
+            }
+            total = total
+                .checked_add(v)
+                .filter(|&t| t <= MAX_TOTAL)
+                .ok_or_else(|| bad("the counts add up to more than 2^63 - 1"))?;
             counts.add(&k, v);
         }
         if r.pos != data.len() {
@@ -1031,6 +1058,47 @@ mod tests {
         assert!(PieceCounts::from_bytes(&bytes[..bytes.len() - 1]).is_err());
         let other = PieceCounts::new("q".into(), vec!["<s>".into()]);
         assert!(c.add(&other).is_err());
+    }
+
+    /// A table `to_bytes` could not have written is refused, not read into wrapped totals,
+    /// empty pieces or two counts of one piece; and two tables whose sum would overflow do
+    /// not add.
+    #[test]
+    fn tables_to_bytes_never_writes_are_refused() {
+        let table = |specials: &[&str], items: &[(&str, u64)]| {
+            let mut out = MAGIC.to_vec();
+            put_str(&mut out, "p");
+            put_varint(&mut out, specials.len() as u64);
+            for s in specials {
+                put_str(&mut out, s);
+            }
+            put_varint(&mut out, items.len() as u64);
+            for (k, v) in items {
+                put_str(&mut out, k);
+                put_varint(&mut out, *v);
+            }
+            PieceCounts::from_bytes(&out)
+        };
+        let half = 1u64 << 62;
+        assert!(table(&["<s>"], &[("ab", MAX_TOTAL - 1), ("cd", 1)]).is_ok());
+        for (specials, items) in [
+            (&[][..], &[("ab", MAX_TOTAL), ("cd", 1)][..]),
+            (&[], &[("ab", u64::MAX), ("cd", 2)]),
+            (&[], &[("ab", half), ("ab", half)]),
+            (&[], &[("", 5), ("ab", 1)]),
+            (&[], &[("ab", 0)]),
+            (&[""], &[("ab", 1)]),
+            (&["<s>", "<s>"], &[("ab", 1)]),
+        ] {
+            assert!(table(specials, items).is_err(), "{specials:?} {items:?}");
+        }
+        let mut big = table(&[], &[("ab", half)]).unwrap();
+        let more = table(&[], &[("ab", half), ("cd", half - 1)]).unwrap();
+        assert!(big.add(&more).is_err());
+        assert_eq!(big.counts.get("ab"), Some(half)); // unchanged
+        let fits = table(&[], &[("cd", half - 1)]).unwrap();
+        big.add(&fits).unwrap();
+        assert_eq!(big.total(), MAX_TOTAL);
     }
 
     #[test]
