@@ -423,9 +423,14 @@ def test_single_piece_and_private_api() -> None:
         assert ours._encode_single_piece(t) == theirs._encode_single_piece(t)
     for t in ["hello world", " \n\n  x <|endoftext|> 123456 don't", "naïve café 🙂 " * 20]:
         assert ours._encode_only_native_bpe(t) == theirs._encode_only_native_bpe(t)
-    for enc in (ours, theirs):
-        with pytest.raises(UnicodeEncodeError):
-            enc._encode_only_native_bpe("a\ud800")
+    # The same error, position in the piece included (tiktoken encodes piece by piece).
+    for text in ["a\ud800", "hello wor\ud800ld", "x  \udfff!?", "\ud800"]:
+        errors = []
+        for enc in (ours, theirs):
+            with pytest.raises(UnicodeEncodeError) as info:
+                enc._encode_only_native_bpe(text)
+            errors.append(str(info.value))
+        assert errors[0] == errors[1], text
 
 
 def test_pickling() -> None:

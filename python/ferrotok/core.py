@@ -528,8 +528,14 @@ class Encoding:
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         """`encode_ordinary`; tiktoken's splits in Python first, to time its BPE alone. Like
-        tiktoken's, it refuses lone surrogates (`UnicodeEncodeError`, from the core)."""
-        return self._core_bpe.encode_ordinary(text)
+        tiktoken's, it refuses lone surrogates with `UnicodeEncodeError`, and (where the
+        `regex` module that tiktoken uses here is installed) with the same message: tiktoken
+        encodes piece by piece, so its error gives the position in the piece."""
+        try:
+            return self._core_bpe.encode_ordinary(text)
+        except UnicodeEncodeError as e:
+            error = e
+        raise _piece_encode_error(self._pat_str, text) or error
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the encoding to `path` (a standard `.tiktoken` ranks file, which tiktoken's
@@ -661,3 +667,18 @@ def raise_disallowed_special_token(token: str) -> NoReturn:
         f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
         "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
     )
+
+
+def _piece_encode_error(pat_str: str, text: str) -> UnicodeEncodeError | None:
+    """The error tiktoken's `_encode_only_native_bpe` meets on `text`: the first piece (as the
+    `regex` module cuts it) that is not UTF-8; None without `regex` or such a piece."""
+    try:
+        import regex  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:
+        return None
+    for piece in regex.findall(regex.compile(pat_str), text):
+        try:
+            piece.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return e
+    return None
