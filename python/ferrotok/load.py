@@ -250,36 +250,44 @@ def _write_temporary(
 
 def _replace_all(staged: list[tuple[str, str]]) -> None:
     """Renames each temporary file over its destination; on failure, undoes the renames
-    already made (see `_atomic_write_all`)."""
-    # (destination, hard link to its old file, whether it had one)
-    done: list[tuple[str, str | None, bool]] = []
+    already made (see `_atomic_write_all`). Each rename is written down before it is made, so
+    a Ctrl-C just after one cannot leave it out of the undoing; one whose temporary file is
+    still there was not made, and is left alone. A backup that could not be put back is kept
+    (`PATH.<pid>.<random>.old`), as the old file's one copy."""
+    # (temporary file, destination, hard link to its old file, whether it had one)
+    done: list[tuple[str, str, str | None, bool]] = []
     backups: list[str] = []
+    kept: set[str] = set()
     try:
         for tmp, target in staged:
             backup = None
             existed = os.path.exists(target)
             if len(staged) > 1 and existed:
                 backup = f"{target}.{os.getpid()}.{os.urandom(6).hex()}.old"
+                backups.append(backup)
                 try:
                     os.link(target, backup)
-                    backups.append(backup)
                 except OSError:
                     backup = None  # no hard links here: this file cannot be put back
+            done.append((tmp, target, backup, existed))
             os.replace(tmp, target)
-            done.append((target, backup, existed))
     except BaseException:
-        for target, backup, existed in reversed(done):
+        for tmp, target, backup, existed in reversed(done):
+            if os.path.lexists(tmp):
+                continue  # this rename was not made
             try:
                 if backup is not None:
                     os.replace(backup, target)
                 elif not existed:
                     os.remove(target)
             except OSError:
-                pass
+                if backup is not None:
+                    kept.add(backup)
         raise
     finally:
         for backup in backups:
-            _remove(backup)
+            if backup not in kept:
+                _remove(backup)
 
 
 def _pieces(data: bytes | Iterable[bytes | memoryview]) -> Iterable[bytes | memoryview]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
 import types
 from typing import TYPE_CHECKING, Union
@@ -137,7 +138,7 @@ def load(
     if enc_name is None:
         enc_name = os.path.splitext(os.path.basename(path))[0]
     where = "special_tokens" if special_tokens is not None else f"{side}: 'special_tokens'"
-    checked = _check_specials(specials, ranks, where)
+    checked = _check_specials(specials, where)
     enc = Encoding(enc_name, pat_str=pat, mergeable_ranks=ranks, special_tokens=checked)
     n_vocab = meta.get("n_vocab")
     if special_tokens is None and n_vocab is not None and n_vocab != enc.n_vocab:
@@ -148,22 +149,23 @@ def load(
     return enc
 
 
-def _check_specials(specials: object, ranks: dict[bytes, int], where: str) -> dict[str, int]:
-    """`specials` if it maps distinct non-empty texts to distinct ids that no ordinary token
-    has; otherwise a ValueError that names `where` and the token. (`Encoding()` itself takes
-    what tiktoken's takes; a saved file is held to what `save` writes.)"""
+def _check_specials(specials: object, where: str) -> dict[str, int]:
+    """`specials` as `{text: id}` if every text is a non-empty string and every id an int
+    (or an integer type such as numpy's) in 0..2**32-2; otherwise a ValueError that names
+    `where` and the token. Two tokens may share an id, and a special token an ordinary
+    token's rank, as `Encoding()` and tiktoken allow (o200k_harmony has two on 200018), so
+    that whatever `save` wrote loads."""
     if not isinstance(specials, dict):
         raise ValueError(f"{where} must be an object of text -> id")
-    ranked = set(ranks.values())
-    owner: dict[int, str] = {}
-    for text, i in specials.items():
+    out: dict[str, int] = {}
+    for text, value in specials.items():
         if not isinstance(text, str) or not text:
             raise ValueError(f"{where}: a special token must be a non-empty string, not {text!r}")
-        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < 2**32 - 1:
-            raise ValueError(f"{where}: {text!r} has id {i!r}, not an int in 0..2**32-2")
-        if i in ranked:
-            raise ValueError(f"{where}: {text!r} has id {i}, the rank of an ordinary token")
-        if i in owner:
-            raise ValueError(f"{where}: {owner[i]!r} and {text!r} both have id {i}")
-        owner[i] = text
-    return dict(specials)
+        try:
+            i = operator.index(value) if not isinstance(value, bool) else -1
+        except TypeError:
+            i = -1
+        if not 0 <= i < 2**32 - 1:
+            raise ValueError(f"{where}: {text!r} has id {value!r}, not an int in 0..2**32-2")
+        out[text] = i
+    return out
