@@ -207,7 +207,7 @@ def test_decode_text_of_ids_in_blocks(
     path = tmp_path / "ids.txt"
     path.write_text(listed)
     assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
-    blocks = list(cli._id_text_blocks(listed, 0, len(listed)))
+    blocks = [block for block, _ in cli._id_text_blocks(listed, 0, len(listed))]
     assert "".join(blocks) == listed and len(blocks) > len(listed) // 20  # parsed in parts
     # A JSON list is the same ids between brackets, parsed in parts too.
     path.write_text(" " + json.dumps(ids) + "\n")
@@ -297,7 +297,48 @@ def test_text_of_ids_parses_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> Non
         assert list(cli._text_ids(text, "<test>", enc)) == expected
         if text.isascii():  # a file of ASCII is parsed from its bytes
             assert list(cli._text_ids(text.encode(), "<test>", enc)) == expected
-            assert "".join(cli._id_text_blocks(text.encode(), 0, len(text))) == text
+            blocks = cli._id_text_blocks(text.encode(), 0, len(text))
+            assert "".join(block for block, _ in blocks) == text
+
+    check()
+
+
+def test_a_json_list_of_ids_is_read_as_json_loads_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A JSON list is read in blocks cut after commas; whatever the cuts, it gives the ids
+    `json.loads` gives, and an error exactly where `json.loads` fails (or finds a non-id)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    enc = ferrotok.get_encoding("cl100k_base")
+    ids = st.integers(0, enc.max_token_value).map(str) | st.sampled_from(["007", "0", "-1"])
+    spaces = st.sampled_from(["", " ", "\n", "\r\n", "\t", "  ", "\x0b"])
+    commas = st.sampled_from([",", ",", ",", ",", "", ",,"])  # mostly right
+
+    @settings(max_examples=400, deadline=None, derandomize=True)
+    @given(
+        st.lists(st.tuples(spaces, ids, spaces, commas), max_size=12),
+        st.sampled_from(["", ",", " "]),
+        st.integers(1, 9),
+    )
+    def check(items: list[tuple[str, str, str, str]], end: str, block: int) -> None:
+        last = len(items) - 1
+        body = "".join(a + i + b + (c if n < last else "") for n, (a, i, b, c) in enumerate(items))
+        text = "[" + body + end + "]"
+        monkeypatch.setattr(cli, "_ID_TEXT_BLOCK", block)
+        try:
+            expected = json.loads(text)
+        except ValueError:
+            expected = None
+        if expected is not None and any(not 0 <= i <= enc.max_token_value for i in expected):
+            expected = None  # JSON, but not ids of this encoding
+        for data in (text, text.encode()):
+            if expected is None:
+                with pytest.raises(cli.CLIError):
+                    cli._text_ids(data, "<test>", enc)
+            else:
+                assert list(cli._text_ids(data, "<test>", enc)) == expected, text
 
     check()
 
@@ -360,6 +401,12 @@ def test_decode_bad_json(
         (b"[1, true]", "'true' is not a token id"),
         (b"[[1, 2]]", "'[1' is not a token id"),
         (b"[1, 2.0]", "'2.0' is not a token id"),
+        # Ids, but not as JSON writes them: refused as json.loads would refuse them.
+        (b"[15339,,1917]", "not a JSON list of ids"),
+        (b"[15339 1917]", "not a JSON list of ids"),
+        (b"[,15339]", "not a JSON list of ids"),
+        (b"[15339,]", "not a JSON list of ids"),
+        (b"[007]", "not a JSON list of ids"),
     ]:
         set_stdin(monkeypatch, data)
         status, _, err = run(capsys, "decode")
@@ -504,6 +551,24 @@ def test_a_cut_is_found_in_bytes_as_in_text() -> None:
         assert cli._last_cut(text.encode()) == cut, text
     assert cli._last_cut("a\n中".encode()[:-1] + b" ") == 0  # the char after is cut short
     assert cli._last_cut(b"\xa9\nb") == 0  # nor is a stray byte before it a char
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
+def test_every_pair_of_fragments_about_a_newline_cuts_as_tiktoken_encodes(name: str) -> None:
+    """Each fragment, a "\\n", each fragment (so ".\\n/", " \\na", "\\r\\nb", ...), read a byte
+    at a time, so that it is cut wherever the rule allows: the parts' ids joined are
+    tiktoken's ids of the whole, for every pair."""
+    ours, theirs = pair(name)
+    fragments = sorted(set(CUT_FRAGMENTS) | {"\r", "x\r", ".", "!?", "/x", "\u00a0"})
+    cuts = 0
+    for a in fragments:
+        for b in fragments:
+            for text in (a + "\n" + b, "q" + a + "\n" + b + "q"):
+                parts = _parts(ours, text.encode(), 1)
+                cuts += len(parts) - 1
+                ids = [i for part in parts for i in ours.encode(part, allowed_special="all")]
+                assert ids == theirs.encode(text, allowed_special="all"), (text, parts)
+    assert cuts > len(fragments) ** 2 // 2  # the rule did cut, in many of the pairs
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"])

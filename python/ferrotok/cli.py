@@ -641,7 +641,7 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
     whole file is made (450 MB of ids as text took 1.35 GB with one, see `cmd_decode`)."""
     import re
 
-    from ._core import parse_id_text
+    from ._core import parse_id_text, parse_json_ids
 
     # A byte-order mark (some Windows editors start a UTF-8 file with one) is not an id.
     if isinstance(text, str) and text.startswith("\ufeff"):
@@ -654,34 +654,42 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
         if isinstance(text, str)
         else re.compile(rb"[^\s\x1c-\x1f]").search(text)
     )
-    start, stop = 0, len(text)
+    start, stop, json_list = 0, len(text), False
     if first and first.group() in ("[", b"["):
-        # A JSON list of ids (what `encode --format json` writes) is the same ids between
-        # brackets: read as the text format, with no list of all its ids as Python ints
-        # (95M ids took 3.8 GB that way). Anything but ids in it is an error there too.
+        # A JSON list of ids (what `encode --format json` writes) is read in blocks as the
+        # text format is, with no list of all its ids as Python ints (95M ids took 3.8 GB
+        # that way), each block checked to be JSON (`parse_json_ids`).
         while stop > 0 and text[stop - 1 : stop].isspace():
             stop -= 1
         if text[stop - 1 : stop] not in ("]", b"]"):
             return _parse_ids([text if isinstance(text, str) else text.decode("ascii")], source)
-        start, stop = first.end(), stop - 1
+        start, stop, json_list = first.end(), stop - 1, True
 
-    def parse(chunk: str) -> tuple[int, bytes | list[int]]:
+    def parse(block: tuple[str, bool]) -> tuple[int, bytes | list[int]]:
         # The usual text (ASCII digits and separators, every id in range) is read in Rust,
         # with the GIL released; anything else, errors included, by `_parse_ids`, which names
         # what is wrong.
-        packed = parse_id_text(chunk, enc.max_token_value)
+        chunk, last = block
+        if json_list:
+            packed = parse_json_ids(chunk, enc.max_token_value, last)
+        else:
+            packed = parse_id_text(chunk, enc.max_token_value)
         if packed is not None:
             return len(chunk), packed
         part = _parse_ids([chunk], source, json_list=False)
         error = _bad_id(enc, part, source) if part and max(part) > enc.max_token_value else None
         if error:
             raise error
+        if json_list:  # ids all right, but not as JSON has them (commas, zeros, spaces)
+            raise CLIError(
+                f"{source}: not a JSON list of ids (one comma between two ids, no leading zeros)"
+            )
         return len(chunk), part
 
     ids = _id_array()
     progress = _Progress("reading", source, len(text), _PROGRESS_MIN_BYTES)
     done = 0
-    for size, part in _map_parts(parse, _id_text_blocks(text, start, stop)):
+    for size, part in _map_parts(parse, _id_text_blocks(text, start, stop, json_list)):
         done += size
         progress.update(done)
         if isinstance(part, bytes):
@@ -692,22 +700,28 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
     return ids
 
 
-def _id_text_blocks(text: str | bytes, start: int, stop: int) -> Iterator[str]:
+def _id_text_blocks(
+    text: str | bytes, start: int, stop: int, after_comma: bool = False
+) -> Iterator[tuple[str, bool]]:
     """`text[start:stop]` in blocks of about `_ID_TEXT_BLOCK` chars, each cut before a
-    separator, as `str` (`bytes` must be ASCII)."""
+    separator (or, if `after_comma`, just after a comma), as `str` (`bytes` must be ASCII),
+    each with whether it is the last. An empty range is one empty last block."""
     import re
 
-    str_separator, bytes_separator = re.compile(r"[\s,]"), re.compile(rb"[\s,]")
-    while start < stop:
+    cut = r"," if after_comma else r"[\s,]"
+    str_separator, bytes_separator = re.compile(cut), re.compile(cut.encode())
+    while True:
         at = min(start + _ID_TEXT_BLOCK, stop)
         found = (
             str_separator.search(text, at, stop)
             if isinstance(text, str)
             else bytes_separator.search(text, at, stop)
         )
-        end = found.start() if found else stop
+        end = (found.end() if after_comma else found.start()) if found else stop
         block = text[start:end]
-        yield block if isinstance(block, str) else block.decode("ascii")
+        yield (block if isinstance(block, str) else block.decode("ascii")), end == stop
+        if end == stop:
+            return
         start = end
 
 

@@ -11,6 +11,8 @@
 //!   then uses its own checked parser, which knows the rest of the syntax (JSON lists,
 //!   Unicode spaces) and names what is wrong. So it is a fast path that never changes an
 //!   answer, only how soon it comes.
+//! - [`parse_json`] reads the inside of a JSON list of ids a block at a time, as strictly as
+//!   a JSON parser (`json.loads`) would take it, ids and nothing else.
 //!
 //! Why it is fast: Python's way, `str()` or `int()` per id, makes a `str` object (and for
 //! reading an `int`) per id; here an id is a few divisions (writing) or a compare or two and a
@@ -85,9 +87,121 @@ pub fn parse(text: &[u8], max_id: u32) -> Option<Vec<u32>> {
     Some(ids)
 }
 
+/// The ids in `text`, one block of the inside of a JSON list of ids (what is between its
+/// brackets), or `None` if the block is not JSON's `id, id, ...` (ids without leading zeros,
+/// exactly one comma between two ids, JSON's four spaces around them) or holds an id above
+/// `max_id`. Every block but the `last` is cut just after a comma, and so must end with one;
+/// the last must not (a lone last block may be all spaces: the empty list). So the caller
+/// can cut a long list anywhere after a comma and check each block on its own.
+///
+/// ```
+/// use ferrotok::id_text::parse_json;
+/// assert_eq!(parse_json(b" 15339, 1917", 200_000, true), Some(vec![15339, 1917]));
+/// assert_eq!(parse_json(b"1, 2,", 200_000, false), Some(vec![1, 2]));
+/// assert_eq!(parse_json(b"1,, 2", 200_000, true), None);
+/// assert_eq!(parse_json(b"1 2", 200_000, true), None);
+/// assert_eq!(parse_json(b"007", 200_000, true), None);
+/// ```
+pub fn parse_json(text: &[u8], max_id: u32, last: bool) -> Option<Vec<u32>> {
+    let mut ids = Vec::with_capacity(text.len() / 5 + 1);
+    let mut current: Option<u64> = None;
+    // After the opening bracket or a comma: an id must come next, and no comma.
+    let mut want_id = true;
+    let mut commas = false;
+    for &b in text {
+        match b {
+            b'0'..=b'9' => {
+                let value = match current {
+                    None if !want_id => return None, // two ids with no comma between
+                    None => u64::from(b - b'0'),
+                    Some(0) => return None, // a leading zero
+                    Some(v) => v * 10 + u64::from(b - b'0'),
+                };
+                if value > u64::from(max_id) {
+                    return None;
+                }
+                current = Some(value);
+            }
+            b' ' | b'\t' | b'\n' | b'\r' | b',' => {
+                if let Some(value) = current.take() {
+                    ids.push(u32::try_from(value).ok()?);
+                    want_id = false;
+                }
+                if b == b',' {
+                    if want_id {
+                        return None; // a comma with no id before it
+                    }
+                    want_id = true;
+                    commas = true;
+                }
+            }
+            _ => return None,
+        }
+    }
+    if let Some(value) = current {
+        ids.push(u32::try_from(value).ok()?);
+        want_id = false;
+    }
+    let whole = if last {
+        !want_id || (ids.is_empty() && !commas)
+    } else {
+        want_id && text.last() == Some(&b',')
+    };
+    whole.then_some(ids)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{parse, write};
+    use super::{parse, parse_json, write};
+
+    #[test]
+    fn reads_json_lists_strictly() {
+        let good: [(&[u8], bool, &[u32]); 7] = [
+            (b"", true, &[]),
+            (b" \n ", true, &[]),
+            (b"0", true, &[0]),
+            (b" 1 ,\r\n2\t,3 ", true, &[1, 2, 3]),
+            (b"4294967295", true, &[u32::MAX]),
+            (b"5, 6,", false, &[5, 6]),
+            (b" 7 ,", false, &[7]),
+        ];
+        for (text, last, ids) in good {
+            assert_eq!(
+                parse_json(text, u32::MAX, last).as_deref(),
+                Some(ids),
+                "{text:?}"
+            );
+        }
+        let bad: [(&[u8], bool); 13] = [
+            (b",", true),
+            (b",1", true),
+            (b"1,", true),
+            (b"1,,2", true),
+            (b"1 2", true),
+            (b"01", true),
+            (b"1,\x0b2", true),
+            (b"1.5", true),
+            (b"-1", true),
+            (b"1, 2", false), // a block before the last ends with a comma
+            (b"1, ", false),
+            (b"", false),
+            (b"1, 2 ,, ", false),
+        ];
+        for (text, last) in bad {
+            assert_eq!(parse_json(text, u32::MAX, last), None, "{text:?}");
+        }
+        assert_eq!(parse_json(b"99, 100", 99, true), None);
+        // What `write` puts between brackets, cut after any comma, reads back.
+        let ids: Vec<u32> = (0..3_000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761) >> (i % 32))
+            .collect();
+        let mut out = Vec::new();
+        write(&ids, b", ", &mut out);
+        let cut = out.iter().position(|&b| b == b',').unwrap() + 1;
+        let mut read = parse_json(&out[..cut], u32::MAX, false).unwrap();
+        read.extend(parse_json(&out[cut..], u32::MAX, true).unwrap());
+        assert_eq!(read, ids);
+    }
 
     #[test]
     fn writes_as_python_joins() {

@@ -922,6 +922,24 @@ fn parse_id_text<'py>(
     packed_ids(py, &ids).map(Some)
 }
 
+/// [`parse_id_text`] for one block of a JSON list's inside (see
+/// [`crate::id_text::parse_json`]): `None` where the block is not strictly JSON's.
+#[pyfunction]
+fn parse_json_ids<'py>(
+    py: Python<'py>,
+    text: PyBackedStr,
+    max_id: u32,
+    last: bool,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let parsed = detached(py, || {
+        Ok(crate::id_text::parse_json(text.as_bytes(), max_id, last))
+    })?;
+    let Some(ids) = parsed else {
+        return Ok(None);
+    };
+    packed_ids(py, &ids).map(Some)
+}
+
 /// `ids` as the bytes of native-endian 4-byte ints (what `array('I').frombytes` reads).
 fn packed_ids<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyBytes>> {
     PyBytes::new_with(py, std::mem::size_of_val(ids), |out| {
@@ -956,6 +974,7 @@ fn format_ids<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCoreBPE>()?;
     m.add_function(wrap_pyfunction!(parse_id_text, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_json_ids, m)?)?;
     m.add_function(wrap_pyfunction!(format_ids, m)?)?;
     train::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
