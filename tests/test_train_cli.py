@@ -106,6 +106,12 @@ def test_dash_trains_on_standard_input(tmp_path):
     assert ferrotok.load(out)._mergeable_ranks == (
         ferrotok.train([text], 265, progress=False)._mergeable_ranks
     )
+    command = 'exec "$0" -m ferrotok.cli_train train - --vocab-size 265 -o "$1" <&-'
+    closed = subprocess.run(
+        ["sh", "-c", command, sys.executable, str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert closed.returncode == 2 and "standard input is closed" in closed.stderr
 
 
 def test_demo_runs_offline_and_says_when_cl100k_is_missing(tmp_path):

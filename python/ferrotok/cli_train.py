@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"--special {token!r} is not valid UTF-8 text")
     name = args.name or os.path.splitext(os.path.basename(out))[0] or "trained"
     if "-" in args.files and not os.path.exists(_STDIN):
+        if os.path.lexists(_STDIN):  # the link is there, what it names is not
+            return _fail("FILE '-': standard input is closed")
         return _fail(f"FILE '-' (standard input) needs {_STDIN}, which this system lacks")
     # `-` is standard input, read as a stream (once, in windows) like a named pipe.
     paths = [pathlib.Path(_STDIN if f == "-" else f) for f in args.files]
