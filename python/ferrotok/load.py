@@ -272,7 +272,8 @@ def _replace_all(staged: list[tuple[str, str]]) -> None:
             done.append((tmp, target, backup, existed))
             os.replace(tmp, target)
     except BaseException:
-        for tmp, target, backup, existed in reversed(done):
+        # (One file alone is never undone: its one rename is the change, made or not.)
+        for tmp, target, backup, existed in reversed(done if len(staged) > 1 else []):
             if os.path.lexists(tmp):
                 continue  # this rename was not made
             try:

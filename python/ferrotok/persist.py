@@ -134,7 +134,7 @@ def load(
     if not isinstance(pat, str):
         raise ValueError(f"{side}: 'pat_str' must be a string")
     if enc_name is not None and not isinstance(enc_name, str):
-        raise ValueError(f"{side}: 'name' must be a string")
+        raise ValueError(f"{'name' if name is not None else side + ': name'} must be a string")
     if enc_name is None:
         enc_name = os.path.splitext(os.path.basename(path))[0]
     where = "special_tokens" if special_tokens is not None else f"{side}: 'special_tokens'"
