@@ -16,6 +16,7 @@ from the same documents, pattern and number of merges.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -372,12 +373,9 @@ def _warn_if_pattern_drops_text(pattern: str) -> None:
     """Warns if some probe text falls outside the pattern's pieces: training never sees
     such text, and the encoding trained with the pattern drops it (encode then decode
     loses it), which is almost never what was meant."""
-    # With the 256 byte tokens as the vocabulary, the ids are the bytes of the pieces.
-    core = _core.CoreBPE({bytes([i]): i for i in range(256)}, [], pattern)
-    lost = [p for p in _PROBES if bytes(core.encode_ordinary(p)) != p.encode()]
-    whole = "".join(_PROBES)
-    if lost or bytes(core.encode_ordinary(whole)) != whole.encode():
-        examples = ", ".join(repr(p) for p in (lost or [whole])[:4])
+    lost = _dropped_probes(pattern)
+    if lost:
+        examples = ", ".join(repr(p) for p in lost[:4])
         warnings.warn(
             f"the pattern {pattern!r} leaves text out of its pieces (e.g. {examples}): "
             "training skips that text and the trained encoding drops it; a pattern that "
@@ -385,6 +383,20 @@ def _warn_if_pattern_drops_text(pattern: str) -> None:
             UserWarning,
             stacklevel=_user_frame(),
         )
+
+
+@functools.lru_cache(maxsize=16)
+def _dropped_probes(pattern: str) -> tuple[str, ...]:
+    """The probes (or, if each alone is whole, all of them joined) that lose text when cut
+    by `pattern`. Cached: a custom pattern costs a compile (~20 ms for GPT-2's on the general
+    path), and shards are often counted one call each."""
+    # With the 256 byte tokens as the vocabulary, the ids are the bytes of the pieces.
+    core = _core.CoreBPE({bytes([i]): i for i in range(256)}, [], pattern)
+    lost = tuple(p for p in _PROBES if bytes(core.encode_ordinary(p)) != p.encode())
+    whole = "".join(_PROBES)
+    if not lost and bytes(core.encode_ordinary(whole)) != whole.encode():
+        lost = (whole,)
+    return lost
 
 
 def _user_frame() -> int:
