@@ -10,6 +10,7 @@ import os
 import pathlib
 import pickle
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -313,6 +314,23 @@ def test_piece_counts_add_pickle_save_load(tmp_path):
     doubled = one[:-5] + b"\x02" + one[-4:] + one[-4:]  # the count of pieces 1 -> 2
     with pytest.raises(ValueError, match="repeated piece"):
         ferrotok.PieceCounts.from_bytes(doubled)
+
+
+def test_from_bytes_refuses_a_piece_that_holds_a_special_token():
+    # Counting splits "<|x|>" out; a table whose piece holds it is one counting never made.
+    pat = r"\S+|\s+"
+    with_special = ferrotok.count_pieces(["q<|x|>"], pattern=pat, special_tokens=["<|x|>"],
+                                         progress=False)
+    assert dict(with_special.most_common()) == {"q": 1}
+    plain = ferrotok.count_pieces(["q<|x|>"], pattern=pat, progress=False).to_bytes()
+    head = b"FTPIECE1" + bytes([len(pat)]) + pat.encode() + b"\x00"  # no special tokens
+    assert plain.startswith(head)
+    forged = with_special.to_bytes()[: len(head) + 6] + plain[len(head):]
+    want = 'the piece "q<|x|>" holds the special token "<|x|>"'
+    with pytest.raises(ValueError, match=re.escape(want)):
+        ferrotok.PieceCounts.from_bytes(forged)
+    # The same pieces under the header they were counted with read back as they were.
+    assert ferrotok.PieceCounts.from_bytes(plain).most_common() == [("q<|x|>", 1)]
 
 
 # ---------------------------------------------------------------- save / load / tiktoken

@@ -138,6 +138,12 @@ impl PieceCounts {
             }
             specials.push(s);
         }
+        // Counting splits special tokens out before the pattern runs, so no piece it makes
+        // holds one's text; a table with such a piece would train merges across it.
+        let specials_in = (!specials.is_empty())
+            .then(|| aho_corasick::AhoCorasick::new(&specials))
+            .transpose()
+            .map_err(|e| Error::Input(format!("cannot search for the special tokens: {e}")))?;
         let n = r.varint().ok_or_else(|| bad("truncated header"))?;
         let mut counts = CountMap::default();
         let mut total = 0u64;
@@ -148,6 +154,12 @@ impl PieceCounts {
             // and a total that sums without overflow (see `MAX_TOTAL`).
             if k.is_empty() || v == 0 || counts.get(&k).is_some() {
                 return Err(bad("an empty, uncounted or repeated piece"));
+            }
+            if let Some(m) = specials_in.as_ref().and_then(|ac| ac.find(&k)) {
+                let token = &specials[m.pattern().as_usize()];
+                return Err(bad(&format!(
+                    "the piece {k:?} holds the special token {token:?}, which counting splits out"
+                )));
             }
             total = total
                 .checked_add(v)
