@@ -727,6 +727,26 @@ def test_patterns_that_keep_all_text_are_not_warned_about(pattern):
         ferrotok.count_pieces(["hello world, 42"], pattern=pattern, progress=False)
 
 
+def test_a_text_that_names_a_file_is_warned_about(tmp_path, monkeypatch):
+    (tmp_path / "corpus.txt").write_text("the cat sat on the mat " * 50)
+    monkeypatch.chdir(tmp_path)
+    with pytest.warns(UserWarning, match=re.escape("[pathlib.Path('corpus.txt')]")) as caught:
+        counts = ferrotok.count_pieces(iter(["corpus.txt"]), progress=False)
+    assert caught[0].filename == __file__
+    # Still trained on as the text it is: nothing the caller gave is changed.
+    assert counts.most_common() == [(".txt", 1), ("corpus", 1)]
+    # The file itself, or a text that is no file's name, is not warned about.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        as_file = ferrotok.count_pieces([pathlib.Path("corpus.txt")], progress=False)
+        assert dict(as_file.most_common())[" cat"] == 50
+        ferrotok.count_pieces(["no-such-file.txt", "corpus.txt"], progress=False)
+        for odd in ("a\x00b", "x" * 5000):  # no file name: no warning, and no error
+            ferrotok.count_pieces([odd], progress=False)
+        with pytest.raises(ValueError, match="item 0 of the input is not valid Unicode"):
+            ferrotok.count_pieces(["\udc80"], progress=False)
+
+
 # ---------------------------------------------------------------- progress bar
 
 

@@ -271,6 +271,7 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
     if first is end:
         return None, ()
     if not _is_path(first):
+        _warn_if_text_names_a_file(first)
         if isinstance(texts_or_files, (list, tuple)):
             return None, texts_or_files
         return None, itertools.chain([first], it)
@@ -283,6 +284,21 @@ def _sources(texts_or_files: TextsOrFiles) -> tuple[list[str] | None, Iterable[o
             )
         paths.append(os.fspath(p))
     return paths, ()
+
+
+def _warn_if_text_names_a_file(text: object) -> None:
+    """Warns if the first text is the name of a file: `train(["corpus.txt"], ...)` trains on
+    those ten characters, not on the file (HuggingFace's trainers take file names as `str`),
+    and the encoding comes out all but empty. One `stat`, of the first text only."""
+    if not (isinstance(text, str) and 0 < len(text) < 4096 and "\n" not in text):
+        return
+    if os.path.isfile(text):  # False, not an error, for a NUL or an unencodable char
+        warnings.warn(
+            f"the first text, {text!r}, is the name of a file, but a str is trained on as "
+            f"text; to train on the file's contents, pass a path: [pathlib.Path({text!r})]",
+            UserWarning,
+            stacklevel=_user_frame(),
+        )
 
 
 def _check_files(paths: list[str]) -> None:
@@ -532,7 +548,8 @@ def train(
 
     Args:
         texts_or_files: an iterable of `str` (streamed) or of paths (`os.PathLike`, e.g.
-            `pathlib.Path`; each file is one document, read in parallel).
+            `pathlib.Path`; each file is one document, read in parallel). A `str` is always
+            text: if the first one is also a file's name, a warning says so.
         vocab_size: the size of the vocabulary: 256 bytes + merges + special tokens.
             Fewer merges are made if the corpus runs out of pairs.
         pattern: the pre-tokenization regex, or the name of a registered encoding whose
