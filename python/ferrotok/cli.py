@@ -946,7 +946,11 @@ def render_tokens(tokens: list[bytes], color: bool, first: int = 0, end: bool = 
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """`ferrotok show`: the text with token boundaries visible (colours, or `|` + ids)."""
+    """`ferrotok show`: the text with token boundaries visible (colours, or `|` + ids).
+
+    A file is shown as it is read, part by part, so an error in a later part (a byte that is
+    not UTF-8, a special token's text) is reported after the earlier parts are shown; the
+    exit status is then non-zero. (`ferrotok encode` writes nothing until every id is made.)"""
     if args.text is not None and args.file is not None:
         raise CLIError("give either TEXT or --file, not both")
     enc = load_encoding(args)
