@@ -108,3 +108,35 @@ def test_training_in_a_forked_child() -> None:
     got = in_forked_child(train)
     want = ferrotok.train(texts, 400, progress=False)
     assert got == [want.decode_single_token_bytes(t) for t in range(want.n_vocab)]
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern"),
+    [("o200k_base", None), ("cl100k_base", r"[a-z]++[A-Z]|\d+|\s+(?!\S)|\s+|\S")],
+)
+def test_tables_built_before_a_fork_are_the_childs_without_building(
+    name: str, pattern: str | None
+) -> None:
+    enc = fresh_encoding(name)
+    if pattern is not None:  # a pattern on the general path: its DFA is built too
+        enc = ferrotok.Encoding(
+            "general", pat_str=pattern, mergeable_ranks=enc._mergeable_ranks, special_tokens={}
+        )
+    assert not any(built for _, built in enc._core_bpe.tables_built())
+    enc.build_tables()
+    built = enc._core_bpe.tables_built()
+    assert len(built) == (3 if pattern is None else 4) and all(b for _, b in built), built
+
+    def work() -> tuple[list[tuple[str, bool]], list[int]]:
+        # Asked before the child encodes anything: there, nothing has built them.
+        return enc._core_bpe.tables_built(), enc.encode_ordinary(LONG)
+
+    in_child, ids = in_forked_child(work)
+    assert in_child == built
+    reference = pair(name)[1]
+    if pattern is not None:
+        reference = type(reference)(
+            "general", pat_str=pattern, mergeable_ranks=reference._mergeable_ranks,
+            special_tokens={},
+        )
+    assert ids == reference.encode_ordinary(LONG)

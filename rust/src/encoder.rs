@@ -48,6 +48,25 @@ impl Allowed<'_> {
 }
 
 impl Encoder {
+    /// Builds now what encoding otherwise builds at its first need: the vocabulary's tables
+    /// ([`Vocab::build_tables`]) and, for a pattern on the general path, its splitter's DFA.
+    /// For a program that forks workers: done before the fork, the workers share them.
+    pub fn build_tables(&self) {
+        self.vocab.build_tables();
+        if let Splitter::General(g) = &self.splitter {
+            g.has_dfa();
+        }
+    }
+
+    /// Which of [`Encoder::build_tables`]'s tables are built, by name.
+    pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
+        let mut built = self.vocab.tables_built().to_vec();
+        if let Splitter::General(g) = &self.splitter {
+            built.push(("dfa", g.dfa_tried()));
+        }
+        built
+    }
+
     /// An encoder from the contents of a `.tiktoken` file (see [`crate::tiktoken_file`]).
     pub fn from_tiktoken(
         contents: &[u8],

@@ -368,6 +368,31 @@ impl Vocab {
         self.backtrack()
     }
 
+    /// Builds now each table that encoding otherwise builds at its first need: the pair
+    /// filter, the walk's tables and the cut tables (those that apply). A process forked after
+    /// this shares them with its parent instead of building its own.
+    pub fn build_tables(&self) {
+        self.pair_filter();
+        self.backtrack();
+        self.char_cuts();
+    }
+
+    /// Which of [`Vocab::build_tables`]'s tables are built, by name.
+    pub fn tables_built(&self) -> [(&'static str, bool); 3] {
+        [
+            ("pair filter", self.pair_filter.get().is_some()),
+            ("walk", self.backtrack.get().is_some()),
+            ("cuts", self.char_cuts.get().is_some()),
+        ]
+    }
+
+    /// The largest id of an ordinary token, if there is one.
+    pub fn max_ordinary_id(&self) -> Option<Rank> {
+        (0..self.n_ids() as Rank)
+            .rev()
+            .find(|&r| self.ordinary_bytes(r).is_some())
+    }
+
     /// Approximate heap memory of the vocabulary, in bytes (with the backtracking tables
     /// once they are built).
     pub fn memory_bytes(&self) -> usize {

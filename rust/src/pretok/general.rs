@@ -157,6 +157,11 @@ impl General {
         self.dfa.get_or_init(|| self.build_dfa()).is_some()
     }
 
+    /// Whether the DFA's build has been tried ([`General::has_dfa`] builds it).
+    pub fn dfa_tried(&self) -> bool {
+        self.dfa.get().is_some()
+    }
+
     /// This splitter with the meta regex doing all the searching, as where the DFA cannot be
     /// built: for the tests that check that path too.
     pub fn without_dfa(self) -> Self {

@@ -335,6 +335,14 @@ pub(super) fn id_list<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py,
     }
 }
 
+/// Makes the id ints of ids `0..=top` now, as the first list holding `top` would (nothing
+/// where ids get C-API ints or `top` is past the region's fill limit): `build_tables`.
+pub(super) fn make_id_ints(py: Python<'_>, top: Rank) {
+    if let (Some(spec), Some(region)) = (id_int_spec(py), region()) {
+        region.make_through(spec, top);
+    }
+}
+
 /// An `int` object for one id, laid out as CPython lays out a one-digit int: the object
 /// header (reference count, type), the size word (`ob_size` or `lv_tag`, see [`IntLayout`])
 /// and the digit.

@@ -684,6 +684,25 @@ impl PyCoreBPE {
         Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
     }
 
+    /// Builds now the tables encoding builds at its first need, and the int objects of every
+    /// ordinary id, so that processes forked after this share them.
+    fn build_tables(&self, py: Python<'_>) -> PyResult<()> {
+        let enc = &self.inner;
+        detached(py, || {
+            enc.build_tables();
+            Ok(())
+        })?;
+        if let Some(top) = enc.vocab.max_ordinary_id() {
+            ints::make_id_ints(py, top);
+        }
+        Ok(())
+    }
+
+    /// Which of `build_tables`'s tables are built: `(name, built)` pairs, for tests.
+    fn tables_built(&self) -> Vec<(&'static str, bool)> {
+        self.inner.tables_built()
+    }
+
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let enc = &self.inner;
         let ids = detached(py, || enc.encode_ordinary(text))?;
