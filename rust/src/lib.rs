@@ -30,6 +30,7 @@ pub mod pretok;
 pub mod process_once;
 pub mod short_table;
 pub mod special;
+pub mod thread_slots;
 pub mod tiktoken_file;
 pub mod token_table;
 pub mod train;

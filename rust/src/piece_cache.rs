@@ -19,7 +19,7 @@
 //! multilingual, on cl100k and o200k) read 0.98-1.03x in the Python loop, within the
 //! machine's noise; in the benchmark, o200k multilingual's multiple of tiktoken read ~1% lower
 //! in each of three alternations (11.52-11.60x against 11.63-11.69x), cl100k's 1.00-1.01x.
-//! Each thread has its own cache (`thread_local::ThreadLocal`), so no locks; an encode call
+//! Each thread has its own cache ([`ThreadSlots`]), so no locks; an encode call
 //! looks its thread's slots up once and keeps them in a [`Local`] for all its pieces.
 //! In front of the sets, one tag byte per way (64 KiB a thread) turns away most pieces the
 //! cache does not hold without reading their set: on text met once, where a third of the
@@ -27,8 +27,8 @@
 //! corpus (Rust core, best of 5, alternated): r50k multilingual 150 -> 157 MB/s, o200k English
 //! 253 -> 257, cl100k and o200k multilingual within 1%; at 1 MB no change beyond noise.
 
+use crate::thread_slots::ThreadSlots;
 use std::cell::{RefCell, RefMut};
-use thread_local::ThreadLocal;
 
 pub const MAX_PIECE: usize = 32;
 /// Ids an entry holds as `u32`s.
@@ -75,7 +75,7 @@ const EMPTY: Entry = Entry {
 struct Set([Entry; 2]);
 
 pub struct PieceCache {
-    per_thread: ThreadLocal<OwnLine<RefCell<Slots>>>,
+    per_thread: ThreadSlots<OwnLine<RefCell<Slots>>>,
 }
 
 /// A thread's sets, and per set the tags of its two ways (the hash's top byte, 0 for an
@@ -92,7 +92,7 @@ fn tag(h: u64) -> u8 {
     (h >> 56) as u8
 }
 
-/// A thread's slot handle on cache lines of its own. `ThreadLocal` keeps the values of
+/// A thread's slot handle on cache lines of its own. [`ThreadSlots`] keeps the values of
 /// threads 1 and 2 (and 3-6, ...) side by side in one array, and `RefCell` writes its borrow
 /// flag when a [`Local`] borrows the slots: unpadded (when that was on every `get` and `put`),
 /// two encoding threads wrote one cache line on every multi-token piece, and the line bounced
@@ -109,21 +109,20 @@ impl Default for PieceCache {
 impl PieceCache {
     pub fn new() -> Self {
         PieceCache {
-            per_thread: ThreadLocal::new(),
+            per_thread: ThreadSlots::new(),
         }
     }
 
+    /// This thread's slots, made at its first ask; `None` on a thread that is exiting.
     #[inline(always)]
-    fn slots(&self) -> &RefCell<Slots> {
-        &self
-            .per_thread
-            .get_or(|| {
-                OwnLine(RefCell::new(Slots {
-                    sets: vec![Set([EMPTY; 2]); SLOTS / 2].into_boxed_slice(),
-                    tags: vec![[0; 2]; SLOTS / 2].into_boxed_slice(),
-                }))
-            })
-            .0
+    fn slots(&self) -> Option<&RefCell<Slots>> {
+        let own = self.per_thread.get_or(|| {
+            OwnLine(RefCell::new(Slots {
+                sets: vec![Set([EMPTY; 2]); SLOTS / 2].into_boxed_slice(),
+                tags: vec![[0; 2]; SLOTS / 2].into_boxed_slice(),
+            }))
+        })?;
+        Some(&own.0)
     }
 
     /// This thread's slots, for one encode call: see [`Local`].
@@ -138,7 +137,7 @@ impl PieceCache {
 /// A thread's cache slots, borrowed at most once per encode call, at its first multi-token
 /// piece (so a thread that never meets one allocates nothing).
 ///
-/// Why: looking the slots up per piece cost a `ThreadLocal` search (a call to
+/// Why: looking the slots up per piece cost a thread-local look-up (a call to
 /// `__tls_get_addr`, as the extension is a shared library) and a `RefCell` flag write each
 /// time: 1.2-1.6% of the samples on the shared multilingual text (perf, cl100k and r50k).
 pub struct Local<'c> {
@@ -162,7 +161,7 @@ impl Local<'_> {
         if self.slots.is_none() {
             // A second `Local` on this thread at once (no encode path makes one) finds the
             // slots borrowed and goes without.
-            self.slots = self.cache.take()?.slots().try_borrow_mut().ok();
+            self.slots = self.cache.take()?.slots()?.try_borrow_mut().ok();
         }
         self.slots.as_deref_mut()
     }
