@@ -18,12 +18,14 @@ How: every encoder's ids are first compared with tiktoken's on the same document
 also the warm-up); a peer that differs is shown as "inexact (N/M docs differ)" and never counts
 as the fastest exact peer. Encoders are then timed round-robin (rotating start) for `--reps`
 repetitions, each sample long enough to be measurable; the median is reported. The machine is
-shared and noisy: compare numbers from the same run only.
+shared and noisy: compare numbers from the same run only. Before each section and each batch
+cell the benchmark waits (up to `--quiet-wait` seconds) until other processes use under 5% of
+a CPU, and a table's notes name the cells timed while they used more ("BUSY MACHINE").
 
 Usage: python benches/encode.py [--mb N] [--reps R] [--batch-reps R] [--only english,code]
        [--encodings cl100k_base,o200k_base,r50k_base,p50k_base,custom]
-       [--section single,batch,adversarial,decode,load] [--markdown] [--json PATH]
-       [--plot PATH.png] [FILES...]
+       [--section single,batch,adversarial,decode,load] [--quiet-wait S] [--markdown]
+       [--json PATH] [--plot PATH.png] [FILES...]
 The exit status is 0 whatever the figures (targets are printed as PASS/FAIL).
 """
 
@@ -187,11 +189,12 @@ def bench_single_cell(spec: EncSpec, corpus: Corpus, encs: dict[str, Encoder],
     tasks, first, results = verified_tasks(cands)
     tasks["tiktoken"], first["tiktoken"], results["tiktoken"] = loop(tt, docs), tt_first, {
         "ndiff": 0}
+    meter = benchlib.OthersMeter()
     timings = benchlib.interleaved(tasks, reps, first, budget=budget)
     for n, t in timings.items():
         results[n].update(mbps=corpus.nbytes / t.median / 1e6, samples_s=t.samples,
                           cpu_ratio=t.cpu_ratio, spread=t.spread)
-    return _cell(spec, corpus, results, role)
+    return {**_cell(spec, corpus, results, role), "others_cpus": meter.cpus()}
 
 
 def _map(encode: Callable[[str], Any], docs: list[str]) -> Callable[[], list[Any]]:
@@ -258,6 +261,12 @@ def cell_notes(cells: list[dict[str, Any]], key: str = "corpus", cpu: bool = Tru
         if c["results"].get("ferrotok", {}).get("ndiff"):
             entries.append(("ferrotok", where, "IDS DIFFER FROM TIKTOKEN: its ratios are void"))
     notes = report.group_notes(entries, len(cells))
+    busy = [f"{c['encoding']}/{c[key]} {c['others_cpus']:.2f}" for c in cells
+            if (c.get("others_cpus") or 0.0) >= benchlib.QUIET_CPUS]
+    if busy:
+        notes.append("BUSY MACHINE: other processes used this many CPUs while these cells were "
+                     "timed (their ratios understate ferrotok, the batch's most): "
+                     + ", ".join(busy))
     spreads = [r.get("spread", 0.0) for c in cells for r in c["results"].values()]
     if spreads:
         notes.append(f"noise: (max-min)/median of one encoder's samples: median "
@@ -285,7 +294,8 @@ def run_single(specs: list[EncSpec], corpora: list[Corpus], encoders: Encoders,
 
 
 def bench_batch_cell(spec: EncSpec, corpus: Corpus, encs: dict[str, Encoder],
-                     threads: int, reps: int, budget: float) -> dict[str, Any]:
+                     threads: int, reps: int, budget: float, quiet_wait: float
+                     ) -> dict[str, Any]:
     docs = corpus.docs
     expected = [encs["tiktoken"].encode(d) for d in docs]
     ft = encs["ferrotok"]
@@ -305,12 +315,16 @@ def bench_batch_cell(spec: EncSpec, corpus: Corpus, encs: dict[str, Encoder],
             fn = _bind(enc.flat_batch, docs, threads)
             cands[f"{name} flat"] = (fn, fcheck, fn)
     tasks, first, results = verified_tasks(cands)
+    # Each batch cell waits for a quiet machine: its ratio needs both CPUs (see OthersMeter).
+    quiet = wait_for_quiet(quiet_wait, f"batch {spec.name} {corpus.name}")
+    meter = benchlib.OthersMeter()
     for n, t in benchlib.interleaved(tasks, reps, first, budget=budget).items():
         results[n].update(mbps=corpus.nbytes / t.median / 1e6, samples_s=t.samples,
                           cpu_ratio=t.cpu_ratio, spread=t.spread)
     if ft.flat_batch is None:
         results["ferrotok flat"] = {"error": "n/a: no encode_ordinary_batch_to_numpy yet"}
-    return _batch_cell(spec, corpus, results)
+    return {**_batch_cell(spec, corpus, results), "others_cpus": meter.cpus(),
+            "quiet_wait": quiet}
 
 
 def _bind(fn: Callable[[list[str], int], Any], docs: list[str], threads: int
@@ -365,7 +379,7 @@ def run_batch(specs: list[EncSpec], corpora: list[Corpus], encoders: Encoders,
         for corpus in corpora:
             log(f"batch {spec.name} {corpus.name}")
             cells.append(bench_batch_cell(spec, corpus, encs, args.threads, args.batch_reps,
-                                          args.budget))
+                                          args.budget, args.quiet_wait))
     return cells
 
 
@@ -704,6 +718,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # rounds, enough for the single-thread cells, drew anywhere from 1.82x to 2.09x.
     p.add_argument("--batch-reps", type=int, default=9,
                    help="timed rounds per batch cell (default 9)")
+    p.add_argument("--quiet-wait", type=float, default=60.0,
+                   help="seconds to wait, before each section and each batch cell, for other "
+                        "processes to use under 5%% of a CPU (default 60; 0: do not wait)")
     p.add_argument("--custom-pat", default=peerlib.GPT2_ORIGINAL_PAT,
                    help="pattern of the custom encoding (ranks: cl100k_base)")
     p.add_argument("--budget", type=float, default=3.0,
@@ -790,13 +807,28 @@ class Run:
 
 
 def run_sections(run: Run, out: Printer) -> None:
-    run.res["section_s"] = {}
+    run.res["section_s"], run.res["quiet_wait"] = {}, {}
     for section in [x for x in _csv(run.args.section) if x in SECTIONS]:
+        run.res["quiet_wait"][section] = wait_for_quiet(run.args.quiet_wait, section)
         t0 = time.perf_counter()
         for table in SECTION_RUNNERS[section](run):
             out(table)
         run.res["section_s"][section] = time.perf_counter() - t0
         log(f"{section}: {run.res['section_s'][section]:.0f} s")
+
+
+def wait_for_quiet(max_wait: float, what: str) -> dict[str, float | None]:
+    """benchlib.wait_until_quiet, logged when it waited or the machine stayed busy."""
+    if max_wait <= 0:
+        return {"waited_s": 0.0, "others_cpus": None}
+    q = benchlib.wait_until_quiet(max_wait)
+    others = q["others_cpus"] or 0.0
+    busy = others >= benchlib.QUIET_CPUS
+    if (q["waited_s"] or 0.0) >= 0.5 or busy:
+        state = "still busy" if busy else "quiet"
+        log(f"{what}: waited {q['waited_s']:.0f} s for other processes to settle; {state} "
+            f"(they used {others:.2f} CPUs in the last second)")
+    return q
 
 
 def _single(run: Run) -> list[Table]:
