@@ -5,8 +5,9 @@
 //! whole encode, per encoding and corpus. The Python-level comparison with tiktoken and the
 //! other peers is `python benches/encode.py`.
 
-use ferrotok::encoder::Allowed;
-use ferrotok::{tiktoken_file, Encoder};
+use ferrotok::encode::encoder::Allowed;
+use ferrotok::vocab::tiktoken_file;
+use ferrotok::Encoder;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -14,7 +15,7 @@ use std::time::Instant;
 /// (with the `python` feature the crate registers it itself).
 #[cfg(all(target_os = "linux", not(feature = "python")))]
 #[global_allocator]
-static ALLOC: ferrotok::huge_pages::HugePages = ferrotok::huge_pages::HugePages;
+static ALLOC: ferrotok::runtime::huge_pages::HugePages = ferrotok::runtime::huge_pages::HugePages;
 
 const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 const O200K: &str = concat!(
@@ -77,10 +78,10 @@ fn main() {
             let split_s = t.elapsed().as_secs_f64();
             let t = Instant::now();
             let mut out = Vec::with_capacity(text.len() / 3);
-            let cache = ferrotok::piece_cache::PieceCache::new();
+            let cache = ferrotok::encode::bpe::piece_cache::PieceCache::new();
             let mut local = cache.local();
             for p in &pieces {
-                ferrotok::bpe::encode_piece(&enc.vocab, p.as_bytes(), &mut local, &mut out)
+                ferrotok::encode::bpe::encode_piece(&enc.vocab, p.as_bytes(), &mut local, &mut out)
                     .unwrap();
             }
             let bpe_s = t.elapsed().as_secs_f64();

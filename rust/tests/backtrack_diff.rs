@@ -12,10 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-use ferrotok::backtrack::Backtrack;
-use ferrotok::bpe::merge_heap;
-use ferrotok::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
-use ferrotok::tiktoken_file;
+use ferrotok::encode::bpe::backtrack::Backtrack;
+use ferrotok::encode::bpe::merge_heap;
+use ferrotok::encode::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
+use ferrotok::vocab::tiktoken_file;
 use ferrotok::vocab::{Rank, Vocab};
 
 fn shared(sub: &str, var: &str, probe: &str) -> PathBuf {
@@ -193,7 +193,7 @@ fn synthetic_pieces() {
 /// pair of every OpenAI vocabulary, with its false-positive rate on random id pairs.
 #[test]
 fn pair_filter_keeps_every_pair_of_each_vocabulary() {
-    use ferrotok::pair_filter::PairFilter;
+    use ferrotok::encode::bpe::pair_filter::PairFilter;
     for &(name, _) in ENCODINGS {
         let vocab = load(name);
         let pairs = &vocab.pairs;

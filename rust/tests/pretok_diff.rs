@@ -13,8 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ferrotok::pretok::general::General;
-use ferrotok::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
+use ferrotok::encode::pretok::general::General;
+use ferrotok::encode::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 
 /// Patterns that are not OpenAI's, for the general path.
 const OTHER_PATTERNS: &[&str] = &[

@@ -19,10 +19,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use ferrotok::bpe::merge_heap;
-use ferrotok::pretok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
+use ferrotok::encode::bpe::merge_heap;
+use ferrotok::encode::pretok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 use ferrotok::vocab::Rank;
-use ferrotok::{tiktoken_file, Encoder};
+use ferrotok::vocab::tiktoken_file;
+use ferrotok::Encoder;
 use libfuzzer_sys::fuzz_target;
 
 // Kept on a few lines: rustfmt would give each wide (CJK) string a line of its own.

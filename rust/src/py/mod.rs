@@ -1,14 +1,14 @@
 //! The binding layer: converts Python values to Rust and Rust errors to Python
 //! exceptions, and nothing else. All work happens in the core with the GIL
-//! released (`py.detach`); batches run on the core's threads ([`crate::batch`]), and
+//! released (`py.detach`); batches run on the core's threads ([`crate::runtime::batch`]), and
 //! `encode_lists` builds each list on the calling thread as the helpers' ids come in.
 
-use crate::batch::{
+use crate::encode::encoder::{Allowed, Encoder};
+use crate::error::Error;
+use crate::runtime::batch::{
     batch_map, batch_map_until, helper_threads, shared_ends, spin_until, with_helpers,
 };
-use crate::encoder::{Allowed, Encoder};
-use crate::error::Error;
-use crate::pool::cores;
+use crate::runtime::pool::cores;
 use crate::vocab::Rank;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
@@ -355,7 +355,7 @@ const GIL_SHARE_FOR: std::time::Duration = std::time::Duration::from_micros(150)
 
 /// `[encode(t) for t in texts]` as a list of lists, on `num_threads` threads: this one,
 /// which takes texts from the front, and helpers that take them from the back
-/// ([`TwoEnds`](crate::two_ends::TwoEnds)).
+/// ([`TwoEnds`](crate::runtime::two_ends::TwoEnds)).
 /// This thread also builds every list (which needs the GIL) as results come in, so list
 /// building overlaps encoding instead of following it. An error is the one of the first
 /// failing text, as in a sequential loop (see [`batch_map`]). Signal handlers run between
@@ -926,7 +926,7 @@ impl PyCoreBPE {
     }
 }
 
-/// The ids in text of decimal ids and ASCII separators (see [`crate::id_text`]) as the
+/// The ids in text of decimal ids and ASCII separators (see [`crate::vocab::id_text`]) as the
 /// bytes of native-endian 4-byte ints (for `array('I').frombytes`), or `None` for any other
 /// text or an id above `max_id`, which the caller then parses with its own checks.
 #[pyfunction]
@@ -935,14 +935,17 @@ fn parse_id_text<'py>(
     text: PyBackedStr,
     max_id: u32,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let Some(ids) = detached(py, || Ok(crate::id_text::parse(text.as_bytes(), max_id)))? else {
+    let Some(ids) = detached(py, || {
+        Ok(crate::vocab::id_text::parse(text.as_bytes(), max_id))
+    })?
+    else {
         return Ok(None);
     };
     packed_ids(py, &ids).map(Some)
 }
 
 /// [`parse_id_text`] for one block of a JSON list's inside (see
-/// [`crate::id_text::parse_json`]): `None` where the block is not strictly JSON's.
+/// [`crate::vocab::id_text::parse_json`]): `None` where the block is not strictly JSON's.
 #[pyfunction]
 fn parse_json_ids<'py>(
     py: Python<'py>,
@@ -951,7 +954,11 @@ fn parse_json_ids<'py>(
     last: bool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let parsed = detached(py, || {
-        Ok(crate::id_text::parse_json(text.as_bytes(), max_id, last))
+        Ok(crate::vocab::id_text::parse_json(
+            text.as_bytes(),
+            max_id,
+            last,
+        ))
     })?;
     let Some(ids) = parsed else {
         return Ok(None);
@@ -970,7 +977,7 @@ fn packed_ids<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyBytes
 }
 
 /// `sep.join(map(str, ids)).encode()` for ids read as `decode_bytes` reads them (a list of
-/// ints or a 1-D integer array), written in Rust (see [`crate::id_text`]).
+/// ints or a 1-D integer array), written in Rust (see [`crate::vocab::id_text`]).
 #[pyfunction]
 fn format_ids<'py>(
     py: Python<'py>,
@@ -983,7 +990,7 @@ fn format_ids<'py>(
     }
     let text = detached(py, || {
         let mut out = Vec::new();
-        crate::id_text::write(&values, sep.as_bytes(), &mut out);
+        crate::vocab::id_text::write(&values, sep.as_bytes(), &mut out);
         Ok(out)
     })?;
     Ok(PyBytes::new(py, &text))

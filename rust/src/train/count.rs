@@ -23,10 +23,10 @@
 //! lexing; see e.g. Barenghi et al., "Parallel parsing made practical", 2015.)
 
 use super::{Hook, Progress};
+use crate::encode::pretok::Splitter;
+use crate::encode::special::SpecialMatcher;
 use crate::error::{Error, Result};
-use crate::pool::OwnPool;
-use crate::pretok::Splitter;
-use crate::special::SpecialMatcher;
+use crate::runtime::pool::OwnPool;
 use rayon::prelude::*;
 
 use std::io::Read;
@@ -259,7 +259,7 @@ pub struct Counter {
     window: usize,
     counts: CountMap,
     bytes: u64,
-    /// `None`: the process's build pool ([`crate::pool::parallel`]).
+    /// `None`: the process's build pool ([`crate::runtime::pool::parallel`]).
     pool: Option<OwnPool>,
 }
 
@@ -322,7 +322,7 @@ impl Counter {
     fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
         match &self.pool {
             Some(p) => p.install(f),
-            None => crate::pool::parallel(f),
+            None => crate::runtime::pool::parallel(f),
         }
     }
 

@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 /// The machine's core count, read once (`available_parallelism` reads cgroup files on Linux).
 pub fn cores() -> usize {
-    static CORES: crate::process_once::ProcessOnce<usize> = crate::process_once::ProcessOnce::new();
+    static CORES: crate::runtime::process_once::ProcessOnce<usize> =
+        crate::runtime::process_once::ProcessOnce::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get()))
 }
 

@@ -34,7 +34,7 @@
 //!   p50k have 179): their parts are mostly not tokens and go the general way, slower than
 //!   the walk they replace (r50k Chinese 0.89x).
 
-use crate::blocked_bloom::BlockedBloom;
+use crate::vocab::blocked_bloom::BlockedBloom;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 
 pub struct CharCuts {
@@ -368,8 +368,8 @@ impl CharCuts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bpe::{encode_piece, merge_heap};
-    use crate::piece_cache::PieceCache;
+    use crate::encode::bpe::piece_cache::PieceCache;
+    use crate::encode::bpe::{encode_piece, merge_heap};
     use rustc_hash::FxHashMap;
 
     fn utf8(c: char) -> Vec<u8> {

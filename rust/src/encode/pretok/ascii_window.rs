@@ -378,7 +378,7 @@ pub(crate) fn drive_windows<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pretok::classes::{CharClasses, L, N, NL, S, U, W};
+    use crate::encode::pretok::classes::{CharClasses, L, N, NL, S, U, W};
 
     #[test]
     fn ascii_classes_match_the_pattern_classes() {

@@ -23,7 +23,7 @@
 ///
 /// ```
 /// let mut out = Vec::new();
-/// ferrotok::id_text::write(&[15339, 1917, 0], b", ", &mut out);
+/// ferrotok::vocab::id_text::write(&[15339, 1917, 0], b", ", &mut out);
 /// assert_eq!(out, b"15339, 1917, 0");
 /// ```
 pub fn write(ids: &[u32], sep: &[u8], out: &mut Vec<u8>) {
@@ -51,7 +51,7 @@ pub fn write(ids: &[u32], sep: &[u8], out: &mut Vec<u8>) {
 /// number above `max_id`.
 ///
 /// ```
-/// use ferrotok::id_text::parse;
+/// use ferrotok::vocab::id_text::parse;
 /// assert_eq!(parse(b"15339 1917,\n0", 200_000), Some(vec![15339, 1917, 0]));
 /// assert_eq!(parse(b" 007 ", 200_000), Some(vec![7]));
 /// assert_eq!(parse(b"12 -3", 200_000), None);
@@ -95,7 +95,7 @@ pub fn parse(text: &[u8], max_id: u32) -> Option<Vec<u32>> {
 /// can cut a long list anywhere after a comma and check each block on its own.
 ///
 /// ```
-/// use ferrotok::id_text::parse_json;
+/// use ferrotok::vocab::id_text::parse_json;
 /// assert_eq!(parse_json(b" 15339, 1917", 200_000, true), Some(vec![15339, 1917]));
 /// assert_eq!(parse_json(b"1, 2,", 200_000, false), Some(vec![1, 2]));
 /// assert_eq!(parse_json(b"1,, 2", 200_000, true), None);

@@ -3,7 +3,7 @@
 //! Invariant: `get(b)` is `Some(rank)` iff `1 <= b.len() <= 8` and `b` is an ordinary token.
 //!
 //! Why it exists: most pieces of real text are short whole tokens (" the", " of", "ing"), so
-//! the first look-up of nearly every piece lands here. The general [`crate::token_table`]
+//! the first look-up of nearly every piece lands here. The general [`crate::vocab::token_table`]
 //! keeps only a rank and a fingerprint per slot and must then read the token's offset and its
 //! bytes to confirm a hit: three dependent cache misses. Here the slot holds the bytes
 //! themselves, so a hit or a miss is decided by one 16-byte slot, one cache line.

@@ -1,4 +1,4 @@
-//! A table of trie steps one whole three-byte UTF-8 char long, for [`crate::prefix_trie`].
+//! A table of trie steps one whole three-byte UTF-8 char long, for [`crate::encode::bpe::prefix_trie`].
 //!
 //! Invariant: `get(node, cp)` is the [`Step`] inserted for `(node, cp)`, and `None` for a
 //! pair that was not inserted. What a step means is the trie's business (see

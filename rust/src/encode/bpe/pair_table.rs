@@ -40,7 +40,7 @@ impl PairTable {
         rank: &(dyn Fn(&[u8]) -> Option<u32> + Sync),
         byte_ranks: &[u32; 256],
     ) -> Self {
-        let entries: Vec<(u64, u32)> = crate::pool::parallel(|| {
+        let entries: Vec<(u64, u32)> = crate::runtime::pool::parallel(|| {
             (0..n_ids as u32)
                 .into_par_iter()
                 .flat_map_iter(|r| {

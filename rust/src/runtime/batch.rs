@@ -13,8 +13,8 @@
 //! `encode_lists` builds each list on the calling thread while the helpers encode.
 
 use crate::error::Error;
-use crate::pool::{cores, ProcessPool};
-use crate::two_ends::TwoEnds;
+use crate::runtime::pool::{cores, ProcessPool};
+use crate::runtime::two_ends::TwoEnds;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// How many threads besides the caller's a batch of `n` items uses: `num_threads` counts the
@@ -29,7 +29,7 @@ pub fn helper_threads(num_threads: usize, n: usize) -> usize {
 /// started at the first batch and then kept, each with its warm piece cache. Starting a
 /// thread per batch, as before, cost ~65 us a call (a 2-thread batch of four short texts:
 /// 64.8 us, against 0.9 us on one thread), more than encoding a few short texts takes.
-/// A pool of its own, not the build pool of [`crate::pool::parallel`] (one thread per core):
+/// A pool of its own, not the build pool of [`crate::runtime::pool::parallel`] (one thread per core):
 /// a batch's work is shared by the caller and these helpers, so no core is left to a pool
 /// thread that would only compete with them. Tied to the process like every pool of
 /// ferrotok's (see `pool.rs`): a forked child starts its own. `None` if the threads cannot

@@ -19,7 +19,7 @@
 //! cannot know on such text; most of the cost was in those mispredicted branches rather than
 //! in the loads (see `after_chars`).
 
-use crate::char_steps::{CharSteps, Step};
+use crate::encode::bpe::char_steps::{CharSteps, Step};
 use crate::vocab::{Rank, NO_RANK};
 use rayon::slice::ParallelSliceMut;
 
@@ -65,7 +65,7 @@ impl PrefixTrie {
         let mut keyed: Vec<(u64, u32)> = (tokens.iter().zip(0u32..))
             .map(|(&(t, _), i)| (prefix(t), i))
             .collect();
-        crate::pool::parallel(|| {
+        crate::runtime::pool::parallel(|| {
             keyed.par_sort_unstable_by(|x, y| {
                 x.0.cmp(&y.0)
                     .then_with(|| tokens[x.1 as usize].0.cmp(tokens[y.1 as usize].0))

@@ -2,9 +2,9 @@
 //!
 //! Invariant: `get(b)` is `Some(rank)` iff `9 <= b.len() <= 16` and `b` is an ordinary token.
 //!
-//! Why it exists: after the short tokens (see [`crate::short_table`]), the next most common
+//! Why it exists: after the short tokens (see [`crate::vocab::short_table`]), the next most common
 //! whole-token pieces are 9-16 bytes long (" information", " development", "constructor").
-//! The general [`crate::token_table`] confirms a hit by reading the token's offsets and then
+//! The general [`crate::vocab::token_table`] confirms a hit by reading the token's offsets and then
 //! its bytes, three dependent cache misses and a `memcmp`; here a piece is its first and last
 //! 8 bytes (overlapping when shorter than 16) and its length, all held in one 32-byte slot.
 //!
@@ -17,7 +17,7 @@
 //! documents, medians of 4 alternations): 1.33x on that Korean, 1.13x on the Arabic and
 //! Hindi, 1.04x on Chinese.
 
-use crate::blocked_bloom::BlockedBloom;
+use crate::vocab::blocked_bloom::BlockedBloom;
 
 const EMPTY: u64 = u64::MAX;
 const K: u64 = 0x9E37_79B9_7F4A_7C15;

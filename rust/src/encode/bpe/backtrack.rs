@@ -2,7 +2,7 @@
 //!
 //! Invariant: for a vocabulary that [`Backtrack::new`] accepts, [`Backtrack::encode`]
 //! appends exactly the tokens of the merge-rank definition in `bpe.rs` (what
-//! [`crate::bpe::merge_heap`] computes), or returns `false` and appends nothing.
+//! [`crate::encode::bpe::merge_heap`] computes), or returns `false` and appends nothing.
 //!
 //! Why it works — the argument of github's `bpe` crate (rust-gems, `crates/bpe`), whose
 //! design this follows: call a token *reachable* if BPE of its own bytes gives it back, and
@@ -24,9 +24,9 @@
 //! Most pairs need neither the memo nor the unwinding: `Spines` settles them with one AND
 //! of two words (see there).
 
-use crate::pair_filter::PairFilter;
-use crate::pair_memo::PairMemo;
-use crate::prefix_trie::PrefixTrie;
+use crate::encode::bpe::pair_filter::PairFilter;
+use crate::encode::bpe::pair_memo::PairMemo;
+use crate::encode::bpe::prefix_trie::PrefixTrie;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use rayon::prelude::*;
 
@@ -196,7 +196,7 @@ impl Backtrack {
         let n = vocab.n_ids();
         let filter = vocab.pair_filter();
         // Per rank: Some(split) for reachable ordinary tokens.
-        let merges: Vec<Option<(Rank, Rank)>> = crate::pool::parallel(|| {
+        let merges: Vec<Option<(Rank, Rank)>> = crate::runtime::pool::parallel(|| {
             (0..n as Rank)
                 .into_par_iter()
                 .map_init(

@@ -7,17 +7,24 @@
 //! `decode_bytes` a sequence of `memcpy`s instead of hash look-ups; encoding looks tokens
 //! up in a [`TokenTable`] over the same buffer, so each token's bytes are stored once.
 
-use crate::backtrack::Backtrack;
-use crate::char_cuts::CharCuts;
+pub mod blocked_bloom;
+pub mod id_text;
+pub mod mid_table;
+pub mod short_table;
+pub mod tiktoken_file;
+pub mod token_table;
+
+use crate::encode::bpe::backtrack::Backtrack;
+use crate::encode::bpe::char_cuts::CharCuts;
+use crate::encode::bpe::pair_filter::PairFilter;
+use crate::encode::bpe::pair_table::PairTable;
 use crate::error::{Error, Result};
-use crate::mid_table::MidTable;
-use crate::pair_filter::PairFilter;
-use crate::pair_table::PairTable;
-use crate::process_once::ProcessOnce;
-use crate::short_table::{self, ShortTable};
-use crate::token_table::TokenTable;
+use crate::runtime::process_once::ProcessOnce;
+use mid_table::MidTable;
 use rustc_hash::FxHashMap;
+use short_table::ShortTable;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use token_table::TokenTable;
 
 pub type Rank = u32;
 
@@ -86,7 +93,7 @@ impl Vocab {
     /// gives 200018 to both `<|endofprompt|>` and `<|reserved_200018|>`), the first one is what
     /// the id decodes to, as in tiktoken. An ordinary token's bytes win over a special token's.
     pub fn new(ranks: FxHashMap<Vec<u8>, Rank>, specials: Vec<(String, Rank)>) -> Result<Self> {
-        let limit = crate::pair_table::MAX_IDS as Rank;
+        let limit = crate::encode::bpe::pair_table::MAX_IDS as Rank;
         let max_rank = ranks.values().copied().max().unwrap_or(0);
         if max_rank >= limit {
             return Err(Error::Vocab(format!(

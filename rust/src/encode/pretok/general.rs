@@ -68,7 +68,7 @@
 //! whole corpus, is 2.2-2.3x as fast. That pattern's DFA takes 1.2 MB and 16-24 ms to
 //! build; Llama 3's 33 ms, o200k_base's 71 ms.
 
-use crate::process_once::ProcessOnce;
+use crate::runtime::process_once::ProcessOnce;
 
 use fancy_regex::Expr;
 use regex_automata::dfa::{dense, Automaton, StartKind};

@@ -27,7 +27,7 @@
 //! corpus (Rust core, best of 5, alternated): r50k multilingual 150 -> 157 MB/s, o200k English
 //! 253 -> 257, cl100k and o200k multilingual within 1%; at 1 MB no change beyond noise.
 
-use crate::thread_slots::ThreadSlots;
+use crate::runtime::thread_slots::ThreadSlots;
 use std::cell::{RefCell, RefMut};
 
 pub const MAX_PIECE: usize = 32;
@@ -257,7 +257,9 @@ fn push_narrow(slots: &[u32; MAX_IDS], n: usize, out: &mut Vec<u32>) {
 fn same_bytes(stored: &[u8; MAX_PIECE], piece: &[u8]) -> bool {
     let n = piece.len();
     if n < 8 {
-        return n > 0 && crate::short_table::load(piece) == crate::short_table::load(&stored[..n]);
+        return n > 0
+            && crate::vocab::short_table::load(piece)
+                == crate::vocab::short_table::load(&stored[..n]);
     }
     let word = |b: &[u8], k: usize| {
         let mut x = [0u8; 8];

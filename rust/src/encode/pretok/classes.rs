@@ -17,7 +17,7 @@
 //! same `regex-syntax` crate (one version in the lock file, so one Unicode
 //! version). No Unicode data is copied into this crate.
 
-use crate::process_once::ProcessOnce;
+use crate::runtime::process_once::ProcessOnce;
 
 use regex_syntax::hir::{Class, HirKind};
 

@@ -2,7 +2,7 @@
 //! from one `u64` (see [`BlockedBloom`]).
 //!
 //! Invariant: `may_merge(a, b)` is `true` for every pair `(a, b)` that the vocabulary's
-//! [`crate::pair_table::PairTable`] holds; for other pairs it is usually `false` (a false
+//! [`crate::encode::bpe::pair_table::PairTable`] holds; for other pairs it is usually `false` (a false
 //! positive only costs the table probe it would have cost anyway), never a wrong answer.
 //!
 //! Why: when the backtracking walk checks that two tokens are compatible it asks the pair
@@ -14,7 +14,7 @@
 //! for the first time (8 MB a corpus, Rust core, o200k) English went 242 → 255 MB/s, code
 //! 248 → 264, multilingual 108 → 112. The vocabulary builds it at the first BPE that needs it.
 
-use crate::blocked_bloom::BlockedBloom;
+use crate::vocab::blocked_bloom::BlockedBloom;
 
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
 

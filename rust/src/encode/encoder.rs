@@ -6,11 +6,11 @@
 //! special token), each piece is a whole token if it is one, else its BPE.
 //! Decoding is the concatenation of token bytes.
 
-use crate::bpe::{encode_piece, encode_piece_in};
+use crate::encode::bpe::piece_cache::{Local, PieceCache};
+use crate::encode::bpe::{encode_piece, encode_piece_in};
+use crate::encode::pretok::Splitter;
+use crate::encode::special::SpecialMatcher;
 use crate::error::{Error, Result};
-use crate::piece_cache::{Local, PieceCache};
-use crate::pretok::Splitter;
-use crate::special::SpecialMatcher;
 use crate::vocab::{Rank, Vocab};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -67,7 +67,7 @@ impl Encoder {
         built
     }
 
-    /// An encoder from the contents of a `.tiktoken` file (see [`crate::tiktoken_file`]).
+    /// An encoder from the contents of a `.tiktoken` file (see [`crate::vocab::tiktoken_file`]).
     pub fn from_tiktoken(
         contents: &[u8],
         source: &str,
@@ -75,7 +75,7 @@ impl Encoder {
         pattern: &str,
     ) -> Result<Self> {
         Self::new(
-            crate::tiktoken_file::parse(contents, source)?,
+            crate::vocab::tiktoken_file::parse(contents, source)?,
             specials,
             pattern,
         )

@@ -15,20 +15,29 @@
 //!   (The same idea as the "heap of candidate merges" in github's `bpe` crate
 //!   and in HuggingFace tokenizers' word merging.)
 //! * Pieces longer than [`SCAN_MAX`] ([`SCAN_MAX_NON_ASCII`] for a piece that ends in a
-//!   non-ASCII byte) go to [`crate::backtrack`] (linear, and exact for every vocabulary it
+//!   non-ASCII byte) go to [`crate::encode::bpe::backtrack`] (linear, and exact for every vocabulary it
 //!   accepts); the heap is the fallback for the vocabularies it refuses, and the scan or the
 //!   heap takes them until the walk's tables are built ([`Vocab::walk_for`]).
 //!
 //! Before any of these, [`encode_piece`] answers whole-token pieces with one probe (the
 //! short-token table for pieces of up to 8 bytes, the mid table for 9-16) and repeated
 //! multi-token pieces from the per-thread cache ([`Local`], a thread's share of a
-//! [`PieceCache`](crate::piece_cache::PieceCache)), and cuts a long CJK piece into parts
-//! that no token spans ([`crate::char_cuts`]); and in front of it, for pieces cut out of
+//! [`PieceCache`](crate::encode::bpe::piece_cache::PieceCache)), and cuts a long CJK piece into parts
+//! that no token spans ([`crate::encode::bpe::char_cuts`]); and in front of it, for pieces cut out of
 //! a text, [`encode_piece_in`] answers most short whole tokens with one compare.
 
+pub mod backtrack;
+pub mod char_cuts;
+pub mod char_steps;
+pub mod pair_filter;
+pub mod pair_memo;
+pub mod pair_table;
+pub mod piece_cache;
+pub mod prefix_trie;
+
+use crate::encode::bpe::piece_cache::Local;
 use crate::error::{Error, Result};
-use crate::piece_cache::Local;
-use crate::token_table::hash_bytes;
+use crate::vocab::token_table::hash_bytes;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -107,7 +116,7 @@ pub fn encode_piece(
     out: &mut Vec<Rank>,
 ) -> Result<()> {
     debug_assert!(!piece.is_empty(), "an empty piece");
-    if piece.len() > crate::short_table::MAX_LEN && ends_in_char_from_u1000(piece) {
+    if piece.len() > crate::vocab::short_table::MAX_LEN && ends_in_char_from_u1000(piece) {
         return encode_one::<CUT_PIECE>(vocab, piece, cache, out);
     }
     encode_one::<PIECE>(vocab, piece, cache, out)
@@ -154,7 +163,7 @@ fn encode_one<const K: u8>(
     }
     // Most pieces of real text are whole tokens: one probe, and for the short ones (nearly
     // all) a probe that never leaves the slot.
-    if piece.len() <= crate::short_table::MAX_LEN {
+    if piece.len() <= crate::vocab::short_table::MAX_LEN {
         if let Some(r) = vocab.short_rank(piece).filter(|&r| whole::<K>(vocab, r)) {
             out.push(r);
             return Ok(());
@@ -162,7 +171,7 @@ fn encode_one<const K: u8>(
     }
     // The next most common whole tokens, 9-16 bytes, are one slot of the mid table; a miss
     // there is a sure miss, so such a piece skips the general table.
-    if piece.len() <= crate::mid_table::MAX_LEN {
+    if piece.len() <= crate::vocab::mid_table::MAX_LEN {
         if let Some(r) = vocab.mid_rank(piece).filter(|&r| whole::<K>(vocab, r)) {
             out.push(r);
             return Ok(());
@@ -171,11 +180,13 @@ fn encode_one<const K: u8>(
     // Too long for the cache, and a whole token the walk returns as one: no hash is needed.
     // (Japanese and Chinese sentences are pieces of this kind, tens of bytes each; they are
     // cut first, and a whole token has no cut.)
-    if piece.len() > crate::piece_cache::MAX_PIECE && walk_finds_whole_token(vocab, piece) {
+    if piece.len() > crate::encode::bpe::piece_cache::MAX_PIECE
+        && walk_finds_whole_token(vocab, piece)
+    {
         return cut_or_merge::<K>(vocab, piece, cache, out).map(|_| ());
     }
     let h = hash_bytes(piece);
-    if piece.len() > crate::mid_table::MAX_LEN && !walk_finds_whole_token(vocab, piece) {
+    if piece.len() > crate::vocab::mid_table::MAX_LEN && !walk_finds_whole_token(vocab, piece) {
         if let Some(r) = vocab
             .rank_hashed(piece, h)
             .filter(|&r| whole::<K>(vocab, r))
@@ -433,7 +444,7 @@ mod tests {
             "backtracking gave up on {piece:?}"
         );
         assert_eq!(d[1..], expected, "backtracking differs on {piece:?}");
-        let cache = crate::piece_cache::PieceCache::new();
+        let cache = crate::encode::bpe::piece_cache::PieceCache::new();
         let mut local = cache.local();
         for _ in 0..2 {
             let mut c = Vec::new();
