@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use ferrotok::encode::bpe::backtrack::Backtrack;
 use ferrotok::encode::bpe::merge_heap;
+use ferrotok::encode::bpe::tables::BpeVocab;
 use ferrotok::encode::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 use ferrotok::vocab::tiktoken_file;
 use ferrotok::vocab::{Rank, Vocab};
@@ -39,16 +40,16 @@ const ENCODINGS: &[(&str, &str)] = &[
     ("o200k_base", O200K_PATTERN),
 ];
 
-fn load(name: &str) -> Vocab {
+fn load(name: &str) -> BpeVocab {
     let dir = shared("encodings", "FERROTOK_DATA_DIR", "cl100k_base.tiktoken");
     let file = format!("{name}.tiktoken");
     let raw = std::fs::read(dir.join(&file)).unwrap_or_else(|e| panic!("reading {file}: {e}"));
     let ranks = tiktoken_file::parse(&raw, &file).unwrap();
-    Vocab::new(ranks, Vec::new()).unwrap()
+    BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap())
 }
 
 /// Compares the two encoders on one piece; returns the number of tokens.
-fn check(vocab: &Vocab, bt: &Backtrack, piece: &[u8], name: &str) -> usize {
+fn check(vocab: &BpeVocab, bt: &Backtrack, piece: &[u8], name: &str) -> usize {
     let mut want = Vec::new();
     merge_heap(vocab, piece, &mut want).unwrap();
     let mut got: Vec<Rank> = Vec::new();

@@ -76,8 +76,8 @@ fn cases() -> &'static [Case] {
                 }
             }
             let encoder = Encoder::new(ranks, Vec::new(), pattern).expect("an encoder");
-            // Built now: the walk's and the cut tables wait until long pieces add up to
-            // 128 KiB (`vocab::WALK_AFTER`), thousands of the fuzzer's short inputs. The road
+            // Built now: the backtracking and cut tables wait until long pieces add up to
+            // 128 KiB (`BACKTRACK_AFTER`), thousands of the fuzzer's short inputs. The road
             // before them (the scan and the heap) is checked on the corpus by
             // `tests/test_parity.py::test_parity_before_and_after_the_walk_is_built`.
             let _ = encoder.vocab.backtrack();

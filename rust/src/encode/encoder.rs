@@ -7,6 +7,7 @@
 //! Decoding is the concatenation of token bytes.
 
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
+use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{encode_piece, encode_piece_in};
 use crate::encode::pretok::Splitter;
 use crate::encode::special::SpecialMatcher;
@@ -15,7 +16,8 @@ use crate::vocab::{Rank, Vocab};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub struct Encoder {
-    pub vocab: Vocab,
+    /// The vocabulary, with the tables BPE builds from it.
+    pub vocab: BpeVocab,
     pub splitter: Splitter,
     pub specials: SpecialMatcher,
     /// Pattern index of the special matcher -> rank.
@@ -49,7 +51,7 @@ impl Allowed<'_> {
 
 impl Encoder {
     /// Builds now what encoding otherwise builds at its first need: the vocabulary's tables
-    /// ([`Vocab::build_tables`]) and, for a pattern on the general path, its splitter's DFA.
+    /// ([`BpeVocab::build_tables`]) and, for a pattern on the general path, its splitter's DFA.
     /// For a program that forks workers: done before the fork, the workers share them.
     pub fn build_tables(&self) {
         self.vocab.build_tables();
@@ -92,7 +94,7 @@ impl Encoder {
         let mut tokens: Vec<String> = by_text.keys().map(|t| t.to_string()).collect();
         tokens.sort();
         let special_ranks = tokens.iter().map(|t| by_text[t.as_str()]).collect();
-        let vocab = Vocab::new(ranks, specials)?;
+        let vocab = BpeVocab::new(Vocab::new(ranks, specials)?);
         Ok(Encoder {
             vocab,
             splitter,

@@ -173,42 +173,6 @@ mod tests {
     }
 
     #[test]
-    fn a_helper_that_builds_does_not_take_up_the_next_job_on_the_way() {
-        // One helper thread; its job builds a vocabulary's backtracking tables (in parallel,
-        // inside a `ProcessOnce`) with the next job, which needs them too, queued behind it. The
-        // cross-pool wait ran that job on the building thread: a once-cell entered twice on
-        // one thread, and the test hung.
-        let mut ranks: rustc_hash::FxHashMap<Vec<u8>, crate::vocab::Rank> =
-            (0..=255u8).map(|b| (vec![b], b as u32)).collect();
-        for (i, t) in [&b"ab"[..], b"abc", b"bc", b"abcd"].iter().enumerate() {
-            ranks.insert(t.to_vec(), 256 + i as u32);
-        }
-        let vocab = crate::vocab::Vocab::new(ranks, Vec::new()).expect("a vocabulary");
-        let helpers = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .expect("a pool");
-        let (tx, rx) = std::sync::mpsc::channel();
-        // Not a scoped thread: if it hangs, the test fails instead of waiting with it.
-        std::thread::spawn(move || {
-            let built = helpers.install(|| {
-                rayon::scope(|sc| {
-                    sc.spawn(|_| assert!(vocab.backtrack().is_some()));
-                    assert!(vocab.backtrack().is_some());
-                });
-                true
-            });
-            let _ = tx.send(built);
-        });
-        let answer = rx.recv_timeout(std::time::Duration::from_secs(60));
-        assert_eq!(
-            answer,
-            Ok(true),
-            "the helper never finished: it waits on itself"
-        );
-    }
-
-    #[test]
     fn a_process_pool_is_made_once_per_process() {
         static P: ProcessPool = ProcessPool::new("ferrotok-test", || 1);
         let (a, b) = (P.get().expect("a pool"), P.get().expect("a pool"));

@@ -10,36 +10,23 @@
 pub mod blocked_bloom;
 pub mod id_text;
 pub mod mid_table;
+pub mod pair_table;
 pub mod short_table;
 pub mod tiktoken_file;
 pub mod token_table;
 
-use crate::encode::bpe::backtrack::Backtrack;
-use crate::encode::bpe::char_cuts::CharCuts;
-use crate::encode::bpe::pair_filter::PairFilter;
-use crate::encode::bpe::pair_table::PairTable;
 use crate::error::{Error, Result};
 use crate::runtime::process_once::ProcessOnce;
 use mid_table::MidTable;
+use pair_table::PairTable;
 use rustc_hash::FxHashMap;
 use short_table::ShortTable;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use token_table::TokenTable;
 
 pub type Rank = u32;
 
 /// Sentinel rank: "this pair does not merge".
 pub const NO_RANK: Rank = Rank::MAX;
-
-/// Bytes of long pieces that go without the backtracking walk before its tables are built
-/// (see [`Vocab::walk_for`]).
-///
-/// Why this many: without the walk (Rust core, o200k, warm passes) English ran at 216 MB/s
-/// against 476 and the multilingual text at 55 against 286, i.e. 32 and 22 ns more per byte
-/// of the pieces that take the walk. So 128 KiB of them cost at most ~4 ms more than the walk
-/// would, a tenth of building it. English has ~78 KB of such pieces a megabyte, code ~37,
-/// the multilingual text ~650.
-pub const WALK_AFTER: usize = 128 << 10;
 
 /// Bytes in a `decode_slots` entry: tokens of up to one less are decoded by one copy.
 const DECODE_SLOT: usize = 16;
@@ -76,16 +63,6 @@ pub struct Vocab {
     far_specials: FxHashMap<Rank, Box<[u8]>>,
     /// The rank of each single byte, or `NO_RANK`: the BPE start state without hashing.
     pub byte_ranks: [Rank; 256],
-    /// The backtracking encoder for long pieces, built once they have had [`WALK_AFTER`]
-    /// bytes (`None` if this vocabulary's merges do not allow it; see `backtrack.rs`).
-    backtrack: ProcessOnce<Option<Backtrack>>,
-    /// Bytes of the pieces that went without the walk while its tables were not built.
-    unwalked: AtomicUsize,
-    /// Which pairs might merge, built at the first BPE that needs it (see `pair_filter.rs`).
-    pair_filter: ProcessOnce<PairFilter>,
-    /// Where long CJK pieces may be cut, built at the first one once the walk's tables are
-    /// (`None` for a vocabulary with too few such chars; see `char_cuts.rs`).
-    char_cuts: ProcessOnce<Option<CharCuts>>,
 }
 
 impl Vocab {
@@ -93,7 +70,7 @@ impl Vocab {
     /// gives 200018 to both `<|endofprompt|>` and `<|reserved_200018|>`), the first one is what
     /// the id decodes to, as in tiktoken. An ordinary token's bytes win over a special token's.
     pub fn new(ranks: FxHashMap<Vec<u8>, Rank>, specials: Vec<(String, Rank)>) -> Result<Self> {
-        let limit = crate::encode::bpe::pair_table::MAX_IDS as Rank;
+        let limit = pair_table::MAX_IDS as Rank;
         let max_rank = ranks.values().copied().max().unwrap_or(0);
         if max_rank >= limit {
             return Err(Error::Vocab(format!(
@@ -186,10 +163,6 @@ impl Vocab {
             sorted: ProcessOnce::new(),
             far_specials,
             byte_ranks,
-            backtrack: ProcessOnce::new(),
-            pair_filter: ProcessOnce::new(),
-            char_cuts: ProcessOnce::new(),
-            unwalked: AtomicUsize::new(0),
         };
         // In rank order, so that the tables' open addressing gives the lowest ranks (BPE's
         // earliest merges, the most frequent tokens) their home slots: see `short_home`.
@@ -315,84 +288,6 @@ impl Vocab {
         })
     }
 
-    /// The filter in front of the pair table, built on first use (cl100k 2.0 ms and 256 KiB,
-    /// o200k 3.8 ms and 512 KiB): most look-ups of a pair that does not merge end there, in L2.
-    #[inline]
-    pub fn pair_filter(&self) -> &PairFilter {
-        self.pair_filter
-            .get_or_init(|| PairFilter::new(self.pairs.n_pairs(), self.pairs.pairs()))
-    }
-
-    /// The cut tables (see `char_cuts.rs`), built on first use; `None` where they would not
-    /// pay.
-    #[inline]
-    pub fn char_cuts(&self) -> Option<&CharCuts> {
-        self.char_cuts.get_or_init(|| CharCuts::new(self)).as_ref()
-    }
-
-    /// [`Vocab::char_cuts`] once the walk's tables are built (their reachability is part of
-    /// the cut tables), else `None`: until then a CJK piece goes the way of any other.
-    #[inline]
-    pub fn char_cuts_once_walking(&self) -> Option<&CharCuts> {
-        self.walk_if_built()?;
-        self.char_cuts()
-    }
-
-    /// The backtracking encoder, built now if it is not; `None` where it does not apply.
-    #[inline]
-    pub fn backtrack(&self) -> Option<&Backtrack> {
-        self.backtrack.get_or_init(|| Backtrack::new(self)).as_ref()
-    }
-
-    /// The backtracking encoder if its tables are built; never builds them.
-    #[inline(always)]
-    pub fn walk_if_built(&self) -> Option<&Backtrack> {
-        self.backtrack.get().and_then(Option::as_ref)
-    }
-
-    /// The backtracking encoder for a piece of `n` bytes that would take it, or `None` to
-    /// take the scan or the heap instead: its tables are built once the pieces that went
-    /// without them add up to [`WALK_AFTER`] bytes.
-    ///
-    /// Why wait: building them takes o200k 40-51 ms on two threads (cl100k ~30), while a
-    /// program's first pieces are few. A first 12 KB document (English, code and Japanese)
-    /// took 49-100 ms, nearly all of it that build, against tiktoken's 1.3-1.4 ms; now
-    /// 3.8-8.8 ms. Meanwhile the scan and the heap give the same tokens, only slower.
-    #[inline(always)]
-    pub fn walk_for(&self, n: usize) -> Option<&Backtrack> {
-        match self.backtrack.get() {
-            Some(walk) => walk.as_ref(),
-            None => self.walk_once_due(n),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn walk_once_due(&self, n: usize) -> Option<&Backtrack> {
-        if self.unwalked.fetch_add(n, Ordering::Relaxed) + n < WALK_AFTER {
-            return None;
-        }
-        self.backtrack()
-    }
-
-    /// Builds now each table that encoding otherwise builds at its first need: the pair
-    /// filter, the walk's tables and the cut tables (those that apply). A process forked after
-    /// this shares them with its parent instead of building its own.
-    pub fn build_tables(&self) {
-        self.pair_filter();
-        self.backtrack();
-        self.char_cuts();
-    }
-
-    /// Which of [`Vocab::build_tables`]'s tables are built, by name.
-    pub fn tables_built(&self) -> [(&'static str, bool); 3] {
-        [
-            ("pair filter", self.pair_filter.get().is_some()),
-            ("walk", self.backtrack.get().is_some()),
-            ("cuts", self.char_cuts.get().is_some()),
-        ]
-    }
-
     /// The largest id of an ordinary token, if there is one.
     pub fn max_ordinary_id(&self) -> Option<Rank> {
         (0..self.n_ids() as Rank)
@@ -400,10 +295,8 @@ impl Vocab {
             .find(|&r| self.ordinary_bytes(r).is_some())
     }
 
-    /// Approximate heap memory of the vocabulary, in bytes (with the backtracking tables
-    /// once they are built).
+    /// Approximate heap memory of the vocabulary, in bytes.
     pub fn memory_bytes(&self) -> usize {
-        let backtrack = self.backtrack.get().and_then(Option::as_ref);
         self.table.memory_bytes()
             + self.short.memory_bytes()
             + self.mid.memory_bytes()
@@ -412,13 +305,6 @@ impl Vocab {
             + self.offsets.len() * 4
             + self.is_special.len()
             + self.decode_slots.len() * 16
-            + backtrack.map_or(0, Backtrack::memory_bytes)
-            + self.pair_filter.get().map_or(0, PairFilter::memory_bytes)
-            + self
-                .char_cuts
-                .get()
-                .and_then(Option::as_ref)
-                .map_or(0, CharCuts::memory_bytes)
     }
 
     /// Concatenated bytes of `ids`, failing on the first unknown id (`out` then holds the

@@ -24,6 +24,7 @@
 //! Most pairs need neither the memo nor the unwinding: `Spines` settles them with one AND
 //! of two words (see there).
 
+use super::tables::BpeVocab;
 use crate::encode::bpe::pair_filter::PairFilter;
 use crate::encode::bpe::pair_memo::PairMemo;
 use crate::encode::bpe::prefix_trie::PrefixTrie;
@@ -192,7 +193,7 @@ fn last_merge(
 impl Backtrack {
     /// Build the tables for `vocab`, or `None` if some token's last merge joins a part whose
     /// rank is not below the token's (then the unwinding in `compatible` would be wrong).
-    pub fn new(vocab: &Vocab) -> Option<Backtrack> {
+    pub fn new(vocab: &BpeVocab) -> Option<Backtrack> {
         let n = vocab.n_ids();
         let filter = vocab.pair_filter();
         // Per rank: Some(split) for reachable ordinary tokens.
@@ -260,7 +261,13 @@ impl Backtrack {
     /// `spines` if given and it proves so, else from the memo when it holds the pair, else by
     /// [`Backtrack::unwind`].
     #[inline]
-    fn compatible(&self, vocab: &Vocab, spines: Option<&Spines>, left: Rank, right: Rank) -> bool {
+    fn compatible(
+        &self,
+        vocab: &BpeVocab,
+        spines: Option<&Spines>,
+        left: Rank,
+        right: Rank,
+    ) -> bool {
         if spines.is_some_and(|s| s.proves(left, right)) {
             return true;
         }
@@ -281,7 +288,7 @@ impl Backtrack {
     ///
     /// Nearly every pair it asks about does not merge: the vocabulary's pair filter settles
     /// those before the table is probed.
-    fn unwind(&self, vocab: &Vocab, mut left: Rank, mut right: Rank) -> bool {
+    fn unwind(&self, vocab: &BpeVocab, mut left: Rank, mut right: Rank) -> bool {
         let filter = vocab.pair_filter();
         let mut limit = Rank::MAX;
         loop {
@@ -320,7 +327,7 @@ impl Backtrack {
     /// Append the BPE tokens of `piece` to `out`. Returns `false`, with `out` unchanged, if
     /// some byte has no token or the walk finds no sequence (impossible for a vocabulary that
     /// `new` accepted; the caller then falls back to the heap, which reports the error).
-    pub fn encode(&self, vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> bool {
+    pub fn encode(&self, vocab: &BpeVocab, piece: &[u8], out: &mut Vec<Rank>) -> bool {
         let n = piece.len();
         let base = out.len();
         // One bit per position: set = dead. On the stack for pieces up to 511 bytes (nearly
@@ -436,7 +443,7 @@ mod tests {
         for (i, t) in merged.iter().enumerate() {
             ranks.insert(t.to_vec(), 256 + i as Rank);
         }
-        let vocab = Vocab::new(ranks, Vec::new()).unwrap();
+        let vocab = BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap());
         let filter = vocab.pair_filter();
         let mut scratch = (Vec::new(), Vec::new());
         let mut unreachable = 0;
@@ -489,7 +496,7 @@ mod tests {
         for (i, t) in merged.iter().enumerate() {
             ranks.insert(t.to_vec(), 256 + i as Rank);
         }
-        let vocab = Vocab::new(ranks, Vec::new()).unwrap();
+        let vocab = BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap());
         let bt = Backtrack::new(&vocab).expect("merges go up in rank");
         let spines = bt.spines.as_ref().expect("a small vocabulary has spines");
         let reachable: Vec<Rank> = (0..vocab.n_ids() as Rank)

@@ -34,8 +34,9 @@
 //!   p50k have 179): their parts are mostly not tokens and go the general way, slower than
 //!   the walk they replace (r50k Chinese 0.89x).
 
+use super::tables::BpeVocab;
 use crate::vocab::blocked_bloom::BlockedBloom;
-use crate::vocab::{Rank, Vocab, NO_RANK};
+use crate::vocab::{Rank, NO_RANK};
 
 pub struct CharCuts {
     /// Per code point (the 16 bits a three-byte char carries), the token that is exactly that
@@ -124,7 +125,7 @@ fn cont(b: u8) -> bool {
 impl CharCuts {
     /// The tables for `vocab`, or `None` if it has fewer than [`MIN_WHOLE_CHARS`] tokens that
     /// are one three-byte char from U+1000 up. o200k: ~6 ms, at the first CJK piece.
-    pub fn new(vocab: &Vocab) -> Option<CharCuts> {
+    pub fn new(vocab: &BpeVocab) -> Option<CharCuts> {
         // Per code point, the token that is exactly that char, reachable or not.
         let mut chars: Box<[Rank]> = (0..=0xFFFFu32)
             .map(|cp| vocab.rank(&char3_bytes(cp)).unwrap_or(NO_RANK))
@@ -134,10 +135,10 @@ impl CharCuts {
         }
         // The vocabularies the walk refuses keep their pieces whole too: they are not trained
         // ones, and the reachability below comes from the walk's tables.
-        let walk = vocab.backtrack()?;
+        let backtrack = vocab.backtrack()?;
         let mut reachable = vec![0u64; vocab.n_ids().div_ceil(64)].into_boxed_slice();
         for r in 0..vocab.n_ids() as Rank {
-            if walk.is_reachable(r) {
+            if backtrack.is_reachable(r) {
                 reachable[r as usize / 64] |= 1 << (r % 64);
             }
         }
@@ -370,6 +371,7 @@ mod tests {
     use super::*;
     use crate::encode::bpe::piece_cache::PieceCache;
     use crate::encode::bpe::{encode_piece, merge_heap};
+    use crate::vocab::Vocab;
     use rustc_hash::FxHashMap;
 
     fn utf8(c: char) -> Vec<u8> {
@@ -378,7 +380,7 @@ mod tests {
 
     /// Every byte; the chars from U+4E00 on, [`MIN_WHOLE_CHARS`] of them, each a token (with
     /// its first two bytes, so that BPE can reach it); then `extra`.
-    fn vocab(extra: &[Vec<u8>]) -> Vocab {
+    fn vocab(extra: &[Vec<u8>]) -> BpeVocab {
         let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
         let chars: Vec<Vec<u8>> = (0x4E00..0x4E00 + MIN_WHOLE_CHARS as u32)
             .map(|cp| utf8(char::from_u32(cp).expect("a CJK char")))
@@ -391,7 +393,7 @@ mod tests {
         tokens.extend(chars);
         tokens.extend(extra.iter().cloned());
         let ranks: FxHashMap<Vec<u8>, Rank> = tokens.into_iter().zip(0..).collect();
-        Vocab::new(ranks, Vec::new()).expect("a valid vocabulary")
+        BpeVocab::new(Vocab::new(ranks, Vec::new()).expect("a valid vocabulary"))
     }
 
     /// Tokens across char boundaries of every kind `CharCuts::new` tells apart.
@@ -575,6 +577,7 @@ mod tests {
                 256 + i as Rank,
             );
         }
-        assert!(Vocab::new(ranks, Vec::new()).unwrap().char_cuts().is_none());
+        let vocab = BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap());
+        assert!(vocab.char_cuts().is_none());
     }
 }

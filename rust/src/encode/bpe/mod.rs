@@ -15,15 +15,15 @@
 //!   (The same idea as the "heap of candidate merges" in github's `bpe` crate
 //!   and in HuggingFace tokenizers' word merging.)
 //! * Pieces longer than [`SCAN_MAX`] ([`SCAN_MAX_NON_ASCII`] for a piece that ends in a
-//!   non-ASCII byte) go to [`crate::encode::bpe::backtrack`] (linear, and exact for every vocabulary it
+//!   non-ASCII byte) go to [`backtrack`] (linear, and exact for every vocabulary it
 //!   accepts); the heap is the fallback for the vocabularies it refuses, and the scan or the
-//!   heap takes them until the walk's tables are built ([`Vocab::walk_for`]).
+//!   heap takes them until the walk's tables are built ([`BpeVocab::backtrack_for`]).
 //!
 //! Before any of these, [`encode_piece`] answers whole-token pieces with one probe (the
 //! short-token table for pieces of up to 8 bytes, the mid table for 9-16) and repeated
 //! multi-token pieces from the per-thread cache ([`Local`], a thread's share of a
-//! [`PieceCache`](crate::encode::bpe::piece_cache::PieceCache)), and cuts a long CJK piece into parts
-//! that no token spans ([`crate::encode::bpe::char_cuts`]); and in front of it, for pieces cut out of
+//! [`PieceCache`](piece_cache::PieceCache)), and cuts a long CJK piece into parts
+//! that no token spans ([`char_cuts`]); and in front of it, for pieces cut out of
 //! a text, [`encode_piece_in`] answers most short whole tokens with one compare.
 
 pub mod backtrack;
@@ -31,16 +31,17 @@ pub mod char_cuts;
 pub mod char_steps;
 pub mod pair_filter;
 pub mod pair_memo;
-pub mod pair_table;
 pub mod piece_cache;
 pub mod prefix_trie;
+pub mod tables;
 
-use crate::encode::bpe::piece_cache::Local;
 use crate::error::{Error, Result};
 use crate::vocab::token_table::hash_bytes;
 use crate::vocab::{Rank, Vocab, NO_RANK};
+use piece_cache::Local;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use tables::BpeVocab;
 
 /// Pieces up to this length use the scan; longer ones the backtracking encoder
 /// (`backtrack.rs`), which does fewer pair look-ups (each a likely cache miss) once a piece
@@ -79,7 +80,7 @@ pub const HEAP_THRESHOLD: usize = 32;
 /// `text` with 8 bytes from there on, and then `piece`'s first 1-8 bytes are those bytes.
 #[inline(always)]
 pub fn encode_piece_in(
-    vocab: &Vocab,
+    vocab: &BpeVocab,
     text: &[u8],
     piece: &[u8],
     cache: &mut Local<'_>,
@@ -110,7 +111,7 @@ pub fn encode_piece_in(
 /// whole (a sentence or clause), while its parts are met all the time.
 #[inline]
 pub fn encode_piece(
-    vocab: &Vocab,
+    vocab: &BpeVocab,
     piece: &[u8],
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
@@ -133,7 +134,7 @@ const PART: u8 = 2;
 
 /// May [`encode_one`] of kind `K` answer its bytes with the whole token `r`?
 #[inline(always)]
-fn whole<const K: u8>(vocab: &Vocab, r: Rank) -> bool {
+fn whole<const K: u8>(vocab: &BpeVocab, r: Rank) -> bool {
     K != PART || vocab.char_cuts().is_some_and(|c| c.reachable(r))
 }
 
@@ -148,7 +149,7 @@ fn ends_in_char_from_u1000(piece: &[u8]) -> bool {
 /// [`PART`]). The parts of a cut piece come back through here; none of them has a cut.
 #[inline(always)]
 fn encode_one<const K: u8>(
-    vocab: &Vocab,
+    vocab: &BpeVocab,
     piece: &[u8],
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
@@ -180,13 +181,12 @@ fn encode_one<const K: u8>(
     // Too long for the cache, and a whole token the walk returns as one: no hash is needed.
     // (Japanese and Chinese sentences are pieces of this kind, tens of bytes each; they are
     // cut first, and a whole token has no cut.)
-    if piece.len() > crate::encode::bpe::piece_cache::MAX_PIECE
-        && walk_finds_whole_token(vocab, piece)
-    {
+    if piece.len() > piece_cache::MAX_PIECE && backtrack_finds_whole_token(vocab, piece) {
         return cut_or_merge::<K>(vocab, piece, cache, out).map(|_| ());
     }
     let h = hash_bytes(piece);
-    if piece.len() > crate::vocab::mid_table::MAX_LEN && !walk_finds_whole_token(vocab, piece) {
+    if piece.len() > crate::vocab::mid_table::MAX_LEN && !backtrack_finds_whole_token(vocab, piece)
+    {
         if let Some(r) = vocab
             .rank_hashed(piece, h)
             .filter(|&r| whole::<K>(vocab, r))
@@ -209,7 +209,7 @@ fn encode_one<const K: u8>(
 /// true), else [`merge`].
 #[inline(always)]
 fn cut_or_merge<const K: u8>(
-    vocab: &Vocab,
+    vocab: &BpeVocab,
     piece: &[u8],
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
@@ -224,8 +224,8 @@ fn cut_or_merge<const K: u8>(
 /// The piece's parts between cuts, each through [`encode_one`]; false (nothing appended) if
 /// the vocabulary has no cut tables or no boundary of the piece is a cut.
 #[inline(never)]
-fn cut(vocab: &Vocab, piece: &[u8], cache: &mut Local<'_>, out: &mut Vec<Rank>) -> Result<bool> {
-    let Some(cuts) = vocab.char_cuts_once_walking() else {
+fn cut(vocab: &BpeVocab, piece: &[u8], cache: &mut Local<'_>, out: &mut Vec<Rank>) -> Result<bool> {
+    let Some(cuts) = vocab.char_cuts_once_backtracking() else {
         return Ok(false);
     };
     cuts.encode(piece, out, |part, out| {
@@ -235,24 +235,24 @@ fn cut(vocab: &Vocab, piece: &[u8], cache: &mut Local<'_>, out: &mut Vec<Rank>) 
 
 /// Will `merge` give a piece that is a whole token back as that one token, by itself?
 #[inline]
-fn walk_finds_whole_token(vocab: &Vocab, piece: &[u8]) -> bool {
+fn backtrack_finds_whole_token(vocab: &BpeVocab, piece: &[u8]) -> bool {
     piece.len() > SCAN_MAX
         && vocab
-            .walk_if_built()
+            .backtrack_if_built()
             .is_some_and(|bt| piece.len() >= bt.whole_tokens_from)
 }
 
 /// Out of line: inlined into `encode_piece`, it moved the walk's branches about, and
 /// cachegrind counted 20% more mispredicted branches in o200k's encode (1.26M against 1.06M).
 #[inline(never)]
-fn merge(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
+fn merge(vocab: &BpeVocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
     let scan_max = if piece.last().is_some_and(|b| !b.is_ascii()) {
         SCAN_MAX_NON_ASCII
     } else {
         SCAN_MAX
     };
     if piece.len() > scan_max {
-        if let Some(bt) = vocab.walk_for(piece.len()) {
+        if let Some(bt) = vocab.backtrack_for(piece.len()) {
             if bt.encode(vocab, piece, out) {
                 return Ok(());
             }
@@ -277,7 +277,7 @@ fn byte_rank(vocab: &Vocab, b: u8) -> Result<Rank> {
 /// Quadratic scan, fast for short pieces: no allocation (the parts live on the stack) and no
 /// byte slicing (parts are tracked by token id, pairs looked up by id).
 /// `tok[i]` is part i's token, `pair[i]` the rank of parts i and i+1 merged (or `NO_RANK`).
-pub fn merge_scan(vocab: &Vocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
+pub fn merge_scan(vocab: &BpeVocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
     let m = piece.len();
     debug_assert!((2..=HEAP_THRESHOLD).contains(&m));
     let pairs = &vocab.pairs;
@@ -396,7 +396,7 @@ mod tests {
     use rustc_hash::FxHashMap;
 
     /// A vocabulary with all 256 bytes plus the given merged tokens, in order.
-    fn vocab(merged: &[&[u8]]) -> Vocab {
+    fn vocab(merged: &[&[u8]]) -> BpeVocab {
         let mut ranks: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
         for b in 0..=255u8 {
             ranks.insert(vec![b], b as Rank);
@@ -404,7 +404,7 @@ mod tests {
         for (i, t) in merged.iter().enumerate() {
             ranks.insert(t.to_vec(), 256 + i as Rank);
         }
-        Vocab::new(ranks, Vec::new()).unwrap()
+        BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap())
     }
 
     /// The definition, written as plainly as possible: merge the leftmost lowest-rank pair
@@ -425,7 +425,7 @@ mod tests {
         parts.iter().map(|p| v.rank(p).unwrap()).collect()
     }
 
-    fn both(v: &Vocab, piece: &[u8]) -> Vec<Rank> {
+    fn both(v: &BpeVocab, piece: &[u8]) -> Vec<Rank> {
         let expected = reference(v, piece);
         if (2..=HEAP_THRESHOLD).contains(&piece.len()) {
             let mut a = Vec::new();
@@ -444,7 +444,7 @@ mod tests {
             "backtracking gave up on {piece:?}"
         );
         assert_eq!(d[1..], expected, "backtracking differs on {piece:?}");
-        let cache = crate::encode::bpe::piece_cache::PieceCache::new();
+        let cache = piece_cache::PieceCache::new();
         let mut local = cache.local();
         for _ in 0..2 {
             let mut c = Vec::new();
@@ -455,27 +455,27 @@ mod tests {
     }
 
     #[test]
-    fn the_walk_is_built_once_long_pieces_add_up_and_changes_no_token() {
+    fn backtracking_is_built_once_long_pieces_add_up_and_changes_no_token() {
         let v = vocab(&[
             b"ab", b"ba", b"aab", b"abab", b"bb", b"bab", b"abba", b"aabab",
         ]);
         let piece = b"ababbabaababbabbbaababaaabbab".repeat(4); // 116 bytes: a long piece
         let want = reference(&v, &piece);
-        let encode = |v: &Vocab| {
+        let encode = |v: &BpeVocab| {
             let mut out = Vec::new();
             encode_piece(v, &piece, &mut Local::none(), &mut out).unwrap();
             out
         };
         let mut fed = 0;
-        while fed + piece.len() < crate::vocab::WALK_AFTER {
+        while fed + piece.len() < tables::BACKTRACK_AFTER {
             assert_eq!(encode(&v), want);
             fed += piece.len();
         }
-        assert!(v.walk_if_built().is_none(), "built after {fed} bytes");
-        assert!(v.char_cuts_once_walking().is_none());
+        assert!(v.backtrack_if_built().is_none(), "built after {fed} bytes");
+        assert!(v.char_cuts_once_backtracking().is_none());
         assert_eq!(encode(&v), want);
         assert!(
-            v.walk_if_built().is_some(),
+            v.backtrack_if_built().is_some(),
             "not built after {} bytes",
             fed + piece.len()
         );
@@ -569,7 +569,7 @@ mod tests {
     fn missing_byte_is_an_error_not_a_panic() {
         let mut ranks: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
         ranks.insert(b"a".to_vec(), 0);
-        let v = Vocab::new(ranks, Vec::new()).unwrap();
+        let v = BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap());
         let mut out = Vec::new();
         assert_eq!(
             encode_piece(&v, b"ab", &mut Local::none(), &mut out),

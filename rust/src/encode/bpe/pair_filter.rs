@@ -2,7 +2,7 @@
 //! from one `u64` (see [`BlockedBloom`]).
 //!
 //! Invariant: `may_merge(a, b)` is `true` for every pair `(a, b)` that the vocabulary's
-//! [`crate::encode::bpe::pair_table::PairTable`] holds; for other pairs it is usually `false` (a false
+//! [`crate::vocab::pair_table::PairTable`] holds; for other pairs it is usually `false` (a false
 //! positive only costs the table probe it would have cost anyway), never a wrong answer.
 //!
 //! Why: when the backtracking walk checks that two tokens are compatible it asks the pair

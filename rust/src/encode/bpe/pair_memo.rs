@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Ids are below 2^21, the pair table's limit.
-const ID_BITS: u32 = crate::encode::bpe::pair_table::MAX_IDS.trailing_zeros();
+const ID_BITS: u32 = crate::vocab::pair_table::MAX_IDS.trailing_zeros();
 const KEY_BITS: u32 = 2 * ID_BITS;
 const KEY_MASK: u64 = (1 << KEY_BITS) - 1;
 const SET_BITS: u32 = 16;
