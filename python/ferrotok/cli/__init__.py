@@ -34,7 +34,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
 
 if TYPE_CHECKING:
-    from .core import Encoding
+    from ..core import Encoding
 
 __all__ = ["CLIError", "build_parser", "main", "add_encoding_arguments", "load_encoding"]
 
@@ -68,9 +68,9 @@ def add_encoding_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_encoding(args: argparse.Namespace) -> Encoding:
     """The encoding chosen by `--encoding` / `--model`; `CLIError` if it cannot be had."""
-    from . import registry
-    from .load import DownloadError
-    from .model import encoding_name_for_model
+    from .. import registry
+    from ..load import DownloadError
+    from ..model import encoding_name_for_model
 
     name = getattr(args, "encoding", None)
     model = getattr(args, "model", None)
@@ -300,7 +300,7 @@ def _char_before(data: bytes | bytearray, i: int) -> str:
 
 
 def _can_cut(enc: Encoding) -> bool:
-    from .openai_public import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+    from ..openai_public import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 
     patterns = (R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN)
     return enc._pat_str in patterns and not any("\n" in t for t in enc.special_tokens_set)
@@ -466,7 +466,7 @@ def _output_chunks(
             ids.byteswap()
         yield memoryview(ids).cast("B")
         return
-    from ._core import format_ids
+    from .._core import format_ids
 
     sep = ", " if fmt == "json" else " "
     yield b"[" if fmt == "json" else b""
@@ -538,7 +538,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
     # special token) leaves no partial output behind.
     ids = _encode_input(enc, args)
     if args.output is not None and args.output != "-":
-        from .load import _atomic_write
+        from ..load import _atomic_write
 
         try:
             _atomic_write(args.output, _output_chunks(ids, args.format, args.output))
@@ -641,7 +641,7 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
     whole file is made (450 MB of ids as text took 1.35 GB with one, see `cmd_decode`)."""
     import re
 
-    from ._core import parse_id_text, parse_json_ids
+    from .._core import parse_id_text, parse_json_ids
 
     # A byte-order mark (some Windows editors start a UTF-8 file with one) is not an id.
     if isinstance(text, str) and text.startswith("\ufeff"):
@@ -980,7 +980,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_encodings(args: argparse.Namespace) -> int:
     """`ferrotok encodings`: the encoding names `--encoding` accepts."""
-    from .registry import list_encoding_names
+    from ..registry import list_encoding_names
 
     _stdout_write("".join(name + "\n" for name in list_encoding_names()))
     return EXIT_OK
@@ -1007,7 +1007,7 @@ def _add_allow_special(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The `ferrotok` argument parser; each subcommand sets `func(args) -> int`."""
-    from . import __version__
+    from .. import __version__
 
     parser = argparse.ArgumentParser(
         prog="ferrotok",
@@ -1079,7 +1079,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # ---- More subcommands plug in here, one line each (keep this block last). ----
     # A register function adds its parser and `set_defaults(func=...)`; see the module doc.
-    from .cli_train import register_train
+    from .train import register_train
 
     register_train(subparsers)
 

@@ -82,7 +82,7 @@ def _fail(msg: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Runs `ferrotok train` with parsed arguments; returns the exit status."""
-    from .train import count_pieces, train_from_counts
+    from ..train import count_pieces, train_from_counts
 
     out = os.fspath(args.output)
     if not out:
@@ -195,7 +195,7 @@ def _is_regular(path: pathlib.Path) -> bool:
 
 def _check_args(args: argparse.Namespace) -> None:
     """Checks that need no input, so they fail before any counting."""
-    from .train import _check_options, _check_specials, _check_vocab_size, resolve_pattern
+    from ..train import _check_options, _check_specials, _check_vocab_size, resolve_pattern
 
     specials = _check_specials(args.special)
     _check_vocab_size(args.vocab_size, len(specials))
