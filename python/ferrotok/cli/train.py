@@ -1,7 +1,7 @@
 """`ferrotok train FILE... --vocab-size N [--pattern P] [--special TOKEN]... -o PATH`.
 
-`register(subparsers)` adds the subcommand to the `ferrotok` command's parser; `main(argv)`
-runs it on its own (`python -m ferrotok.cli_train FILE... --vocab-size N -o PATH`).
+`register(subparsers)` adds the subcommand to the `ferrotok` command's parser (see
+`ferrotok.cli`); `run(args)` runs it.
 User errors (missing or non-UTF-8 files, a bad pattern, a vocabulary too small) print one
 line on stderr and exit with status 2; Ctrl-C exits with status 130.
 
@@ -28,7 +28,9 @@ from collections.abc import Sequence
 _MEASURE_BYTES = 64 << 20
 
 
-def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Adds the `train` subcommand to `subparsers` and returns its parser."""
     p: argparse.ArgumentParser = subparsers.add_parser(
         "train",
@@ -69,10 +71,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="PATH", help="where to save")
     p.set_defaults(func=run)
     return p
-
-
-# The name `cli.py`'s comment suggests for subcommand registration.
-register_train = register
 
 
 def _fail(msg: str) -> int:
@@ -245,19 +243,3 @@ def _last_cut(text: str) -> int:
     while i >= 0 and (i + 1 >= len(text) or text[i + 1].isspace()):
         i = text.rfind("\n", 0, i)
     return i + 1 if i >= 0 else -1
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m ferrotok.cli_train ...`: the `train` subcommand on its own."""
-    parser = argparse.ArgumentParser(prog="ferrotok")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] != "train":
-        argv.insert(0, "train")
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
