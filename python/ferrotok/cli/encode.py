@@ -10,6 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from ..files import atomic_write
 from .arrays import id_array, output_chunks
 from .common import (
     EXIT_OK,
@@ -62,10 +63,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
     # special token) leaves no partial output behind.
     ids = _encode_input(enc, args)
     if args.output is not None and args.output != "-":
-        from ..load import _atomic_write
-
         try:
-            _atomic_write(args.output, output_chunks(ids, args.format, args.output))
+            atomic_write(args.output, output_chunks(ids, args.format, args.output))
         except OSError as e:
             raise CLIError(f"{args.output}: cannot write ({e.strerror or e})") from None
         return EXIT_OK
