@@ -22,7 +22,7 @@ and `set_defaults(func=run)` where `run(args) -> int` returns the exit status (r
 `CLIError` for a user mistake); `build_parser` calls them in order. The modules they share:
 `common` (errors, the common arguments, stdout), `inputs` (reading TEXT / --file / stdin, and
 a file in parts), `cuts` (where a file may be cut), `threads` (parts on several threads),
-`arrays` (ids as 4-byte arrays, `.npy`), `color` and `progress`.
+`arrays` (ids as 4-byte arrays, `.npy`) and `color`; progress lines are `ferrotok.progress`'s.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import os
 import sys
 from typing import Callable
 
+from ..progress import end_line
 from . import count, decode, encode, encodings, show, train
 from .common import (
     EXIT_USER_ERROR,
@@ -39,7 +40,6 @@ from .common import (
     add_encoding_arguments,
     load_encoding,
 )
-from .progress import end_progress_line
 
 __all__ = ["CLIError", "build_parser", "main", "add_encoding_arguments", "load_encoding"]
 
@@ -79,11 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a full disk shows here, not as a traceback at exit
         return status
     except CLIError as e:
-        end_progress_line()
+        end_line()
         print(f"ferrotok: error: {e}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        end_progress_line()
+        end_line()
         print("ferrotok: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         # Most often writing failed (a full disk, `> /dev/full`); the files the command reads
         # give CLIErrors that name them. Either way: a message, not a traceback.
-        end_progress_line()
+        end_line()
         what = e.filename if e.filename is not None else "writing the output"
         print(f"ferrotok: error: {what}: {e.strerror or e}", file=sys.stderr)
         _stdout_to_devnull()

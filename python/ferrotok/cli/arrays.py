@@ -10,8 +10,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Literal
 
+from ..progress import Percent
 from .common import CLIError
-from .progress import Progress
 from .threads import map_parts
 
 
@@ -54,7 +54,7 @@ def output_chunks(
 
     sep = ", " if fmt == "json" else " "
     yield b"[" if fmt == "json" else b""
-    progress = Progress("writing", name, len(ids), _PROGRESS_MIN_IDS)
+    progress = Percent("writing", name, len(ids), _PROGRESS_MIN_IDS)
     starts = range(0, len(ids), IDS_PER_CHUNK)
     # sep.join(map(str, ...)), written in Rust (with the GIL released, so pieces are made on
     # several threads): 1M random ids below 200,000 took 10.8 ms, against 154 ms with str()

@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Iterator
 
+from ..progress import end_line
 from . import inputs
 from .common import (
     EXIT_OK,
@@ -21,7 +22,6 @@ from .common import (
     stdout_write,
 )
 from .inputs import Part, input_parts
-from .progress import end_progress_line
 from .threads import map_parts
 
 
@@ -92,7 +92,7 @@ def cmd_count(args: argparse.Namespace) -> int:
             if isinstance(n, CLIError):
                 # Like wc: report this file, count the others, fail at the end.
                 failed.add(i)
-                end_progress_line()
+                end_line()
                 print(f"ferrotok: error: {n}", file=sys.stderr)
             else:
                 counts[i] += n

@@ -13,11 +13,11 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from ..progress import Percent
 from . import arrays, inputs
 from .arrays import id_array, npy_ids
 from .common import EXIT_OK, CLIError, add_encoding_arguments, load_encoding, stdout_write
 from .inputs import decode_utf8, read_input_bytes
-from .progress import Progress
 from .threads import map_parts
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
         return len(chunk), part
 
     ids = id_array()
-    progress = Progress("reading", source, len(text), inputs.PROGRESS_MIN_BYTES)
+    progress = Percent("reading", source, len(text), inputs.PROGRESS_MIN_BYTES)
     done = 0
     for size, part in map_parts(parse, _id_text_blocks(text, start, stop, json_list)):
         done += size

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from ..progress import Percent
 from .arrays import id_array
 from .common import CLIError
 from .cuts import can_cut, last_cut
-from .progress import Progress
 from .threads import map_parts
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def file_parts(
     if not can_cut(enc):
         yield 0, f.read()
         return
-    progress = Progress(verb, name, size, PROGRESS_MIN_BYTES)
+    progress = Percent(verb, name, size, PROGRESS_MIN_BYTES)
     done, offset, pending = 0, 0, bytearray()
     while True:
         block = f.read(BLOCK)
