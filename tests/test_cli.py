@@ -1048,13 +1048,6 @@ def test_python_dash_m(tmp_path: Path) -> None:
     assert bad.stderr.decode() == f"ferrotok: error: {tmp_path / 'missing.txt'}: no such file\n"
 
 
-def test_docstring_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    import doctest
-
-    result = doctest.testmod(cli, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0, capsys.readouterr().out
-
-
 def test_an_empty_encoding_name_is_an_unknown_encoding(capsys: pytest.CaptureFixture[str]) -> None:
     # `-e "$ENC"` with ENC unset must not quietly mean the default encoding.
     status, out, err = run(capsys, "encode", "-e", "", "hi")
