@@ -199,7 +199,7 @@ def test_decode_bad_npy_ids(
 def test_decode_text_of_ids_in_blocks(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "_ID_TEXT_BLOCK", 10)
+    monkeypatch.setattr(cli.decode, "_ID_TEXT_BLOCK", 10)
     text = corpus_file("english.txt").read_text(encoding="utf-8")[:5000]
     ids = pair("cl100k_base")[1].encode(text)
     separators = [" ", "\n", ", ", ",", "\t", "  "]
@@ -207,14 +207,14 @@ def test_decode_text_of_ids_in_blocks(
     path = tmp_path / "ids.txt"
     path.write_text(listed)
     assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
-    blocks = [block for block, _ in cli._id_text_blocks(listed, 0, len(listed))]
+    blocks = [block for block, _ in cli.decode._id_text_blocks(listed, 0, len(listed))]
     assert "".join(blocks) == listed and len(blocks) > len(listed) // 20  # parsed in parts
     # A JSON list is the same ids between brackets, parsed in parts too.
     path.write_text(" " + json.dumps(ids) + "\n")
-    parse = cli._parse_ids
-    monkeypatch.setattr(cli, "_parse_ids", lambda *a, **k: pytest.fail("not in parts"))
+    parse = cli.decode._parse_ids
+    monkeypatch.setattr(cli.decode, "_parse_ids", lambda *a, **k: pytest.fail("not in parts"))
     assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
-    monkeypatch.setattr(cli, "_parse_ids", parse)
+    monkeypatch.setattr(cli.decode, "_parse_ids", parse)
     # Separators the quick path leaves to the checked one (Unicode spaces), in some blocks.
     path.write_text(listed.replace("\t", "\u2028", 50))
     assert run(capsys, "decode", "-f", str(path)) == (0, text, "")
@@ -292,12 +292,12 @@ def test_text_of_ids_parses_as_the_whole(monkeypatch: pytest.MonkeyPatch) -> Non
     @given(st.lists(st.tuples(ids, runs)), st.integers(1, 9))
     def check(items: list[tuple[str, list[str]]], block: int) -> None:
         text = "".join(i + "".join(seps) for i, seps in items)
-        monkeypatch.setattr(cli, "_ID_TEXT_BLOCK", block)
-        expected = cli._parse_ids([text], "<test>")
-        assert list(cli._text_ids(text, "<test>", enc)) == expected
+        monkeypatch.setattr(cli.decode, "_ID_TEXT_BLOCK", block)
+        expected = cli.decode._parse_ids([text], "<test>")
+        assert list(cli.decode._text_ids(text, "<test>", enc)) == expected
         if text.isascii():  # a file of ASCII is parsed from its bytes
-            assert list(cli._text_ids(text.encode(), "<test>", enc)) == expected
-            blocks = cli._id_text_blocks(text.encode(), 0, len(text))
+            assert list(cli.decode._text_ids(text.encode(), "<test>", enc)) == expected
+            blocks = cli.decode._id_text_blocks(text.encode(), 0, len(text))
             assert "".join(block for block, _ in blocks) == text
 
     check()
@@ -326,7 +326,7 @@ def test_a_json_list_of_ids_is_read_as_json_loads_reads_it(
         last = len(items) - 1
         body = "".join(a + i + b + (c if n < last else "") for n, (a, i, b, c) in enumerate(items))
         text = "[" + body + end + "]"
-        monkeypatch.setattr(cli, "_ID_TEXT_BLOCK", block)
+        monkeypatch.setattr(cli.decode, "_ID_TEXT_BLOCK", block)
         try:
             expected = json.loads(text)
         except ValueError:
@@ -336,9 +336,9 @@ def test_a_json_list_of_ids_is_read_as_json_loads_reads_it(
         for data in (text, text.encode()):
             if expected is None:
                 with pytest.raises(cli.CLIError):
-                    cli._text_ids(data, "<test>", enc)
+                    cli.decode._text_ids(data, "<test>", enc)
             else:
-                assert list(cli._text_ids(data, "<test>", enc)) == expected, text
+                assert list(cli.decode._text_ids(data, "<test>", enc)) == expected, text
 
     check()
 
@@ -348,13 +348,13 @@ def test_text_of_ids_as_bytes_finds_json_as_str_does() -> None:
     is neither JSON nor ids fails the same way from both."""
     enc = ferrotok.get_encoding("cl100k_base")
     for text in ["[1, 2]", " \n\t[3,4]", "\x1c\x1d [5]", "7 8", "  \x0b9"]:
-        expected = list(cli._text_ids(text, "<t>", enc))
-        assert list(cli._text_ids(text.encode(), "<t>", enc)) == expected
+        expected = list(cli.decode._text_ids(text, "<t>", enc))
+        assert list(cli.decode._text_ids(text.encode(), "<t>", enc)) == expected
     for bad in ["\x1c[1", "[1, 2", "1 [2]", "{1}"]:
         with pytest.raises(cli.CLIError) as from_str:
-            cli._text_ids(bad, "<t>", enc)
+            cli.decode._text_ids(bad, "<t>", enc)
         with pytest.raises(cli.CLIError) as from_bytes:
-            cli._text_ids(bad.encode(), "<t>", enc)
+            cli.decode._text_ids(bad.encode(), "<t>", enc)
         assert str(from_bytes.value) == str(from_str.value)
 
 
@@ -461,9 +461,9 @@ def test_count_of_many_files_in_batches_keeps_each_file_apart(
 ) -> None:
     """Parts of several files share batches and threads, and each file still gets its own
     count or its own error, in the order given."""
-    monkeypatch.setattr(cli, "_BLOCK", 200)
-    monkeypatch.setattr(cli, "_COUNT_BATCH", batch)
-    monkeypatch.setattr(cli, "_part_threads", lambda: 2)
+    monkeypatch.setattr(cli.inputs, "BLOCK", 200)
+    monkeypatch.setattr(cli.count, "_COUNT_BATCH", batch)
+    monkeypatch.setattr(cli.threads, "part_threads", lambda: 2)
     theirs = pair("cl100k_base")[1]
     long = "First line\nsecond line, é\n" * 60
     files: dict[str, bytes | None] = {
@@ -519,12 +519,12 @@ CUT_FRAGMENTS = [
 def _parts(enc: ferrotok.Encoding, data: bytes, block: int) -> list[str]:
     """The parts `data` is read in, each decoded on its own (a cut never splits a char),
     checked to start where the one before ended."""
-    old = cli._BLOCK
-    cli._BLOCK = block
+    old = cli.inputs.BLOCK
+    cli.inputs.BLOCK = block
     try:
-        parts = list(cli._file_parts(enc, io.BytesIO(data), len(data), "reading"))
+        parts = list(cli.inputs.file_parts(enc, io.BytesIO(data), len(data), "reading"))
     finally:
-        cli._BLOCK = old
+        cli.inputs.BLOCK = old
     starts = [offset for offset, _ in parts]
     assert starts == [sum(len(part) for _, part in parts[:i]) for i in range(len(parts))]
     return [part.decode("utf-8") for _, part in parts]
@@ -548,9 +548,9 @@ def test_a_cut_is_found_in_bytes_as_in_text() -> None:
         "a\n/": 0, ".\n/b": 0, "a\n\x1c": 0, "a\n\u2028": 0, "a\n ": 0,
     }  # fmt: skip
     for text, cut in cases.items():
-        assert cli._last_cut(text.encode()) == cut, text
-    assert cli._last_cut("a\n中".encode()[:-1] + b" ") == 0  # the char after is cut short
-    assert cli._last_cut(b"\xa9\nb") == 0  # nor is a stray byte before it a char
+        assert cli.cuts.last_cut(text.encode()) == cut, text
+    assert cli.cuts.last_cut("a\n中".encode()[:-1] + b" ") == 0  # the char after is cut short
+    assert cli.cuts.last_cut(b"\xa9\nb") == 0  # nor is a stray byte before it a char
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
@@ -577,7 +577,7 @@ def test_reading_in_blocks_encodes_as_the_whole(name: str) -> None:
     from hypothesis import strategies as st
 
     enc = ferrotok.get_encoding(name)
-    assert cli._can_cut(enc)
+    assert cli.cuts.can_cut(enc)
 
     @settings(max_examples=300, deadline=None, derandomize=True)
     @given(st.lists(st.sampled_from(CUT_FRAGMENTS), max_size=60), st.integers(1, 24))
@@ -603,13 +603,13 @@ def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
     enc = ferrotok.get_encoding("cl100k_base")
     text = "First line\nsecond line, é\n" * 500
     calls: list[int] = []
-    in_core = cli._in_core
+    in_core = cli.inputs.in_core
     monkeypatch.setattr(
-        cli,
-        "_in_core",
+        cli.inputs,
+        "in_core",
         lambda c, e, n, a, part: calls.append(len(part[1])) or in_core(c, e, n, a, part),
     )
-    monkeypatch.setattr(cli, "_BLOCK", 1000)
+    monkeypatch.setattr(cli.inputs, "BLOCK", 1000)
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode())
     assert run(capsys, "count", str(path)) == (0, f"{enc.count(text)} {path}\n", "")
@@ -639,7 +639,7 @@ def test_parts_on_threads_keep_the_order_of_a_loop(
     import random
     import time
 
-    monkeypatch.setattr(cli, "_part_threads", lambda: threads)
+    monkeypatch.setattr(cli.threads, "part_threads", lambda: threads)
     parts = [str(i) for i in range(40)]
     delays = random.Random(5).choices([0, 0.001, 0.003], k=len(parts))
 
@@ -649,19 +649,19 @@ def test_parts_on_threads_keep_the_order_of_a_loop(
             raise ValueError(part)
         return int(part)
 
-    assert list(cli._map_parts(slow_int, parts)) == list(range(40))
-    assert list(cli._map_parts(slow_int, [])) == []
+    assert list(cli.threads.map_parts(slow_int, parts)) == list(range(40))
+    assert list(cli.threads.map_parts(slow_int, [])) == []
 
     def then_unreadable(items: list[str]) -> Iterator[str]:
         yield from items
         raise cli.CLIError("unreadable")
 
     with pytest.raises(cli.CLIError, match="unreadable"):
-        list(cli._map_parts(slow_int, then_unreadable(parts[:5])))
+        list(cli.threads.map_parts(slow_int, then_unreadable(parts[:5])))
     with pytest.raises(ValueError, match="bad"):  # the part before the read error comes first
-        list(cli._map_parts(slow_int, then_unreadable(parts[:3] + ["bad"])))
+        list(cli.threads.map_parts(slow_int, then_unreadable(parts[:3] + ["bad"])))
     with pytest.raises(ValueError, match="bad"):
-        list(cli._map_parts(slow_int, parts[:3] + ["bad"] + parts[3:]))
+        list(cli.threads.map_parts(slow_int, parts[:3] + ["bad"] + parts[3:]))
 
 
 def _parse_output(out: bytes, fmt: str) -> list[int]:
@@ -688,14 +688,14 @@ def test_encoding_a_file_in_blocks(
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode())
     calls: list[int] = []
-    in_core = cli._in_core
+    in_core = cli.inputs.in_core
     monkeypatch.setattr(
-        cli,
-        "_in_core",
+        cli.inputs,
+        "in_core",
         lambda c, e, n, a, part: calls.append(len(part[1])) or in_core(c, e, n, a, part),
     )
-    monkeypatch.setattr(cli, "_BLOCK", 4096)
-    monkeypatch.setattr(cli, "_IDS_PER_CHUNK", 7)  # the output written in many pieces
+    monkeypatch.setattr(cli.inputs, "BLOCK", 4096)
+    monkeypatch.setattr(cli.arrays, "IDS_PER_CHUNK", 7)  # the output written in many pieces
     assert cli.main(["encode", "-e", "o200k_base", "-f", str(path), "--format", fmt]) == 0
     out = capsysbinary.readouterr().out
     assert _parse_output(out, fmt) == ours.encode(text) == theirs.encode(text)
@@ -714,7 +714,7 @@ def test_encoding_a_file_in_blocks(
 def test_encoding_a_file_in_blocks_writes_nothing_when_a_later_block_fails(
     capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "_BLOCK", 1000)
+    monkeypatch.setattr(cli.inputs, "BLOCK", 1000)
     text = "First line\nsecond line, é\n" * 500
     path = tmp_path / "doc.txt"
     kept = tmp_path / "ids.npy"
@@ -747,10 +747,12 @@ def progress_lines(err: TerminalStderr) -> list[list[str]]:
 def test_progress_on_a_terminal(
     capsysbinary: pytest.CaptureFixture[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in [("_BLOCK", 1000), ("_PROGRESS_MIN_BYTES", 1), ("_IDS_PER_CHUNK", 100),
-                        ("_PROGRESS_MIN_IDS", 1), ("_ID_TEXT_BLOCK", 1000),
-                        ("_COUNT_BATCH", 1000)]:  # fmt: skip
-        monkeypatch.setattr(cli, name, value)
+    for module, name, value in [
+        (cli.inputs, "BLOCK", 1000), (cli.inputs, "PROGRESS_MIN_BYTES", 1),
+        (cli.arrays, "IDS_PER_CHUNK", 100), (cli.arrays, "_PROGRESS_MIN_IDS", 1),
+        (cli.decode, "_ID_TEXT_BLOCK", 1000), (cli.count, "_COUNT_BATCH", 1000),
+    ]:  # fmt: skip
+        monkeypatch.setattr(module, name, value)
     text = "First line\nsecond line, é\n" * 500
     path, ids = tmp_path / "doc.txt", tmp_path / "ids.txt"
     path.write_text(text, encoding="utf-8")
@@ -786,7 +788,7 @@ def test_progress_on_a_terminal(
 
 def test_a_custom_pattern_reads_the_file_whole() -> None:
     enc = ferrotok.train(["some text here"] * 3, 260, pattern=r"\S+|\s+", progress=False)
-    assert not cli._can_cut(enc)  # no proof of where its pieces end: never cut
+    assert not cli.cuts.can_cut(enc)  # no proof of where its pieces end: never cut
     text = "a\nb\nc d\n" * 300
     assert _parts(enc, text.encode(), 16) == [text]
 
@@ -864,8 +866,8 @@ def test_show_a_file_in_parts_as_it_shows_it_whole(
     for mode in (["--no-color"], ["--color", "always"], ["--ids"]):
         whole = run(capsys, "show", *mode, "-f", str(path))
         assert whole[0] == 0 and whole[1]
-        monkeypatch.setattr(cli, "_BLOCK", 4096)  # many parts, on several threads
-        assert len(list(cli._input_parts(pair("cl100k_base")[0], str(path), "x"))) > 5
+        monkeypatch.setattr(cli.inputs, "BLOCK", 4096)  # many parts, on several threads
+        assert len(list(cli.inputs.input_parts(pair("cl100k_base")[0], str(path), "x"))) > 5
         assert run(capsys, "show", *mode, "-f", str(path)) == whole, mode
         monkeypatch.undo()
 
@@ -908,7 +910,7 @@ def test_unreadable_file(
         raise PermissionError(13, "Permission denied", file)
 
     # chmod 0 would not stop root, so the permission error is simulated.
-    monkeypatch.setattr(cli, "open", denied, raising=False)
+    monkeypatch.setattr(cli.inputs, "open", denied, raising=False)
     status, _, err = run(capsys, "encode", "-f", str(path))
     assert_user_error(status, err, "secret.txt: cannot read (Permission denied)")
 
@@ -1044,13 +1046,6 @@ def test_python_dash_m(tmp_path: Path) -> None:
     bad = _run_module("count", str(tmp_path / "missing.txt"))
     assert bad.returncode == 2 and bad.stdout == b""
     assert bad.stderr.decode() == f"ferrotok: error: {tmp_path / 'missing.txt'}: no such file\n"
-
-
-def test_docstring_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    import doctest
-
-    result = doctest.testmod(cli, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0, capsys.readouterr().out
 
 
 def test_an_empty_encoding_name_is_an_unknown_encoding(capsys: pytest.CaptureFixture[str]) -> None:

@@ -672,10 +672,3 @@ def test_data_gym_clobber_one_byte_tokens(tmp_path: Path) -> None:
     kwargs = {"clobber_one_byte_tokens": True}
     ours = load.data_gym_to_mergeable_bpe_ranks(vocab, encoder, **kwargs)
     assert ours == tiktoken.load.data_gym_to_mergeable_bpe_ranks(vocab, encoder, **kwargs)
-
-
-def test_docstring_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    import doctest
-
-    result = doctest.testmod(load, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0, capsys.readouterr().out

@@ -112,10 +112,3 @@ def test_package_exports() -> None:
     assert ferrotok.encoding_for_model is model.encoding_for_model
     assert ferrotok.encoding_name_for_model is model.encoding_name_for_model
     assert {"encoding_for_model", "encoding_name_for_model"} <= set(ferrotok.__all__)
-
-
-def test_docstring_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    import doctest
-
-    result = doctest.testmod(model, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0, capsys.readouterr().out

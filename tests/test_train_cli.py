@@ -1,4 +1,4 @@
-"""`ferrotok train` (through `python -m ferrotok.cli_train`) and `python -m ferrotok.demo`."""
+"""`ferrotok train` (through `python -m ferrotok train`) and `python -m ferrotok.demo`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import ferrotok
 import tiktoken.load
-from ferrotok import cli_train
+from ferrotok.cli import train as cli_train
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,7 +41,7 @@ def test_train_prints_a_summary_and_saves(tmp_path):
     b.write_text(open(os.path.join(src, "load.py"), encoding="utf-8").read(), encoding="utf-8")
     out = tmp_path / "tok.tiktoken"
     r = run(
-        "-m", "ferrotok.cli_train", "train", str(a), str(b),
+        "-m", "ferrotok", "train", str(a), str(b),
         "--vocab-size", "400", "--special", "<|endoftext|>", "-o", str(out),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -83,14 +83,14 @@ def test_user_errors_exit_2_with_one_line_and_no_traceback(tmp_path):
         ([str(good), "--vocab-size", "300", "--special", "\udcff"], "is not valid UTF-8 text"),
     ]
     for argv, message in cases:
-        r = run("-m", "ferrotok.cli_train", "train", *argv, "-o", out)
+        r = run("-m", "ferrotok", "train", *argv, "-o", out)
         assert r.returncode == 2, (argv, r.stderr)
         assert message in r.stderr, (argv, r.stderr)
         assert "Traceback" not in r.stderr
         assert not os.path.exists(out)
     for bad_out, message in [("", "-o is empty"), (str(tmp_path), "is a directory: give a file")]:
         argv = [str(good), "--vocab-size", "300", "-o", bad_out]
-        r = run("-m", "ferrotok.cli_train", "train", *argv)
+        r = run("-m", "ferrotok", "train", *argv)
         assert r.returncode == 2 and message in r.stderr, r.stderr
 
 
@@ -98,7 +98,7 @@ def test_dash_trains_on_standard_input(tmp_path):
     text = "the cat sat on the mat\n" * 50
     out = tmp_path / "tok.tiktoken"
     r = subprocess.run(
-        [sys.executable, "-m", "ferrotok.cli_train", "train", "-", "--vocab-size", "265",
+        [sys.executable, "-m", "ferrotok", "train", "-", "--vocab-size", "265",
          "--no-progress", "-o", str(out)],
         input=text, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
@@ -106,7 +106,7 @@ def test_dash_trains_on_standard_input(tmp_path):
     assert ferrotok.load(out)._mergeable_ranks == (
         ferrotok.train([text], 265, progress=False)._mergeable_ranks
     )
-    command = 'exec "$0" -m ferrotok.cli_train train - --vocab-size 265 -o "$1" <&-'
+    command = 'exec "$0" -m ferrotok train - --vocab-size 265 -o "$1" <&-'
     closed = subprocess.run(
         ["sh", "-c", command, sys.executable, str(out)],
         capture_output=True, text=True, timeout=300,
@@ -132,7 +132,7 @@ def test_a_corpus_short_of_pairs_gets_one_note_and_no_python_warning(tmp_path):
     good = tmp_path / "good.txt"
     good.write_text("some text", encoding="utf-8")
     out = tmp_path / "o.tiktoken"
-    r = run("-m", "ferrotok.cli_train", "train", str(good), "--vocab-size", "1000", "-o", str(out))
+    r = run("-m", "ferrotok", "train", str(good), "--vocab-size", "1000", "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert "note: the corpus ran out of pairs before vocab size 1000" in r.stdout
     assert "Warning" not in r.stderr
@@ -149,7 +149,7 @@ def test_an_output_that_is_an_input_is_refused_before_anything_is_written(tmp_pa
     sidecar_input = tmp_path / "out.json"
     sidecar_input.write_text(text, encoding="utf-8")
     for files, out in [([corpus], corpus), ([link], corpus), ([sidecar_input], tmp_path / "out")]:
-        r = run("-m", "ferrotok.cli_train", "train", *map(str, files),
+        r = run("-m", "ferrotok", "train", *map(str, files),
                 "--vocab-size", "300", "-o", str(out), "--no-progress")  # fmt: skip
         assert r.returncode == 2 and "would overwrite the input file" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
@@ -160,7 +160,7 @@ def test_an_output_that_is_an_input_is_refused_before_anything_is_written(tmp_pa
 def test_a_vocab_size_no_encoding_can_hold_is_refused_before_counting(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("abc " * 100, encoding="utf-8")
-    r = run("-m", "ferrotok.cli_train", "train", str(corpus), "--vocab-size",
+    r = run("-m", "ferrotok", "train", str(corpus), "--vocab-size",
             str(10**23), "-o", str(tmp_path / "x"), "--no-progress")  # fmt: skip
     assert r.returncode == 2 and "more than an encoding can have" in r.stderr, r.stderr
     assert "pieces:" not in r.stdout and not (tmp_path / "x").exists()
@@ -195,7 +195,7 @@ def test_a_named_pipe_is_trained_on_and_not_read_a_second_time(tmp_path):
     plain.write_text("the cat sat on the mat\n" * 50, encoding="utf-8")
     out = tmp_path / "tok.tiktoken"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ferrotok.cli_train", "train", str(fifo), str(plain),
+        [sys.executable, "-m", "ferrotok", "train", str(fifo), str(plain),
          "--vocab-size", "300", "--no-progress", "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -228,7 +228,7 @@ def test_a_pattern_that_drops_text_gets_a_one_line_warning(tmp_path):
     src = tmp_path / "a.txt"
     src.write_text("hello world, banana\n" * 20, encoding="utf-8")
     r = run(
-        "-m", "ferrotok.cli_train", "train", str(src), "--vocab-size", "260",
+        "-m", "ferrotok", "train", str(src), "--vocab-size", "260",
         "--pattern", r"\p{L}+", "--no-progress", "-o", str(tmp_path / "x.tiktoken"),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr

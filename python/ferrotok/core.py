@@ -556,7 +556,7 @@ class Encoding:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the encoding to `path` (a standard `.tiktoken` ranks file, which tiktoken's
         `load_tiktoken_bpe` reads) and `path + ".json"` (name, pattern, special tokens).
-        `Encoding.load(path)` (or `ferrotok.load(path)`) reads it back.
+        `Encoding.load(path)` reads it back.
 
         >>> import os, tempfile, ferrotok
         >>> path = os.path.join(tempfile.mkdtemp(), "cl100k.tiktoken")
@@ -566,10 +566,17 @@ class Encoding:
         """
         from .persist import save
 
-        save(self, path)
+        save(
+            path,
+            name=self.name,
+            pat_str=self._pat_str,
+            mergeable_ranks=self._mergeable_ranks,
+            special_tokens=self._special_tokens,
+        )
 
-    @staticmethod
+    @classmethod
     def load(
+        cls,
         path: str | os.PathLike[str],
         *,
         name: str | None = None,
@@ -581,26 +588,24 @@ class Encoding:
         too when `pat_str` is given (and `special_tokens`, if it has any); arguments given
         override the `.json`'s values.
 
-        `ferrotok.load(path)` is the same call. It is the `ferrotok.load` module (tiktoken's
-        module of file loading) made callable at run time, which type checkers cannot see, so
-        typed code calls this instead.
-
         >>> import os, tempfile, ferrotok
         >>> path = os.path.join(tempfile.mkdtemp(), "cl100k.tiktoken")
         >>> ferrotok.get_encoding("cl100k_base").save(path)
         >>> ferrotok.Encoding.load(path).encode("hello world")
         [15339, 1917]
         """
-        from .persist import load
+        from .persist import read
 
-        return load(path, name=name, pat_str=pat_str, special_tokens=special_tokens)
+        saved = read(path, name=name, pat_str=pat_str, special_tokens=special_tokens)
+        return cls(
+            saved.name,
+            pat_str=saved.pat_str,
+            mergeable_ranks=saved.mergeable_ranks,
+            special_tokens=saved.special_tokens,
+        )
 
     def __getstate__(self) -> object:
-        from . import registry
-
-        # Registered encodings travel by name; custom ones by value.
-        if self is registry.ENCODINGS.get(self.name):
-            return self.name
+        # By value. (`ferrotok.registry` sends the encodings it holds by name instead.)
         return {
             "name": self.name,
             "pat_str": self._pat_str,
@@ -609,11 +614,6 @@ class Encoding:
         }
 
     def __setstate__(self, value: object) -> None:
-        from . import registry
-
-        if isinstance(value, str):
-            self.__dict__ = registry.get_encoding(value).__dict__
-            return
         assert isinstance(value, dict)
         self.__init__(**value)  # type: ignore[misc]
 

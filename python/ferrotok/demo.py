@@ -53,11 +53,11 @@ def stdlib_files(limit_bytes: int) -> list[pathlib.Path]:
 
 def _cl100k_if_local() -> object | None:
     """cl100k_base if its file is available without a download, else None."""
-    from .load import _cache_path, _data_dir_path
+    from .files import cache_path, data_dir_path
     from .openai_public import file_url
 
     url = file_url("cl100k_base.tiktoken")
-    candidates = [p for p in (_data_dir_path(url), _cache_path(url)) if p]
+    candidates = [p for p in (data_dir_path(url), cache_path(url)) if p]
     if not any(os.path.exists(c) for c in candidates):
         return None
     from .registry import get_encoding

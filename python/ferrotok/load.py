@@ -36,13 +36,12 @@ message says how to work offline.
 from __future__ import annotations
 
 import binascii
-import errno
 import hashlib
 import os
 import re
-import stat
-from collections.abc import Iterable
 from typing import Any
+
+from . import files
 
 __all__ = [
     "DownloadError",
@@ -50,13 +49,13 @@ __all__ = [
     "read_file",
     "read_file_cached",
     "parse_tiktoken_bpe",
+    "format_tiktoken_bpe",
     "load_tiktoken_bpe",
     "dump_tiktoken_bpe",
     "data_gym_to_mergeable_bpe_ranks",
 ]
 
 _DOWNLOAD_TIMEOUT_S = 60
-_DATA_DIR_ENV = "FERROTOK_DATA_DIR"
 _OFFLINE_ENV = "FERROTOK_OFFLINE"
 
 
@@ -88,38 +87,6 @@ def check_hash(data: bytes, expected_hash: str) -> bool:
 
 def _hash_matches(data: bytes, expected_hash: str | None) -> bool:
     return not expected_hash or _sha256(data) == expected_hash.lower()
-
-
-def _cache_dir() -> tuple[str | None, bool]:
-    """tiktoken's cache directory (None: caching disabled) and whether the user chose it."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        directory, chosen = os.environ["TIKTOKEN_CACHE_DIR"], True
-    elif "DATA_GYM_CACHE_DIR" in os.environ:
-        directory, chosen = os.environ["DATA_GYM_CACHE_DIR"], True
-    else:
-        import tempfile
-
-        directory, chosen = os.path.join(tempfile.gettempdir(), "data-gym-cache"), False
-    return (directory or None), chosen
-
-
-def _cache_path(url: str) -> str | None:
-    directory, _ = _cache_dir()
-    if directory is None:
-        return None
-    return os.path.join(directory, hashlib.sha1(url.encode()).hexdigest())
-
-
-def _file_name(url: str) -> str:
-    """The name a URL's file has in `FERROTOK_DATA_DIR`: its last path component."""
-    return url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-
-
-def _data_dir_path(url: str) -> str | None:
-    directory = os.environ.get(_DATA_DIR_ENV)
-    if not directory:
-        return None
-    return os.path.join(os.path.expanduser(directory), _file_name(url))
 
 
 def _read_local(path: str) -> bytes:
@@ -178,141 +145,16 @@ def read_file(blobpath: str) -> bytes:
     return _download(blobpath)
 
 
-def _atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None:
-    """Writes `data` (bytes, or pieces of it) to `path` so that readers see the old file or
-    the whole new one.
-
-    The temporary file lives beside `path` (a rename is atomic only within a file system) and
-    is created with the usual permissions (0o666 minus the umask), not mkstemp's 0o600, so a
-    shared cache stays readable by others; a file already at `path` keeps its own permissions.
-    A symbolic link is followed (the file it names is replaced, the link stays), and anything
-    at `path` that is not a regular file (`/dev/stdout`, a named pipe, a device) is written
-    to as it is, never replaced by a file.
-    """
-    _atomic_write_all([(path, data)])
-
-
-def _atomic_write_all(files: list[tuple[str, bytes | Iterable[bytes | memoryview]]]) -> None:
-    """Writes several files (`(path, data)` pairs, each as `_atomic_write` does) as one
-    change: every new file is written in full before any old one is replaced, and if a
-    replacement fails (or Ctrl-C arrives) after an earlier one was made, the earlier files are
-    put back from hard links taken just before. So a reader that checks the files against
-    each other (a `.tiktoken` file and its sidecar) never keeps a mismatched pair, except where
-    the file system cannot make hard links.
-    """
-    staged: list[tuple[str, str]] = []  # (temporary file, its destination)
-    try:
-        for path, data in files:
-            target, st = _destination(path)
-            if st is not None and not stat.S_ISREG(st.st_mode):
-                with open(target, "wb") as out:
-                    out.writelines(_pieces(data))
-                continue
-            staged.append((_write_temporary(target, st, data), target))
-        _replace_all(staged)
-    except BaseException:
-        for tmp, _ in staged:
-            _remove(tmp)
-        raise
-
-
-def _destination(path: str) -> tuple[str, os.stat_result | None]:
-    """The file to write for `path` (a symbolic link's target) and its status, if it exists."""
-    path = os.path.realpath(path) if os.path.islink(path) else path
-    try:
-        st: os.stat_result | None = os.stat(path)
-    except OSError:
-        st = None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", path)
-    return path, st
-
-
-def _write_temporary(
-    path: str, st: os.stat_result | None, data: bytes | Iterable[bytes | memoryview]
-) -> str:
-    """Writes `data` to a new file beside `path`, flushed to disk, and returns its name."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if st is not None:
-                os.chmod(tmp, stat.S_IMODE(st.st_mode))
-            f.writelines(_pieces(data))
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        _remove(tmp)
-        raise
-    return tmp
-
-
-def _replace_all(staged: list[tuple[str, str]]) -> None:
-    """Renames each temporary file over its destination; on failure, undoes the renames
-    already made (see `_atomic_write_all`). Each rename is written down before it is made, so
-    a Ctrl-C just after one cannot leave it out of the undoing; one whose temporary file is
-    still there was not made, and is left alone. A backup that could not be put back is kept
-    (`PATH.<pid>.<random>.old`), as the old file's one copy."""
-    # (temporary file, destination, hard link to its old file, whether it had one)
-    done: list[tuple[str, str, str | None, bool]] = []
-    backups: list[str] = []
-    kept: set[str] = set()
-    try:
-        for tmp, target in staged:
-            backup = None
-            existed = os.path.exists(target)
-            if len(staged) > 1 and existed:
-                backup = f"{target}.{os.getpid()}.{os.urandom(6).hex()}.old"
-                backups.append(backup)
-                try:
-                    os.link(target, backup)
-                except OSError:
-                    backup = None  # no hard links here: this file cannot be put back
-            done.append((tmp, target, backup, existed))
-            os.replace(tmp, target)
-    except BaseException:
-        # (One file alone is never undone: its one rename is the change, made or not.)
-        for tmp, target, backup, existed in reversed(done if len(staged) > 1 else []):
-            if os.path.lexists(tmp):
-                continue  # this rename was not made
-            try:
-                if backup is not None:
-                    os.replace(backup, target)
-                elif not existed:
-                    os.remove(target)
-            except OSError:
-                if backup is not None:
-                    kept.add(backup)
-        raise
-    finally:
-        for backup in backups:
-            if backup not in kept:
-                _remove(backup)
-
-
-def _pieces(data: bytes | Iterable[bytes | memoryview]) -> Iterable[bytes | memoryview]:
-    """`data` as pieces to write: itself if it is one `bytes`."""
-    return (data,) if isinstance(data, bytes) else data
-
-
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass
-
-
 def _offline_hint(url: str) -> str:
-    name = _file_name(url)
+    name = files.file_name(url)
     lines = [
         "To work offline, put the file in a directory and point FERROTOK_DATA_DIR at it:",
         f"    export FERROTOK_DATA_DIR=/path/to/dir    # a directory holding {name}",
     ]
-    data_dir_path = _data_dir_path(url)
+    data_dir_path = files.data_dir_path(url)
     if data_dir_path is not None:
         lines.append(f"(FERROTOK_DATA_DIR is set, but {data_dir_path} does not exist.)")
-    cache_path = _cache_path(url)
+    cache_path = files.cache_path(url)
     if cache_path is not None:
         lines.append(f"tiktoken's cache is also read: {name} copied to {cache_path} works too.")
     return "\n".join(lines)
@@ -329,7 +171,7 @@ def _fetch(blobpath: str, expected_hash: str | None) -> tuple[bytes, str, bool]:
             )
         return data, blobpath, False
 
-    local = _data_dir_path(blobpath)
+    local = files.data_dir_path(blobpath)
     if local is not None and os.path.isfile(local):
         data = _read_local(local)
         if not _hash_matches(data, expected_hash):
@@ -341,7 +183,7 @@ def _fetch(blobpath: str, expected_hash: str | None) -> tuple[bytes, str, bool]:
             )
         return data, local, False
 
-    cache_path = _cache_path(blobpath)
+    cache_path = files.cache_path(blobpath)
     if cache_path is not None and os.path.isfile(cache_path):
         cached: bytes | None
         try:
@@ -351,7 +193,7 @@ def _fetch(blobpath: str, expected_hash: str | None) -> tuple[bytes, str, bool]:
         if cached is not None and _hash_matches(cached, expected_hash):
             return cached, cache_path, True
         # A corrupt or truncated cache entry is never used: drop it and fetch a fresh copy.
-        _remove(cache_path)
+        files.remove_quietly(cache_path)
 
     if os.environ.get(_OFFLINE_ENV, "") not in ("", "0"):
         raise DownloadError(
@@ -369,11 +211,11 @@ def _fetch(blobpath: str, expected_hash: str | None) -> tuple[bytes, str, bool]:
         )
     if cache_path is not None:
         try:
-            _atomic_write(cache_path, data)
+            files.atomic_write(cache_path, data)
         except OSError as e:
             # The data is good; a cache we cannot write only costs a download next time.
             # Say so when the user chose the directory (tiktoken raises in that case).
-            if _cache_dir()[1]:
+            if files.cache_dir()[1]:
                 import warnings
 
                 warnings.warn(f"could not cache {blobpath} in {cache_path}: {e}", stacklevel=3)
@@ -542,13 +384,18 @@ def load_tiktoken_bpe(tiktoken_bpe_file: str, expected_hash: str | None = None) 
     try:
         return parse_tiktoken_bpe(contents, source)
     except ValueError:
-        _remove(source)
+        files.remove_quietly(source)
     contents, source, _ = _fetch(tiktoken_bpe_file, expected_hash)
     return parse_tiktoken_bpe(contents, source)
 
 
-def _tiktoken_bpe_bytes(bpe_ranks: dict[bytes, int]) -> bytes:
-    """The contents of the `.tiktoken` file of `bpe_ranks`, in rank order."""
+def format_tiktoken_bpe(bpe_ranks: dict[bytes, int]) -> bytes:
+    """The contents of the `.tiktoken` file of `bpe_ranks`, in rank order (what
+    `parse_tiktoken_bpe` reads back).
+
+    >>> format_tiktoken_bpe({b"hi": 1, b"h": 0})
+    b'aA== 0\\naGk= 1\\n'
+    """
     for token, rank in bpe_ranks.items():
         if not isinstance(token, bytes) or not token:
             raise TypeError(f"tokens must be non-empty bytes, got {token!r}")
@@ -572,9 +419,9 @@ def dump_tiktoken_bpe(bpe_ranks: dict[bytes, int], tiktoken_bpe_file: str) -> No
     >>> open(path, "rb").read()
     b'aA== 0\\naGk= 1\\n'
     """
-    data = _tiktoken_bpe_bytes(bpe_ranks)
+    data = format_tiktoken_bpe(bpe_ranks)
     if not _is_url(tiktoken_bpe_file):
-        _atomic_write(tiktoken_bpe_file, data)
+        files.atomic_write(tiktoken_bpe_file, data)
         return
     try:
         import blobfile  # type: ignore[import-not-found, unused-ignore]

@@ -1,4 +1,6 @@
-"""Saving and loading encodings: `Encoding.save(path)` and `ferrotok.load(path)`.
+"""The saved-encoding format, read and written: `Encoding.save(path)` and `Encoding.load(path)`
+call `save` and `read` here, which deal in names, patterns and tables only (this module does
+not know `Encoding`).
 
 The format is two files side by side:
 
@@ -13,7 +15,7 @@ The format is two files side by side:
 >>> enc = ferrotok.train(["hello world"] * 3, 260, special_tokens=["<|end|>"], progress=False)
 >>> path = os.path.join(tempfile.mkdtemp(), "hello.tiktoken")
 >>> enc.save(path)
->>> again = ferrotok.load(path)
+>>> again = ferrotok.Encoding.load(path)
 >>> again.encode("hello world<|end|>", allowed_special="all") == enc.encode(
 ...     "hello world<|end|>", allowed_special="all")
 True
@@ -25,13 +27,10 @@ import hashlib
 import json
 import operator
 import os
-import types
-from typing import TYPE_CHECKING, Union
+from typing import NamedTuple, Union
 
-from .load import _atomic_write_all, _tiktoken_bpe_bytes, parse_tiktoken_bpe
-
-if TYPE_CHECKING:
-    from .core import Encoding
+from .files import atomic_write_all
+from .load import format_tiktoken_bpe, parse_tiktoken_bpe
 
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -44,61 +43,58 @@ def sidecar_path(path: StrPath) -> str:
     return os.fspath(path) + ".json"
 
 
-def save(enc: Encoding, path: StrPath) -> None:
-    """Writes `enc` as `path` (a `.tiktoken` ranks file) and `path + ".json"`."""
+class SavedEncoding(NamedTuple):
+    """What `read` found: the arguments of `Encoding(...)`."""
+
+    name: str
+    pat_str: str
+    mergeable_ranks: dict[bytes, int]
+    special_tokens: dict[str, int]
+
+
+def save(
+    path: StrPath,
+    *,
+    name: str,
+    pat_str: str,
+    mergeable_ranks: dict[bytes, int],
+    special_tokens: dict[str, int],
+) -> None:
+    """Writes an encoding as `path` (a `.tiktoken` ranks file) and `path + ".json"`."""
     path = os.path.abspath(os.fspath(path))
-    ranks = _tiktoken_bpe_bytes(enc._mergeable_ranks)
+    ranks = format_tiktoken_bpe(mergeable_ranks)
     meta = {
         "format": FORMAT,
         "version": VERSION,
-        "name": enc.name,
-        "pat_str": enc._pat_str,
-        "special_tokens": enc._special_tokens,
-        "n_vocab": enc.n_vocab,
+        "name": name,
+        "pat_str": pat_str,
+        "special_tokens": special_tokens,
+        "n_vocab": _n_vocab(mergeable_ranks, special_tokens),
         "ranks_sha256": hashlib.sha256(ranks).hexdigest(),
     }
     data = json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8") + b"\n"
     # One change of both files: a failure or Ctrl-C part way leaves the old pair, which
-    # `load` would otherwise refuse as a mismatch (the hash no longer fits).
-    _atomic_write_all([(path, ranks), (sidecar_path(path), data)])
+    # `read` would otherwise refuse as a mismatch (the hash no longer fits).
+    atomic_write_all([(path, ranks), (sidecar_path(path), data)])
 
 
-class _CallableModule(types.ModuleType):
-    """The class of the `ferrotok.load` module: still the module of file loading
-    (`ferrotok.load.load_tiktoken_bpe`, `from ferrotok import load`), and also callable, so
-    `ferrotok.load(path)` reads an encoding saved with `Encoding.save`."""
-
-    def __call__(
-        self,
-        path: StrPath,
-        *,
-        name: str | None = None,
-        pat_str: str | None = None,
-        special_tokens: dict[str, int] | None = None,
-    ) -> Encoding:
-        return load(path, name=name, pat_str=pat_str, special_tokens=special_tokens)
+def _n_vocab(ranks: dict[bytes, int], specials: dict[str, int]) -> int:
+    """One more than the largest id (`Encoding.n_vocab`)."""
+    return max(max(ranks.values(), default=-1), max(specials.values(), default=-1)) + 1
 
 
-def make_callable(module: types.ModuleType) -> None:
-    """Makes `module` (ferrotok's `load` module) callable as `load(path)` (Python allows
-    a module's class to be switched to a `ModuleType` subclass)."""
-    module.__class__ = _CallableModule
-
-
-def load(
+def read(
     path: StrPath,
     *,
     name: str | None = None,
     pat_str: str | None = None,
     special_tokens: dict[str, int] | None = None,
-) -> Encoding:
-    """Reads an encoding written by `Encoding.save`.
+) -> SavedEncoding:
+    """Reads an encoding written by `save`.
 
     A plain `.tiktoken` file without a sidecar loads too when `pat_str` is given (and
     `special_tokens`, if it has any); arguments given override the sidecar's values.
     """
-    from .core import Encoding
-
     path = os.fspath(path)
     with open(path, "rb") as f:
         contents = f.read()
@@ -139,14 +135,15 @@ def load(
         enc_name = os.path.splitext(os.path.basename(path))[0]
     where = "special_tokens" if special_tokens is not None else f"{side}: 'special_tokens'"
     checked = _check_specials(specials, where)
-    enc = Encoding(enc_name, pat_str=pat, mergeable_ranks=ranks, special_tokens=checked)
     n_vocab = meta.get("n_vocab")
-    if special_tokens is None and n_vocab is not None and n_vocab != enc.n_vocab:
+    made = _n_vocab(ranks, checked)
+    # (An empty ranks file is left to `Encoding`, which names that.)
+    if special_tokens is None and n_vocab is not None and ranks and n_vocab != made:
         raise ValueError(
             f"{side}: 'n_vocab' is {n_vocab!r}, but {path} and the special tokens make "
-            f"{enc.n_vocab} tokens (is the ranks file cut short?)"
+            f"{made} tokens (is the ranks file cut short?)"
         )
-    return enc
+    return SavedEncoding(enc_name, pat, ranks, checked)
 
 
 def _check_specials(specials: object, where: str) -> dict[str, int]:

@@ -5,10 +5,14 @@ The OpenAI encodings are built in (`openai_public.py`). Encodings that tiktoken 
 tiktoken's own `tiktoken_ext.openai_public` does) are found the first time a name is not
 built in or the names are listed, so code that gets a plugin's encoding from tiktoken gets
 it here too.
+
+A registered encoding is pickled by name (a few bytes; unpickled, it shares the registered
+one's tables); any other by value (`Encoding.__getstate__`).
 """
 
 from __future__ import annotations
 
+import copyreg
 import importlib
 import threading
 from typing import Any, Callable
@@ -123,3 +127,21 @@ def _constructors() -> dict[str, Callable[[], dict[str, Any]]]:
                 found[name] = constructor
         _all_constructors = found
         return found
+
+
+def _pickle(enc: Encoding) -> str | tuple[Any, ...]:
+    """How `pickle` and `copy` take `enc` apart: by name if it is the registered encoding of
+    its name, else by value."""
+    if ENCODINGS.get(enc.name) is enc:
+        return _unpickle, (enc.name,)
+    return enc.__reduce_ex__(2)
+
+
+def _unpickle(name: str) -> Encoding:
+    """A new `Encoding` object for the registered encoding `name`, sharing its state."""
+    enc = Encoding.__new__(Encoding)
+    enc.__dict__ = get_encoding(name).__dict__
+    return enc
+
+
+copyreg.pickle(Encoding, _pickle)

@@ -22,20 +22,28 @@ import os
 import re
 import stat
 import sys
-import time
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Union, cast
 
 from . import _core
 from .core import Encoding
+from .files import atomic_write
 from .openai_public import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .progress import Phases
 
 if TYPE_CHECKING:
     # `typing.TypeGuard` is Python 3.10+; ferrotok runs on 3.9, where annotations stay strings.
     from typing import TypeGuard  # novm (only for type checkers)
 
-__all__ = ["PieceCounts", "count_pieces", "train", "train_from_counts", "resolve_pattern"]
+__all__ = [
+    "PieceCounts",
+    "count_pieces",
+    "train",
+    "train_from_counts",
+    "resolve_pattern",
+    "check_arguments",
+]
 
 StrPath = Union[str, "os.PathLike[str]"]
 TextsOrFiles = Union[Iterable[str], Iterable["os.PathLike[str]"], "os.PathLike[str]"]
@@ -188,9 +196,7 @@ class PieceCounts:
 
     def save(self, path: StrPath) -> None:
         """Writes the table to `path` (atomically)."""
-        from .load import _atomic_write
-
-        _atomic_write(os.path.abspath(os.fspath(path)), self.to_bytes())
+        atomic_write(os.path.abspath(os.fspath(path)), self.to_bytes())
 
     @classmethod
     def load(cls, path: StrPath) -> PieceCounts:
@@ -201,49 +207,6 @@ class PieceCounts:
             return cls.from_bytes(data)
         except ValueError as e:
             raise ValueError(f"{os.fspath(path)}: {e}") from None
-
-
-class _Progress:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        stream = sys.stderr
-        self.enabled = bool(enabled) and stream is not None and stream.isatty()
-        self.stream = stream
-        self.start = time.monotonic()
-        self.last = 0.0
-        self.phase = ""
-
-    def __call__(self, phase: str, done: int, total: int | None) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if phase == self.phase and now - self.last < 0.1 and done != total:
-            return
-        if phase != self.phase and self.phase:
-            self.stream.write("\n")
-        if phase != self.phase:
-            self.start = now
-        self.phase, self.last = phase, now
-        unit, scale = ("MB", 1e6) if phase == "counting" else ("merges", 1.0)
-
-        def fmt(x: float) -> str:
-            return f"{x / scale:,.1f}" if scale != 1.0 else f"{int(x):,}"
-
-        if total:
-            frac = min(1.0, done / total)
-            bar = "#" * int(frac * 30) + "-" * (30 - int(frac * 30))
-            line = f"{phase:>8} [{bar}] {fmt(done)}/{fmt(total)} {unit} {now - self.start:6.1f}s"
-        else:
-            line = f"{phase:>8} {fmt(done)} {unit} {now - self.start:6.1f}s"
-        self.stream.write("\r" + line)
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.phase:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.phase = ""
 
 
 def _is_path(x: object) -> TypeGuard[os.PathLike[str]]:
@@ -314,7 +277,7 @@ def _check_files(paths: list[str]) -> None:
                 pass
 
 
-def _count_into(counter: _core.Counter, texts_or_files: TextsOrFiles, bar: _Progress) -> None:
+def _count_into(counter: _core.Counter, texts_or_files: TextsOrFiles, bar: Phases) -> None:
     paths, texts = _sources(texts_or_files)
     if paths is not None:
         _check_files(paths)
@@ -368,7 +331,7 @@ def count_pieces(
     threads = _check_threads(num_threads)
     counter = _core.Counter(pat, specials, threads)
     _warn_if_pattern_drops_text(pat)
-    bar = _Progress(progress)
+    bar = Phases(progress)
     try:
         _count_into(counter, texts_or_files, bar)
     finally:
@@ -477,6 +440,29 @@ def _check_options(min_frequency: int | None, max_token_length: int | None) -> N
         )
 
 
+def check_arguments(
+    vocab_size: int,
+    *,
+    pattern: str | None = None,
+    special_tokens: Iterable[str] | None = None,
+    min_frequency: int | None = None,
+    max_token_length: int | None = None,
+) -> list[str]:
+    """Checks the arguments of `train` that need no text, so that a caller can refuse them
+    before reading a corpus: a `ValueError` or `TypeError` names the first that is wrong.
+    Returns the special tokens as a list. (`pattern` is checked only if given.)
+
+    >>> check_arguments(300, special_tokens=["<|end|>"])
+    ['<|end|>']
+    """
+    specials = _check_specials(special_tokens)
+    _check_vocab_size(vocab_size, len(specials))
+    _check_options(min_frequency, max_token_length)
+    if pattern is not None:
+        resolve_pattern(pattern)
+    return specials
+
+
 def train_from_counts(
     counts: PieceCounts,
     vocab_size: int,
@@ -498,7 +484,7 @@ def train_from_counts(
     specials = counts.special_tokens
     n_merges = _check_vocab_size(vocab_size, len(specials))
     _check_options(min_frequency, max_token_length)
-    bar = _Progress(progress)
+    bar = Phases(progress)
     try:
         tokens = _core.learn_merges(
             counts._core, n_merges, min_frequency or 0, max_token_length, bar
@@ -570,9 +556,12 @@ def train(
     >>> enc.encode("the mat<|eot|>", allowed_special="all")[-1] == enc.n_vocab - 1
     True
     """
-    specials = _check_specials(special_tokens)
-    _check_vocab_size(vocab_size, len(specials))
-    _check_options(min_frequency, max_token_length)
+    specials = check_arguments(
+        vocab_size,
+        special_tokens=special_tokens,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+    )
     counts = count_pieces(
         texts_or_files,
         pattern=pattern,

@@ -32,7 +32,7 @@ from .alibi import ALiBiBias, alibi_slopes
 from .attention import MultiHeadAttention
 from .embedding import LMHead, TokenEmbedding
 from .feedforward import GeluMLP, SwiGLU, swiglu_hidden_dim
-from .generation import generate, sample_next_token
+from .generation import sample_next_token
 from .kv_cache import KVCache
 from .normalization import RMSNorm
 from .positional import (
@@ -49,7 +49,7 @@ from .rope import (
     rotate_half,
     unpermute_for_rope,
 )
-from .transformer import POSITIONAL_TYPES, TransformerBlock, TransformerLM
+from .transformer import POSITIONAL_TYPES, TransformerBlock, TransformerLM, generate
 
 __all__ = [
     "ALiBiBias",

@@ -1,4 +1,7 @@
-"""Autoregressive sampling with a KV cache: temperature, top-k and nucleus (top-p) sampling.
+"""Sampling the next token: temperature, top-k and nucleus (top-p) sampling.
+
+`TransformerLM.generate` (and `ferrotok.nn.generate`, in `transformer.py` beside the model whose
+KV caches it drives) samples with it token by token.
 
 Top-k: Fan et al., "Hierarchical Neural Story Generation" (2018). Nucleus sampling: Holtzman et
 al., "The Curious Case of Neural Text Degeneration" (ICLR 2020).
@@ -6,15 +9,10 @@ al., "The Curious Case of Neural Text Degeneration" (ICLR 2020).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from .transformer import TransformerLM
-
-__all__ = ["sample_next_token", "generate"]
+__all__ = ["sample_next_token"]
 
 
 def sample_next_token(
@@ -58,79 +56,3 @@ def sample_next_token(
         logits = torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
     probs = torch.softmax(logits, dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-
-
-@torch.no_grad()
-def generate(
-    model: TransformerLM,
-    prompt: Tensor,
-    max_new_tokens: int,
-    *,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    eos_token: int | None = None,
-    generator: torch.Generator | None = None,
-) -> Tensor:
-    """Extend ``prompt`` (``[s]`` or ``[b, s]`` token ids) by up to ``max_new_tokens``.
-
-    The prompt is run once (prefill), then one token per step against the KV cache. If the model
-    already has caches for this batch size, long enough, they are reset and reused (so a
-    ``torch.compile``-d model keeps its compiled decode step); otherwise caches of
-    ``s + max_new_tokens`` positions are set up and removed afterwards. Rows that produced
-    ``eos_token`` keep emitting it; generation stops when every row has. Returns the prompt
-    followed by the new tokens, with ``prompt``'s number of dimensions.
-    """
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    squeeze = prompt.dim() == 1
-    tokens = prompt.unsqueeze(0) if squeeze else prompt
-    if tokens.dim() != 2 or tokens.shape[1] == 0:
-        raise ValueError(
-            f"prompt must be a non-empty [s] or [b, s] tensor, got {tuple(prompt.shape)}"
-        )
-    b, s = tokens.shape
-    total = s + max_new_tokens
-    if model.positional in ("rope", "learned") and total > model.max_seq_len:
-        rope = model._blocks[0].attn.pos_embeddings
-        if model.positional == "learned" or getattr(rope, "rope_type", "") != "dynamic":
-            raise ValueError(
-                f"prompt length {s} + max_new_tokens {max_new_tokens} = {total} exceeds the "
-                f"model's max_seq_len={model.max_seq_len}"
-            )
-    if max_new_tokens == 0:
-        return prompt.clone()
-
-    cache = model._blocks[0].attn.kv_cache
-    reuse = cache is not None and cache.batch_size == b and cache.max_seq_len >= total
-    was_training = model.training
-    model.eval()
-    if reuse:
-        model.reset_cache()
-    else:
-        model.setup_cache(b, total)
-    try:
-        device = tokens.device
-        logits = model(tokens, input_pos=torch.arange(s, device=device))[:, -1]
-        finished = torch.zeros(b, dtype=torch.bool, device=device)
-        new: list[Tensor] = []
-        for i in range(max_new_tokens):
-            nxt = sample_next_token(
-                logits, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator
-            )
-            if eos_token is not None:
-                nxt = nxt.masked_fill(finished, eos_token)
-                finished |= nxt == eos_token
-            new.append(nxt)
-            if i == max_new_tokens - 1 or (eos_token is not None and bool(finished.all())):
-                break
-            pos = torch.tensor([s + i], device=device)
-            logits = model(nxt[:, None], input_pos=pos)[:, -1]
-    finally:
-        if reuse:
-            model.reset_cache()
-        else:
-            model.remove_cache()
-        model.train(was_training)
-    out = torch.cat((tokens, torch.stack(new, dim=1).to(tokens.dtype)), dim=1)
-    return out[0] if squeeze else out

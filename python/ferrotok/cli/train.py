@@ -1,7 +1,7 @@
 """`ferrotok train FILE... --vocab-size N [--pattern P] [--special TOKEN]... -o PATH`.
 
-`register(subparsers)` adds the subcommand to the `ferrotok` command's parser; `main(argv)`
-runs it on its own (`python -m ferrotok.cli_train FILE... --vocab-size N -o PATH`).
+`register(subparsers)` adds the subcommand to the `ferrotok` command's parser (see
+`ferrotok.cli`); `run(args)` runs it.
 User errors (missing or non-UTF-8 files, a bad pattern, a vocabulary too small) print one
 line on stderr and exit with status 2; Ctrl-C exits with status 130.
 
@@ -23,12 +23,20 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .cuts import can_cut, last_cut
+
+if TYPE_CHECKING:
+    from ..core import Encoding
 
 # Tokens per byte are measured on at most this much of the input.
 _MEASURE_BYTES = 64 << 20
 
 
-def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Adds the `train` subcommand to `subparsers` and returns its parser."""
     p: argparse.ArgumentParser = subparsers.add_parser(
         "train",
@@ -71,10 +79,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-# The name `cli.py`'s comment suggests for subcommand registration.
-register_train = register
-
-
 def _fail(msg: str) -> int:
     print(f"ferrotok train: error: {msg}", file=sys.stderr)
     return 2
@@ -82,7 +86,7 @@ def _fail(msg: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Runs `ferrotok train` with parsed arguments; returns the exit status."""
-    from .train import count_pieces, train_from_counts
+    from ..train import count_pieces, train_from_counts
 
     out = os.fspath(args.output)
     if not out:
@@ -195,69 +199,48 @@ def _is_regular(path: pathlib.Path) -> bool:
 
 def _check_args(args: argparse.Namespace) -> None:
     """Checks that need no input, so they fail before any counting."""
-    from .train import _check_options, _check_specials, _check_vocab_size, resolve_pattern
+    from ..train import check_arguments
 
-    specials = _check_specials(args.special)
-    _check_vocab_size(args.vocab_size, len(specials))
-    _check_options(args.min_frequency, args.max_token_length)
-    resolve_pattern(args.pattern)
+    check_arguments(
+        args.vocab_size,
+        pattern=args.pattern,
+        special_tokens=args.special,
+        min_frequency=args.min_frequency,
+        max_token_length=args.max_token_length,
+    )
 
 
-def _tokens_per_byte(enc: object, paths: Sequence[pathlib.Path]) -> tuple[int, int, bool]:
+def _tokens_per_byte(enc: Encoding, paths: Sequence[pathlib.Path]) -> tuple[int, int, bool]:
     """Tokens and bytes of the input (up to `_MEASURE_BYTES`), encoded with `enc`.
 
-    Files are read and encoded 1 MB at a time, cut just after a newline that is followed
-    by a non-space character (a piece boundary for the OpenAI patterns), so memory stays
-    small and only token counts are kept.
+    Files are read and encoded 1 MB at a time, cut where `ferrotok.cli.cuts` allows (so the
+    count is the whole text's), or the whole measured part at once for a pattern it does not
+    cover; only token counts are kept.
     """
     tokens = nbytes = 0
+    block = 1 << 20 if can_cut(enc) else _MEASURE_BYTES
 
-    def add(block: str) -> None:
+    def add(part: bytes) -> None:
         nonlocal tokens, nbytes
         # Special tokens in the text count as one token each, as in training.
-        tokens += len(enc.encode(block, allowed_special="all"))  # type: ignore[attr-defined]
-        nbytes += len(block.encode("utf-8"))
+        tokens += enc.count(part.decode("utf-8", errors="replace"), allowed_special="all")
+        nbytes += len(part)
 
     for p in paths:
-        with open(p, encoding="utf-8", errors="replace", newline="") as f:
-            carry = ""
-            while nbytes < _MEASURE_BYTES:
-                chunk = f.read(1 << 20)
+        with open(p, "rb") as f:
+            pending = b""
+            while nbytes + len(pending) < _MEASURE_BYTES:
+                chunk = f.read(block)
                 if not chunk:
                     break
-                text = carry + chunk
-                cut = _last_cut(text)
-                if cut <= 0:
-                    carry = text
-                    continue
-                add(text[:cut])
-                carry = text[cut:]
-            if carry and nbytes < _MEASURE_BYTES:
-                add(carry)
+                searched = max(len(pending) - 1, 0)
+                pending += chunk
+                cut = last_cut(pending, searched) if block < _MEASURE_BYTES else 0
+                if cut:
+                    add(pending[:cut])
+                    pending = pending[cut:]
+            if pending and nbytes < _MEASURE_BYTES:
+                add(pending)
         if nbytes >= _MEASURE_BYTES:
             return tokens, nbytes, True
     return tokens, nbytes, False
-
-
-def _last_cut(text: str) -> int:
-    """The position just after the last newline followed by a non-space character, or -1."""
-    i = text.rfind("\n")
-    while i >= 0 and (i + 1 >= len(text) or text[i + 1].isspace()):
-        i = text.rfind("\n", 0, i)
-    return i + 1 if i >= 0 else -1
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m ferrotok.cli_train ...`: the `train` subcommand on its own."""
-    parser = argparse.ArgumentParser(prog="ferrotok")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] != "train":
-        argv.insert(0, "train")
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,97 @@
+"""What every subcommand shares: the user-mistake exception and exit statuses, `--encoding` /
+`--model` and the other common arguments, and writing to standard output.
+
+A user mistake is a `CLIError`; `ferrotok.cli.main` prints it as one line and exits with
+`EXIT_USER_ERROR`, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core import Encoding
+
+DEFAULT_ENCODING = "cl100k_base"
+EXIT_OK = 0
+EXIT_USER_ERROR = 2
+
+
+class CLIError(Exception):
+    """A user mistake: `main` prints `ferrotok: error: <message>` and exits with status 2."""
+
+
+def add_encoding_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds `--encoding` / `--model` (one of them) to a subcommand's parser."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-e",
+        "--encoding",
+        metavar="NAME",
+        help=f"encoding name (default: {DEFAULT_ENCODING}); see `ferrotok encodings`",
+    )
+    group.add_argument(
+        "-m", "--model", metavar="MODEL", help="use the encoding of this model, e.g. gpt-4o"
+    )
+
+
+def load_encoding(args: argparse.Namespace) -> Encoding:
+    """The encoding chosen by `--encoding` / `--model`; `CLIError` if it cannot be had."""
+    from .. import registry
+    from ..load import DownloadError
+    from ..model import encoding_name_for_model
+
+    name = getattr(args, "encoding", None)
+    model = getattr(args, "model", None)
+    if model is not None:
+        try:
+            name = encoding_name_for_model(model)
+        except KeyError:
+            raise CLIError(
+                f"unknown model {model!r}; pass --encoding with one of: "
+                + ", ".join(registry.list_encoding_names())
+            ) from None
+    if name is None:
+        name = DEFAULT_ENCODING
+    if name not in registry.list_encoding_names():  # "" included (an unset `$ENC`, say)
+        raise CLIError(
+            f"unknown encoding {name!r}; known encodings: "
+            + ", ".join(registry.list_encoding_names())
+        )
+    try:
+        return registry.get_encoding(name)
+    except DownloadError as e:
+        # The message says what was tried and how to work offline (FERROTOK_DATA_DIR).
+        raise CLIError(f"could not load encoding {name!r}: {e}") from None
+    except (OSError, ValueError) as e:
+        # A corrupt file in FERROTOK_DATA_DIR (the message names it), an unreadable cache, ...
+        raise CLIError(f"could not load encoding {name!r}: {e}") from None
+
+
+def stdout_write(data: bytes | memoryview | str) -> None:
+    """Writes to standard output; bytes go through untouched (no locale encoding)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(bytes(data).decode("utf-8", errors="replace"))
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def add_text_input(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("text", nargs="?", metavar="TEXT", help="the text (default: stdin)")
+    parser.add_argument("-f", "--file", metavar="PATH", help="read the text from PATH (UTF-8)")
+
+
+def add_allow_special(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-special",
+        action="store_true",
+        help="encode special-token text (e.g. <|endoftext|>) as the special token "
+        "(without it, such text is an error)",
+    )
