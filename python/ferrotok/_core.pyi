@@ -108,3 +108,18 @@ def learn_merges(
 def parse_id_text(text: str, max_id: int) -> bytes | None: ...
 def parse_json_ids(text: str, max_id: int, last: bool) -> bytes | None: ...
 def format_ids(ids: _Ids, sep: str) -> bytes: ...
+
+# Pre-tokenization facts shared with the core (rust/src/py/patterns.rs).
+
+# The OpenAI patterns by name ("r50k", "cl100k", "o200k"), exactly as the core's fast
+# splitters recognise them ("r50k" is also p50k_base's and p50k_edit's).
+OPENAI_PATTERNS: dict[str, str]
+
+def last_file_cut(data: bytes | bytearray, start: int = 0) -> int:
+    """The last place in `data[start:]` (UTF-8) where a file may be cut so that its parts
+    encode to the whole's ids (just after a "\\n" between two non-space chars, the second not
+    "/"), or 0 if there is none."""
+
+def file_cuts_apply(pattern: str, special_tokens: Sequence[str]) -> bool:
+    """Whether `last_file_cut`'s cuts keep the ids for this pattern and these special tokens:
+    an OpenAI pattern, and no special token holding a "\\n"."""

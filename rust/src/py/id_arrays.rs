@@ -1,6 +1,6 @@
 //! Ids from arrays: a one-dimensional numpy array, `array.array` or `memoryview` of integers
 //! (what `encode_ordinary_batch_to_numpy` returns, sliced per text), read straight from its
-//! buffer.
+//! buffer; and NumPy's C API loaded for the arrays returned ([`numpy_api`]).
 //!
 //! Invariant: [`array_ids`] returns `true` only with `ids` holding exactly the values that
 //! iterating the object would give, so the general extraction would have returned the same
@@ -14,10 +14,12 @@
 //! (cl100k), where a list of the same ids took 3.3 ms.
 
 use crate::vocab::Rank;
+use numpy::PyArray1;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyMemoryView, PyType};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Reads `obj`'s ids into `ids` (cleared first) if it is a one-dimensional array of integers
 /// that all fit a `u32`; `false` otherwise (see the module's invariant), with `ids` in any
@@ -200,6 +202,39 @@ fn fill(slots: &mut [std::mem::MaybeUninit<Rank>], item: impl Fn(usize) -> i128)
         slot.write(v as Rank);
     }
     !out_of_range
+}
+
+/// Loads NumPy's C API for the arrays ferrotok returns, once per process, where no signal
+/// handler can interrupt it.
+///
+/// rust-numpy loads it at its first array, running Python code on the way (it asks
+/// `numpy.lib.NumpyVersion` which module holds the API), and panics if that code raises. A
+/// signal handler may run in that code on the main thread (Ctrl-C: `KeyboardInterrupt`), so
+/// a Ctrl-C at the wrong moment came out as a `PanicException`. Python runs signal handlers
+/// only on the main thread, so the API is loaded on a thread of its own.
+pub(super) fn numpy_api(py: Python<'_>) -> PyResult<()> {
+    static LOADED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if LOADED.load(std::sync::atomic::Ordering::Acquire) {
+        return Ok(());
+    }
+    let loaded = py.detach(|| {
+        let loader = std::thread::Builder::new().spawn(|| {
+            Python::attach(|py| {
+                catch_unwind(AssertUnwindSafe(|| {
+                    PyArray1::<Rank>::zeros(py, 0, false);
+                }))
+                .is_ok()
+            })
+        });
+        loader.is_ok_and(|t| t.join().unwrap_or(false))
+    });
+    if !loaded {
+        return Err(pyo3::exceptions::PyImportError::new_err(
+            "NumPy's C API could not be loaded: is numpy installed and importable?",
+        ));
+    }
+    LOADED.store(true, std::sync::atomic::Ordering::Release);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! released. Progress hooks re-acquire the GIL briefly, check for signals (Ctrl-C) and
 //! call the Python callback; an exception there stops the work and is re-raised as is.
 
-use super::{detached, Stash};
+use super::errors::{detached, Stash};
 use crate::error::Error;
 use crate::train::{learn, Counter, MergeConfig, Piece, PieceCounts, Progress};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};

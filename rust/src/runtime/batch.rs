@@ -25,6 +25,43 @@ pub fn helper_threads(num_threads: usize, n: usize) -> usize {
         .clamp(1, n - 1)
 }
 
+/// A batch with less work than this runs on the calling thread alone, whatever
+/// `num_threads` says: a helper thread, woken for it, starts ~50 us late (rayon's pool on 2
+/// vCPUs), so below this the helper cannot pay for its wake. Bytes of text for the encoders
+/// (~150 us of work); ids for decoding.
+pub const SHARED_MIN_BYTES: usize = 32 << 10;
+pub const SHARED_MIN_IDS: usize = 64 << 10;
+
+/// `num_threads`, or 1 for a batch of less text than [`SHARED_MIN_BYTES`].
+pub fn threads_for_text(bytes: usize, num_threads: usize) -> usize {
+    if bytes < SHARED_MIN_BYTES {
+        1
+    } else {
+        num_threads
+    }
+}
+
+/// `num_threads`, or 1 for a batch of fewer ids than [`SHARED_MIN_IDS`].
+pub fn threads_for_ids(ids: usize, num_threads: usize) -> usize {
+    if ids < SHARED_MIN_IDS {
+        1
+    } else {
+        num_threads
+    }
+}
+
+/// Id lists and arrays shorter than this are decoded on the calling thread with the GIL
+/// held (a few microseconds, less than releasing and taking it back, or waking a helper);
+/// longer ones on the helper threads too, in pieces of [`DECODE_PIECE`] ids (~25 us of work
+/// each) handed out from both ends, or on a one-core machine with the GIL released.
+pub const DECODE_SHARED_MIN: usize = 1 << 16;
+pub const DECODE_PIECE: usize = 1 << 13;
+
+/// Whether `n` ids are decoded on more threads than the caller's.
+pub fn shared_decode(n: usize) -> bool {
+    n >= DECODE_SHARED_MIN && cores() > 1
+}
+
 /// The threads that help a batch's calling thread: one fewer than the cores (at least one),
 /// started at the first batch and then kept, each with its warm piece cache. Starting a
 /// thread per batch, as before, cost ~65 us a call (a 2-thread batch of four short texts:

@@ -20,6 +20,7 @@ mod ascii_window;
 pub mod cl100k;
 mod cl100k_block;
 mod classes;
+pub mod file_cuts;
 pub mod general;
 pub mod o200k;
 mod o200k_block;
@@ -54,6 +55,14 @@ pub const O200K_PATTERN: &str = concat!(
     "|",
     r"\s+"
 );
+
+/// The OpenAI patterns by name, for the bindings (`_core.OPENAI_PATTERNS`) and the file-cut
+/// rule ([`file_cuts`]): `r50k` is also p50k_base's and p50k_edit's.
+pub const OPENAI_PATTERNS: [(&str, &str); 3] = [
+    ("r50k", R50K_PATTERN),
+    ("cl100k", CL100K_PATTERN),
+    ("o200k", O200K_PATTERN),
+];
 
 pub enum Splitter {
     /// The general path: any pattern, run by fancy-regex (backtracking, supports look-around).

@@ -1,0 +1,49 @@
+//! The pre-tokenization facts Python shares with the core: the OpenAI patterns (one source
+//! of truth, which `openai_public.py`'s copies are tested against) and where a file may be
+//! cut ([`crate::encode::pretok::file_cuts`]). Only conversions here.
+
+use crate::encode::pretok::file_cuts;
+use crate::encode::pretok::OPENAI_PATTERNS;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{PyByteArray, PyBytes, PyDict};
+
+/// The last place in `data[start:]` where the UTF-8 text `data` may be cut so that its parts
+/// encode to the whole's ids, or 0 if there is none (see `file_cuts.rs` for the rule).
+/// `data` is `bytes` or a `bytearray`; it is read in place, with the GIL held (the search
+/// touches only the bytes from `start`, a few per `"\n"`).
+#[pyfunction]
+#[pyo3(signature = (data, start = 0))]
+fn last_file_cut(data: &Bound<'_, PyAny>, start: usize) -> PyResult<usize> {
+    if let Ok(b) = data.cast::<PyBytes>() {
+        return Ok(file_cuts::last_file_cut(b.as_bytes(), start));
+    }
+    if let Ok(b) = data.cast::<PyByteArray>() {
+        // SAFETY: the slice is used only inside this call, which holds the GIL throughout
+        // and runs no Python code, so nothing can resize or free the bytearray meanwhile.
+        return Ok(file_cuts::last_file_cut(unsafe { b.as_bytes() }, start));
+    }
+    Err(PyTypeError::new_err(format!(
+        "data must be bytes or bytearray, not {}",
+        data.get_type().name()?
+    )))
+}
+
+/// Whether [`last_file_cut`]'s cuts keep the ids of an encoding with this pattern and these
+/// special tokens: only for the OpenAI patterns, and no special token may hold a `"\n"`.
+#[pyfunction]
+fn file_cuts_apply(pattern: &str, special_tokens: Vec<PyBackedStr>) -> bool {
+    file_cuts::file_cuts_apply(pattern, special_tokens.iter().map(|t| &**t))
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let patterns = PyDict::new(m.py());
+    for (name, pattern) in OPENAI_PATTERNS {
+        patterns.set_item(name, pattern)?;
+    }
+    m.add("OPENAI_PATTERNS", patterns)?;
+    m.add_function(wrap_pyfunction!(last_file_cut, m)?)?;
+    m.add_function(wrap_pyfunction!(file_cuts_apply, m)?)?;
+    Ok(())
+}
