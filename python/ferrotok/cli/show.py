@@ -55,8 +55,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise CLIError("give either TEXT or --file, not both")
     enc = load_encoding(args)
     color = want_color(args.color)
-    # A file is shown as it is read, a part at a time: memory stays bounded and Ctrl-C stops
-    # it (a 200 MB file shown whole took gigabytes, as bytes objects of all its tokens).
+    # A file is shown as it is read, a part at a time: memory stays bounded (shown whole, it
+    # would be held as a bytes object per token) and Ctrl-C stops it.
     shown, out = 0, ""
     width = len(str(enc.max_token_value))  # the same for every part
     for ids in encoded_parts(enc, args, "showing"):
