@@ -75,10 +75,15 @@ def not_utf8(name: str, data: bytes, e: UnicodeDecodeError, offset: int = 0) -> 
     )
 
 
-def input_text(args: argparse.Namespace) -> str:
-    """The text of the `TEXT` argument, `--file` or standard input."""
+def check_one_source(args: argparse.Namespace) -> None:
+    """`CLIError` if both `TEXT` and `--file` are given."""
     if args.text is not None and args.file is not None:
         raise CLIError("give either TEXT or --file, not both")
+
+
+def input_text(args: argparse.Namespace) -> str:
+    """The text of the `TEXT` argument, `--file` or standard input."""
+    check_one_source(args)
     if args.text is not None:
         try:
             args.text.encode("utf-8")
