@@ -497,8 +497,8 @@ BYTES = {bytes([i]): i for i in range(256)}
 def test_vocabularies_past_ferrotoks_limits_are_a_value_error_that_names_the_limit(
     ranks: dict[bytes, int], specials: dict[str, int], message: str
 ) -> None:
-    # The README's "Where the two part ways": tiktoken accepts the first four (and panics on
-    # the last); ferrotok refuses each up front rather than give a wrong id later.
+    # docs/compatibility.md, "Where the two part ways": tiktoken accepts the first four (and
+    # panics on the last); ferrotok refuses each up front rather than give a wrong id later.
     with pytest.raises(ValueError, match=message):
         ferrotok.Encoding("x", pat_str=r"\w+|\s+|.", mergeable_ranks=ranks,
                           special_tokens=specials)

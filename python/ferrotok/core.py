@@ -152,8 +152,8 @@ class Encoding:
         if not allowed_special and disallowed_special == "all" and allowed_special.__class__ is set:
             # The default call (with a set: an empty list or None is tiktoken's TypeError,
             # raised below). Where no special token's text occurs, it is encode_ordinary;
-            # Rust finds that out in one pass, without the Python regex search below (on
-            # "hello world" that search and its set-up were half the call).
+            # Rust finds that out in one pass, without the Python regex search below (on a
+            # short text, that search and its set-up would cost as much as the encoding).
             try:
                 ids = self._core_bpe.encode_unless_special(text)
             except UnicodeEncodeError:
@@ -306,9 +306,8 @@ class Encoding:
 
         Call it before forking workers (a PyTorch `DataLoader` on Linux, a `multiprocessing`
         pool with `fork`): the workers then share the tables with this process instead of
-        each building its own. For o200k_base it takes ~45 ms; a worker forked after it
-        encoded its first megabyte of multilingual text in 22-43 ms with 20 MiB of private
-        memory, against 97-149 ms and 37 MiB without.
+        each building its own (for o200k_base, about 45 ms, and half a worker's private
+        memory after its first megabyte; see docs/fork-safety.md).
 
         >>> enc = get_encoding("o200k_base")
         >>> enc.build_tables()

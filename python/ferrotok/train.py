@@ -420,8 +420,8 @@ def _check_vocab_size(vocab_size: int, n_special: int) -> int:
     return vocab_size - 256 - n_special
 
 
-#: The most ordinary tokens an encoding can have (ranks below 2**21; the README's "Where the
-#: two part ways").
+#: The most ordinary tokens an encoding can have (ranks below 2**21; docs/compatibility.md,
+#: "Where the two part ways").
 _MAX_ORDINARY = 2**21
 #: Bound for `min_frequency` and `max_token_length` (the core takes 64-bit ints).
 _MAX_OPTION = 2**63 - 1

@@ -83,9 +83,13 @@ def stdout_write(data: bytes | memoryview | str) -> None:
     buffer.flush()
 
 
-def add_text_input(parser: argparse.ArgumentParser) -> None:
+def add_text_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds what a command that reads text takes: `TEXT` or `--file`, `--encoding` /
+    `--model`, and `--allow-special`."""
     parser.add_argument("text", nargs="?", metavar="TEXT", help="the text (default: stdin)")
     parser.add_argument("-f", "--file", metavar="PATH", help="read the text from PATH (UTF-8)")
+    add_encoding_arguments(parser)
+    add_allow_special(parser)
 
 
 def add_allow_special(parser: argparse.ArgumentParser) -> None:

@@ -48,9 +48,8 @@ def cmd_count(args: argparse.Namespace) -> int:
     failed: set[int] = set()
 
     # The parts of every file go through one `map_parts`, so that files smaller than a part
-    # are counted on all cores too (50 files of 4 MB took 2.4 s one file at a time, against
-    # 1.5 s for the same 200 MB as one file), in batches of at least `_COUNT_BATCH` bytes, so
-    # that small files do not pay a thread's hand-off each. A file's error comes back as its
+    # are counted on all cores too, in batches of at least `_COUNT_BATCH` bytes, so that
+    # small files do not pay a thread's hand-off each. A file's error comes back as its
     # result.
     # (The items' type is written out: an alias made at run time would need 3.10's `|`.)
     def batches() -> Iterator[list[tuple[int, Part | CLIError]]]:
@@ -71,8 +70,8 @@ def cmd_count(args: argparse.Namespace) -> int:
         if batch:
             yield batch
 
-    # `count`, not `len(encode(...))`: no ids at all (390 MB of English as a list of ids: 95M
-    # of them and a peak of 3.4 GB of memory).
+    # `count`, not `len(encode(...))`: no ids at all (a list of ids takes several times the
+    # memory of its text).
     call = enc._core_bpe.count_utf8
 
     def count(item: tuple[int, Part | CLIError]) -> tuple[int, int | CLIError]:

@@ -79,7 +79,7 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
     """The ids in whitespace/comma-separated text (parsed a block at a time into 4-byte ints,
     blocks on several threads) or a JSON list; an id past `enc`'s last is an error here,
     before any is decoded. `text` may be ASCII `bytes` (a file as read): then no `str` of the
-    whole file is made (450 MB of ids as text took 1.35 GB with one, see `cmd_decode`)."""
+    whole file is made."""
     import re
 
     from .._core import parse_id_text, parse_json_ids
@@ -98,8 +98,8 @@ def _text_ids(text: str | bytes, source: str, enc: Encoding) -> array.array[int]
     start, stop, json_list = 0, len(text), False
     if first and first.group() in ("[", b"["):
         # A JSON list of ids (what `encode --format json` writes) is read in blocks as the
-        # text format is, with no list of all its ids as Python ints (95M ids took 3.8 GB
-        # that way), each block checked to be JSON (`parse_json_ids`).
+        # text format is, with no list of all its ids as Python ints, each block checked to
+        # be JSON (`parse_json_ids`).
         while stop > 0 and text[stop - 1 : stop].isspace():
             stop -= 1
         if text[stop - 1 : stop] not in ("]", b"]"):

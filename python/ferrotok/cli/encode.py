@@ -15,13 +15,11 @@ from .arrays import id_array, output_chunks
 from .common import (
     EXIT_OK,
     CLIError,
-    add_allow_special,
-    add_encoding_arguments,
-    add_text_input,
+    add_text_arguments,
     load_encoding,
     stdout_write,
 )
-from .inputs import encoded_parts
+from .inputs import check_one_source, encoded_parts
 
 if TYPE_CHECKING:
     import array
@@ -32,9 +30,7 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `encode` to the `ferrotok` command's subcommands."""
     p = subparsers.add_parser("encode", help="text -> token ids", description=cmd_encode.__doc__)
-    add_text_input(p)
-    add_encoding_arguments(p)
-    add_allow_special(p)
+    add_text_arguments(p)
     p.add_argument(
         "--format",
         choices=("list", "json", "npy"),
@@ -56,8 +52,7 @@ def _encode_input(enc: Encoding, args: argparse.Namespace) -> array.array[int]:
 
 def cmd_encode(args: argparse.Namespace) -> int:
     """`ferrotok encode`: text → token ids."""
-    if args.text is not None and args.file is not None:
-        raise CLIError("give either TEXT or --file, not both")
+    check_one_source(args)
     enc = load_encoding(args)
     # Every id is made before anything is written: an error in the input (a bad byte, a
     # special token) leaves no partial output behind.

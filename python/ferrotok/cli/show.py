@@ -10,14 +10,11 @@ import argparse
 from .color import render_tokens, token_text, want_color
 from .common import (
     EXIT_OK,
-    CLIError,
-    add_allow_special,
-    add_encoding_arguments,
-    add_text_input,
+    add_text_arguments,
     load_encoding,
     stdout_write,
 )
-from .inputs import encoded_parts
+from .inputs import check_one_source, encoded_parts
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,9 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "show", help="the text with token boundaries visible", description=cmd_show.__doc__
     )
-    add_text_input(p)
-    add_encoding_arguments(p)
-    add_allow_special(p)
+    add_text_arguments(p)
     p.add_argument(
         "--color",
         choices=("auto", "always", "never"),
@@ -51,12 +46,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     A file is shown as it is read, part by part, so an error in a later part (a byte that is
     not UTF-8, a special token's text) is reported after the earlier parts are shown; the
     exit status is then non-zero. (`ferrotok encode` writes nothing until every id is made.)"""
-    if args.text is not None and args.file is not None:
-        raise CLIError("give either TEXT or --file, not both")
+    check_one_source(args)
     enc = load_encoding(args)
     color = want_color(args.color)
-    # A file is shown as it is read, a part at a time: memory stays bounded and Ctrl-C stops
-    # it (a 200 MB file shown whole took gigabytes, as bytes objects of all its tokens).
+    # A file is shown as it is read, a part at a time: memory stays bounded (shown whole, it
+    # would be held as a bytes object per token) and Ctrl-C stops it.
     shown, out = 0, ""
     width = len(str(enc.max_token_value))  # the same for every part
     for ids in encoded_parts(enc, args, "showing"):
