@@ -20,7 +20,7 @@ class _CallableModule(types.ModuleType):
 
     def __call__(
         self,
-        path: str | os.PathLike[str],
+        path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
         *,
         name: str | None = None,
         pat_str: str | None = None,

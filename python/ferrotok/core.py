@@ -552,7 +552,7 @@ class Encoding:
             error = e
         raise _piece_encode_error(self._pat_str, text) or error
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> None:
         """Writes the encoding to `path` (a standard `.tiktoken` ranks file, which tiktoken's
         `load_tiktoken_bpe` reads) and `path + ".json"` (name, pattern, special tokens).
         `Encoding.load(path)` reads it back.
@@ -576,7 +576,7 @@ class Encoding:
     @classmethod
     def load(
         cls,
-        path: str | os.PathLike[str],
+        path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
         *,
         name: str | None = None,
         pat_str: str | None = None,

@@ -3,7 +3,8 @@
 Trains a vocabulary on a corpus every machine has (the running interpreter's standard
 library sources), saves it, loads it back, and encodes a sample with it and with
 cl100k_base. Needs no network: cl100k_base is used only if its file is already in
-`FERROTOK_DATA_DIR` or tiktoken's cache.
+`FERROTOK_DATA_DIR` or tiktoken's cache. Leaves nothing behind (the files are saved in a
+temporary directory, removed at exit, also after an error or Ctrl-C) unless `--keep DIR`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import sysconfig
 import tempfile
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .core import Encoding
 
 SAMPLE = (
     "def fibonacci(n: int) -> list[int]:\n"
@@ -76,6 +81,18 @@ def _show(label: str, enc: object, text: str) -> None:
     print(f"{label:>14}: {len(ids):3d} tokens for {len(text.encode())} bytes | {shown}{more}")
 
 
+def _save_and_load(enc: Encoding, out_dir: str, kept: bool) -> Encoding:
+    """`enc` saved in `out_dir` and loaded back."""
+    import ferrotok
+
+    path = os.path.join(out_dir, "stdlib_demo.tiktoken")
+    enc.save(path)
+    loaded = ferrotok.Encoding.load(path)
+    where = path if kept else f"{path} (removed at exit; --keep DIR keeps it)"
+    print(f"saved: {where} (+ .json); loaded back as {loaded!r}")
+    return loaded
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ferrotok.demo", description=__doc__)
     parser.add_argument("--vocab-size", type=int, default=8192)
@@ -100,12 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"trained: vocabulary of {enc.n_vocab} in {time.monotonic() - t0:.1f} s")
 
-    out_dir = args.keep or tempfile.mkdtemp(prefix="ferrotok-demo-")
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "stdlib_demo.tiktoken")
-    enc.save(path)
-    loaded = ferrotok.Encoding.load(path)
-    print(f"saved: {path} (+ .json); loaded back as {loaded!r}")
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        loaded = _save_and_load(enc, args.keep, kept=True)
+    else:
+        # Removed when done, also after an error or Ctrl-C: a demo leaves nothing behind.
+        with tempfile.TemporaryDirectory(prefix="ferrotok-demo-") as out_dir:
+            loaded = _save_and_load(enc, out_dir, kept=False)
     assert loaded.encode(SAMPLE) == enc.encode(SAMPLE)
 
     print("sample:")

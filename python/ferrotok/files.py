@@ -13,6 +13,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterable
+from typing import BinaryIO
 
 DATA_DIR_ENV = "FERROTOK_DATA_DIR"
 
@@ -49,9 +50,16 @@ def data_dir_path(url: str) -> str | None:
     return os.path.join(os.path.expanduser(directory), file_name(url))
 
 
-def atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None:
+def atomic_write(
+    path: str, data: bytes | Iterable[bytes | memoryview], *, make_dirs: bool = False
+) -> None:
     """Writes `data` (bytes, or pieces of it) to `path` so that readers see the old file or
     the whole new one.
+
+    A missing directory is an error (`FileNotFoundError` naming it), not created: a typo in
+    a path the user gave must not leave files somewhere unexpected. Only `make_dirs=True`
+    (the download cache, whose directory is ferrotok's to make) creates it. A path that ends
+    in a separator names a directory and is refused (`check_file_path`).
 
     The temporary file lives beside `path` (a rename is atomic only within a file system) and
     is created with the usual permissions (0o666 minus the umask), not mkstemp's 0o600, so a
@@ -60,10 +68,12 @@ def atomic_write(path: str, data: bytes | Iterable[bytes | memoryview]) -> None:
     at `path` that is not a regular file (`/dev/stdout`, a named pipe, a device) is written
     to as it is, never replaced by a file.
     """
-    atomic_write_all([(path, data)])
+    atomic_write_all([(path, data)], make_dirs=make_dirs)
 
 
-def atomic_write_all(files: list[tuple[str, bytes | Iterable[bytes | memoryview]]]) -> None:
+def atomic_write_all(
+    files: list[tuple[str, bytes | Iterable[bytes | memoryview]]], *, make_dirs: bool = False
+) -> None:
     """Writes several files (`(path, data)` pairs, each as `atomic_write` does) as one
     change: every new file is written in full before any old one is replaced, and if a
     replacement fails (or Ctrl-C arrives) after an earlier one was made, the earlier files are
@@ -73,11 +83,13 @@ def atomic_write_all(files: list[tuple[str, bytes | Iterable[bytes | memoryview]
     """
     staged: list[tuple[str, str]] = []  # (temporary file, its destination)
     try:
-        for path, data in files:
-            target, st = _destination(path)
+        # Every path is checked before anything is written.
+        targets = [_destination(path, make_dirs) for path, _ in files]
+        for (_, data), (target, st) in zip(files, targets):
             if st is not None and not stat.S_ISREG(st.st_mode):
                 with open(target, "wb") as out:
-                    out.writelines(_pieces(data))
+                    for piece in _pieces(data):
+                        write_fully(out, piece)
                 continue
             staged.append((_write_temporary(target, st, data), target))
         _replace_all(staged)
@@ -87,8 +99,35 @@ def atomic_write_all(files: list[tuple[str, bytes | Iterable[bytes | memoryview]
         raise
 
 
-def _destination(path: str) -> tuple[str, os.stat_result | None]:
-    """The file to write for `path` (a symbolic link's target) and its status, if it exists."""
+def check_file_path(path: str) -> None:
+    """Refuses a path that names a directory by its spelling (it ends in a separator), with
+    `IsADirectoryError`: `abspath` and some systems' `open` would drop the separator and
+    write `x.tiktoken/` as the file `x.tiktoken`."""
+    if path.endswith((os.sep, os.altsep or os.sep)):
+        raise IsADirectoryError(
+            errno.EISDIR, "ends in a path separator, so it names a directory, not a file", path
+        )
+
+
+def write_fully(stream: BinaryIO, data: bytes | memoryview) -> None:
+    """`stream.write(data)` until all of it is written. A buffered stream's `write` may
+    return less than it was given when a signal interrupts a write to a pipe (SIGPIPE
+    included): the rest would be lost without a word, and a reader that went away unseen."""
+    view = memoryview(data).cast("B")
+    while view:
+        n = stream.write(view)
+        if n is None:  # a non-blocking stream that could take nothing: wait, then retry
+            import select
+
+            select.select([], [stream], [])
+            continue
+        view = view[n:]
+
+
+def _destination(path: str, make_dirs: bool = False) -> tuple[str, os.stat_result | None]:
+    """The file to write for `path` (a symbolic link's target) and its status, if it exists.
+    Its directory must exist, unless `make_dirs` (then it is created)."""
+    check_file_path(path)
     path = os.path.realpath(path) if os.path.islink(path) else path
     try:
         st: os.stat_result | None = os.stat(path)
@@ -96,6 +135,12 @@ def _destination(path: str) -> tuple[str, os.stat_result | None]:
         st = None
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", path)
+    if st is None:
+        directory = os.path.dirname(os.path.abspath(path))
+        if make_dirs:
+            os.makedirs(directory, exist_ok=True)
+        elif not os.path.isdir(directory):
+            raise FileNotFoundError(errno.ENOENT, f"no such directory: {directory}", path)
     return path, st
 
 
@@ -103,7 +148,6 @@ def _write_temporary(
     path: str, st: os.stat_result | None, data: bytes | Iterable[bytes | memoryview]
 ) -> str:
     """Writes `data` to a new file beside `path`, flushed to disk, and returns its name."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:

@@ -211,7 +211,7 @@ def _fetch(blobpath: str, expected_hash: str | None) -> tuple[bytes, str, bool]:
         )
     if cache_path is not None:
         try:
-            files.atomic_write(cache_path, data)
+            files.atomic_write(cache_path, data, make_dirs=True)
         except OSError as e:
             # The data is good; a cache we cannot write only costs a download next time.
             # Say so when the user chose the directory (tiktoken raises in that case).
@@ -319,8 +319,9 @@ def _bad_line(source: str, lineno: int, line: bytes, why: str) -> ValueError:
     )
 
 
-def _parse_slow(contents: bytes, source: str) -> dict[bytes, int]:
-    """Line by line; the reference for `_parse_fast`, and the source of precise errors."""
+def _parse_slow(contents: bytes, source: str, rank_limit: int | None = None) -> dict[bytes, int]:
+    """Line by line; the reference for `_parse_fast`, and the source of precise errors.
+    With `rank_limit`, a rank at or past it is an error naming its line too."""
     ranks: dict[bytes, int] = {}
     first_line: dict[bytes, int] = {}
     for lineno, line in enumerate(contents.splitlines(), start=1):
@@ -335,21 +336,31 @@ def _parse_slow(contents: bytes, source: str) -> dict[bytes, int]:
             raise _bad_line(source, lineno, line, "the token is not valid base64")
         if not rank.isdigit():
             raise _bad_line(source, lineno, line, "the rank is not a non-negative integer")
+        try:
+            value = int(rank)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            raise _bad_line(source, lineno, line, f"the rank has {len(rank)} digits") from None
+        if rank_limit is not None and value >= rank_limit:
+            why = f"rank {value} is too large (ranks must be below {rank_limit})"
+            raise _bad_line(source, lineno, line, why)
         key = binascii.a2b_base64(token)
         if key in first_line:
             raise _bad_line(source, lineno, line, f"the token repeats line {first_line[key]}")
         first_line[key] = lineno
-        ranks[key] = int(rank)
+        ranks[key] = value
     if not ranks:
         raise ValueError(f"{source}: no tokens (the file is empty)")
     return ranks
 
 
-def parse_tiktoken_bpe(contents: bytes, source: str = "<bytes>") -> dict[bytes, int]:
+def parse_tiktoken_bpe(
+    contents: bytes, source: str = "<bytes>", *, rank_limit: int | None = None
+) -> dict[bytes, int]:
     """Parses `.tiktoken` contents (one `base64(token) rank` per line) into `{token: rank}`.
 
     Stricter than tiktoken, which skips characters that are not base64: a malformed line, a
-    repeated token or an empty file is a `ValueError` naming `source` and the line.
+    repeated token or an empty file is a `ValueError` naming `source` and the line, and so
+    is a rank of `rank_limit` or more, if given (an `Encoding` takes ranks below 2**21).
     Blank lines and `\\r\\n` line ends are accepted.
 
     >>> parse_tiktoken_bpe(b"aGk= 0\\nIHRoZXJl 1\\n")
@@ -360,8 +371,8 @@ def parse_tiktoken_bpe(contents: bytes, source: str = "<bytes>") -> dict[bytes, 
     ValueError: x.tiktoken, line 2: 1 field; expected 'base64-token rank', got b'IHRoZXJl'
     """
     ranks = _parse_fast(contents)
-    if ranks is None:
-        ranks = _parse_slow(contents, source)
+    if ranks is None or (rank_limit is not None and max(ranks.values()) >= rank_limit):
+        ranks = _parse_slow(contents, source, rank_limit)  # names the bad line
     return ranks
 
 

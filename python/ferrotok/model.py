@@ -109,7 +109,8 @@ MODEL_TO_ENCODING: dict[str, str] = {
 def encoding_name_for_model(model_name: str) -> str:
     """The name of the encoding a model uses.
 
-    Raises `KeyError` (with tiktoken's message, word for word) if the name is not recognised.
+    Raises `KeyError` (with tiktoken's message, naming `ferrotok.get_encoding`) if the name is
+    not recognised.
 
     >>> encoding_name_for_model("gpt-4")
     'cl100k_base'
@@ -118,18 +119,18 @@ def encoding_name_for_model(model_name: str) -> str:
     >>> encoding_name_for_model("llama")
     Traceback (most recent call last):
     ...
-    KeyError: 'Could not automatically map llama to a tokeniser. Please use `tiktoken.get_encoding` to explicitly get the tokeniser you expect.'
+    KeyError: 'Could not automatically map llama to a tokeniser. Please use `ferrotok.get_encoding` to explicitly get the tokeniser you expect.'
     """  # noqa: E501
     if model_name in MODEL_TO_ENCODING:
         return MODEL_TO_ENCODING[model_name]
     for model_prefix, encoding_name in MODEL_PREFIX_TO_ENCODING.items():
         if model_name.startswith(model_prefix):
             return encoding_name
-    # The message is tiktoken's, unchanged (`tiktoken.get_encoding` included), so code that
-    # matches on it keeps working; `ferrotok.get_encoding` takes the same names.
+    # tiktoken's message, but naming ferrotok's function: its first sentence, which code
+    # may match on, is word for word tiktoken's.
     raise KeyError(
         f"Could not automatically map {model_name} to a tokeniser. "
-        "Please use `tiktoken.get_encoding` to explicitly get the tokeniser you expect."
+        "Please use `ferrotok.get_encoding` to explicitly get the tokeniser you expect."
     ) from None
 
 

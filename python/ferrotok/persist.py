@@ -29,18 +29,25 @@ import operator
 import os
 from typing import NamedTuple, Union
 
-from .files import atomic_write_all
+from .files import atomic_write_all, check_file_path
 from .load import format_tiktoken_bpe, parse_tiktoken_bpe
 
-StrPath = Union[str, "os.PathLike[str]"]
+# A path as `open()` takes it; bytes are decoded as the file system does (`os.fsdecode`).
+StrPath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 FORMAT = "ferrotok-encoding"
 VERSION = 1
+#: Ordinary ranks are below this: the core's limit (`train`'s vocabulary bound is the same).
+RANK_LIMIT = 2**21
+
+
+def _str_path(path: StrPath) -> str:
+    return os.fsdecode(os.fspath(path))
 
 
 def sidecar_path(path: StrPath) -> str:
     """Where the metadata of the encoding saved at `path` lives."""
-    return os.fspath(path) + ".json"
+    return _str_path(path) + ".json"
 
 
 class SavedEncoding(NamedTuple):
@@ -60,8 +67,12 @@ def save(
     mergeable_ranks: dict[bytes, int],
     special_tokens: dict[str, int],
 ) -> None:
-    """Writes an encoding as `path` (a `.tiktoken` ranks file) and `path + ".json"`."""
-    path = os.path.abspath(os.fspath(path))
+    """Writes an encoding as `path` (a `.tiktoken` ranks file) and `path + ".json"`.
+
+    The directory must exist, and `path` must name a file (not end in a separator)."""
+    path = _str_path(path)
+    check_file_path(path)  # before abspath, which drops a trailing separator
+    path = os.path.abspath(path)
     ranks = format_tiktoken_bpe(mergeable_ranks)
     meta = {
         "format": FORMAT,
@@ -95,21 +106,18 @@ def read(
     A plain `.tiktoken` file without a sidecar loads too when `pat_str` is given (and
     `special_tokens`, if it has any); arguments given override the sidecar's values.
     """
-    path = os.fspath(path)
+    path = _str_path(path)
     with open(path, "rb") as f:
         contents = f.read()
     meta: dict[str, object] = {}
     side = sidecar_path(path)
     if os.path.exists(side):
         with open(side, "rb") as f:
-            try:
-                meta = json.loads(f.read().decode("utf-8"))
-            except ValueError as e:
-                raise ValueError(f"{side}: not valid JSON: {e}") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise ValueError(f"{side}: not a ferrotok encoding sidecar")
-        if meta.get("version") != VERSION:
-            raise ValueError(f"{side}: format version {meta.get('version')!r} is not supported")
+            meta = _read_sidecar(f.read(), side)
+        version = meta.get("version")
+        # `type() is int`: JSON's `true` and `1.0` compare equal to 1 in Python.
+        if type(version) is not int or version != VERSION:
+            raise ValueError(f"{side}: format version {_short(repr(version))} is not supported")
         expected = meta.get("ranks_sha256")
         if expected is not None and hashlib.sha256(contents).hexdigest() != expected:
             raise ValueError(
@@ -123,7 +131,7 @@ def read(
             "(and special_tokens=) to load a plain .tiktoken file",
             side,
         )
-    ranks = parse_tiktoken_bpe(contents, path)
+    ranks = parse_tiktoken_bpe(contents, path, rank_limit=RANK_LIMIT)
     pat = pat_str if pat_str is not None else meta.get("pat_str")
     specials = special_tokens if special_tokens is not None else meta.get("special_tokens", {})
     enc_name = name if name is not None else meta.get("name")
@@ -136,6 +144,8 @@ def read(
     where = "special_tokens" if special_tokens is not None else f"{side}: 'special_tokens'"
     checked = _check_specials(specials, where)
     n_vocab = meta.get("n_vocab")
+    if n_vocab is not None and type(n_vocab) is not int:
+        raise ValueError(f"{side}: 'n_vocab' must be an int, not {_short(repr(n_vocab))}")
     made = _n_vocab(ranks, checked)
     # (An empty ranks file is left to `Encoding`, which names that.)
     if special_tokens is None and n_vocab is not None and ranks and n_vocab != made:
@@ -144,6 +154,26 @@ def read(
             f"{made} tokens (is the ranks file cut short?)"
         )
     return SavedEncoding(enc_name, pat, ranks, checked)
+
+
+def _read_sidecar(data: bytes, side: str) -> dict[str, object]:
+    """The sidecar's JSON object; a `ValueError` naming `side` if it is not one, is not
+    UTF-8, or nests too deeply for `json` (which recurses once per level: a file of 100,000
+    `[` would otherwise be a `RecursionError`)."""
+    try:
+        meta = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"{side}: not valid JSON for a sidecar: nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
+        raise ValueError(f"{side}: not valid JSON: {_short(str(e), 200)}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError(f"{side}: not a ferrotok encoding sidecar")
+    return meta
+
+
+def _short(text: str, limit: int = 40) -> str:
+    """`text`, cut to `limit` characters: an error never echoes a whole file back."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _check_specials(specials: object, where: str) -> dict[str, int]:
