@@ -452,6 +452,24 @@ def test_pickling() -> None:
     )
 
 
+def test_the_openai_patterns_have_one_source() -> None:
+    """The patterns the OpenAI encodings get are the core's own strings (those its hand-written
+    splitters are chosen by), and tiktoken's, byte for byte."""
+    from ferrotok import _core, openai_public
+
+    ours = {
+        "r50k": openai_public.R50K_PATTERN,
+        "cl100k": openai_public.CL100K_PATTERN,
+        "o200k": openai_public.O200K_PATTERN,
+    }
+    assert _core.OPENAI_PATTERNS == ours
+    for name, key in [("gpt2", "r50k"), ("r50k_base", "r50k"), ("p50k_base", "r50k"),
+                      ("p50k_edit", "r50k"), ("cl100k_base", "cl100k"),
+                      ("o200k_base", "o200k"), ("o200k_harmony", "o200k")]:  # fmt: skip
+        theirs = pair(name)[1]._pat_str
+        assert theirs == ours[key] == ferrotok.get_encoding(name)._pat_str, name
+
+
 def variant_of(base: str, name: str, special_tokens: dict[str, int]) -> dict:
     """`Encoding` arguments for `base`'s pattern and ranks with other special tokens."""
     _, theirs = pair(base)

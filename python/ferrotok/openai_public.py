@@ -1,4 +1,5 @@
-"""The OpenAI encodings: their files, patterns and special tokens, exactly as tiktoken 0.14 has them.
+"""The OpenAI encodings: their files, patterns and special tokens, exactly as tiktoken 0.14
+has them.
 
 Each constructor returns the keyword arguments of `Encoding`; files are fetched through
 `ferrotok.load`, which looks in `FERROTOK_DATA_DIR`, then tiktoken's cache, then downloads.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ._core import OPENAI_PATTERNS
 from .load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe, read_file_cached
 
 ENDOFTEXT = "<|endoftext|>"
@@ -18,25 +20,13 @@ ENDOFPROMPT = "<|endofprompt|>"
 
 _BLOB = "https://openaipublic.blob.core.windows.net"
 
-# GPT-2's original pattern, rewritten with possessive quantifiers (same pieces, less backtracking).
-R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
-
-CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
+# The patterns, from the core, which recognises exactly these strings to split with its own
+# scanners (rust/src/encode/pretok/mod.rs is their one source; tests/test_api.py checks each
+# registered encoding's pattern against tiktoken's, byte for byte). R50K is GPT-2's original
+# pattern rewritten with possessive quantifiers: the same pieces, less backtracking.
+R50K_PATTERN = OPENAI_PATTERNS["r50k"]
+CL100K_PATTERN = OPENAI_PATTERNS["cl100k"]
+O200K_PATTERN = OPENAI_PATTERNS["o200k"]
 
 # (file name, sha256) of each official file; the URL is derived from the name.
 FILES = {
@@ -114,7 +104,12 @@ SPECS: dict[str, dict[str, Any]] = {
     "p50k_edit": {
         "file": "p50k_base.tiktoken",
         "pat_str": R50K_PATTERN,
-        "special_tokens": {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282, FIM_SUFFIX: 50283},
+        "special_tokens": {
+            ENDOFTEXT: 50256,
+            FIM_PREFIX: 50281,
+            FIM_MIDDLE: 50282,
+            FIM_SUFFIX: 50283,
+        },
     },
     "cl100k_base": {
         "file": "cl100k_base.tiktoken",
