@@ -7,11 +7,11 @@
 //! global pool, which a forked child inherits without its threads) and knows no BPE. `py`
 //! only converts types and errors for Python.
 
-pub mod encode;
-pub mod error;
-pub mod runtime;
-pub mod train;
-pub mod vocab;
+pub(crate) mod encode;
+pub(crate) mod error;
+pub(crate) mod runtime;
+pub(crate) mod train;
+pub(crate) mod vocab;
 
 #[cfg(feature = "python")]
 mod py;
@@ -22,6 +22,27 @@ mod py;
 #[global_allocator]
 static ALLOC: runtime::huge_pages::HugePages = runtime::huge_pages::HugePages;
 
+// The public API: encode and decode with a vocabulary, learn one.
 pub use encode::encoder::{Allowed, Encoder};
+pub use encode::pretok::file_cuts::{file_cuts_apply, last_file_cut};
+pub use encode::pretok::{CL100K_PATTERN, O200K_PATTERN, OPENAI_PATTERNS, R50K_PATTERN};
 pub use error::{Error, Result};
-pub use vocab::Rank;
+pub use train::{learn, Counter, Hook, Learned, MergeConfig, Piece, PieceCounts, Progress};
+pub use vocab::tiktoken_file::parse as parse_tiktoken;
+pub use vocab::{Rank, Vocab};
+
+/// The internals that `rust/tests`, `rust/benches` and `rust/fuzz` test and measure on their
+/// own (each stage of encoding beside the reference it must equal). For tests and benches
+/// only: not an API, and free to change with the code.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::encode::bpe::backtrack::Backtrack;
+    pub use crate::encode::bpe::pair_filter::PairFilter;
+    pub use crate::encode::bpe::piece_cache::PieceCache;
+    pub use crate::encode::bpe::tables::BpeVocab;
+    pub use crate::encode::bpe::{encode_piece, merge_heap};
+    pub use crate::encode::pretok::general::General;
+    pub use crate::encode::pretok::Splitter;
+    #[cfg(target_os = "linux")]
+    pub use crate::runtime::huge_pages::HugePages;
+}

@@ -268,6 +268,17 @@ mod tests {
     use super::*;
     use std::panic::AssertUnwindSafe;
 
+    #[test]
+    fn small_batches_run_on_the_calling_thread_alone() {
+        assert_eq!(threads_for_text(SHARED_MIN_BYTES - 1, 8), 1);
+        assert_eq!(threads_for_text(SHARED_MIN_BYTES, 8), 8);
+        assert_eq!(threads_for_ids(SHARED_MIN_IDS - 1, 4), 1);
+        assert_eq!(threads_for_ids(SHARED_MIN_IDS, 4), 4);
+        assert!(!shared_decode(DECODE_SHARED_MIN - 1));
+        assert_eq!(shared_decode(DECODE_SHARED_MIN), cores() > 1);
+        const { assert!(DECODE_PIECE < DECODE_SHARED_MIN) };
+    }
+
     /// `f` of the sequential loop, for any thread count: each item's result in its place.
     #[test]
     fn results_come_back_in_order() {

@@ -8,6 +8,8 @@
 //! up in a [`TokenTable`] over the same buffer, so each token's bytes are stored once.
 
 pub mod blocked_bloom;
+// The command line's id text: for the bindings (and its tests) only.
+#[cfg(any(test, feature = "python"))]
 pub mod id_text;
 pub mod mid_table;
 pub mod pair_table;
