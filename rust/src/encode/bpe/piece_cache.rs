@@ -221,8 +221,8 @@ impl Local<'_> {
 
 /// Appends the first `n` of the `u16` ids packed two to a slot in `slots`.
 ///
-/// Out of line: inlined, its copy and the wide one were merged into one `memcpy` call, and
-/// every hit on an entry of wide ids paid for it (2% more instructions on English).
+/// Out of line: inlined, its copy and the wide one get merged into one `memcpy` call, and
+/// every hit on an entry of wide ids pays for it.
 #[cold]
 #[inline(never)]
 fn push_narrow(slots: &[u32; MAX_IDS], n: usize, out: &mut Vec<u32>) {
@@ -239,8 +239,7 @@ fn push_narrow(slots: &[u32; MAX_IDS], n: usize, out: &mut Vec<u32>) {
 /// Are the first `piece.len()` bytes of `stored` those of `piece` (1 to [`MAX_PIECE`] bytes)?
 ///
 /// Compared a word at a time with the last word overlapping, without a call: the slice
-/// compare this replaces called `memcmp` (or `bcmp`) on every hit, 2% of the encode's samples
-/// on English text.
+/// compare would call `memcmp` (or `bcmp`) on every hit.
 #[inline(always)]
 fn same_bytes(stored: &[u8; MAX_PIECE], piece: &[u8]) -> bool {
     let n = piece.len();
