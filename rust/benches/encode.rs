@@ -5,9 +5,7 @@
 //! whole encode, per encoding and corpus. The Python-level comparison with tiktoken and the
 //! other peers is `python benches/encode.py`.
 
-use ferrotok::encode::encoder::Allowed;
-use ferrotok::vocab::tiktoken_file;
-use ferrotok::Encoder;
+use ferrotok::{parse_tiktoken, Allowed, Encoder};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -15,7 +13,7 @@ use std::time::Instant;
 /// (with the `python` feature the crate registers it itself).
 #[cfg(all(target_os = "linux", not(feature = "python")))]
 #[global_allocator]
-static ALLOC: ferrotok::runtime::huge_pages::HugePages = ferrotok::runtime::huge_pages::HugePages;
+static ALLOC: ferrotok::internals::HugePages = ferrotok::internals::HugePages;
 
 const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 const O200K: &str = concat!(
@@ -50,7 +48,7 @@ fn main() {
     ] {
         let raw = std::fs::read(data.join(file)).expect("encoding file (set FERROTOK_DATA_DIR)");
         let t = Instant::now();
-        let ranks = tiktoken_file::parse(&raw, file).expect("valid file");
+        let ranks = parse_tiktoken(&raw, file).expect("valid file");
         let parse_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let enc = Encoder::new(ranks, vec![("<|endoftext|>".into(), 1_000_000)], pat).unwrap();
@@ -78,10 +76,10 @@ fn main() {
             let split_s = t.elapsed().as_secs_f64();
             let t = Instant::now();
             let mut out = Vec::with_capacity(text.len() / 3);
-            let cache = ferrotok::encode::bpe::piece_cache::PieceCache::new();
+            let cache = ferrotok::internals::PieceCache::new();
             let mut local = cache.local();
             for p in &pieces {
-                ferrotok::encode::bpe::encode_piece(&enc.vocab, p.as_bytes(), &mut local, &mut out)
+                ferrotok::internals::encode_piece(&enc.vocab, p.as_bytes(), &mut local, &mut out)
                     .unwrap();
             }
             let bpe_s = t.elapsed().as_secs_f64();

@@ -13,8 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ferrotok::encode::pretok::general::General;
-use ferrotok::encode::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
+use ferrotok::internals::{General, Splitter};
+use ferrotok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 
 fn corpus_dir() -> PathBuf {
     if let Ok(d) = std::env::var("FERROTOK_CORPUS_DIR") {

@@ -12,12 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ferrotok::encode::bpe::backtrack::Backtrack;
-use ferrotok::encode::bpe::merge_heap;
-use ferrotok::encode::bpe::tables::BpeVocab;
-use ferrotok::encode::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
-use ferrotok::vocab::tiktoken_file;
-use ferrotok::vocab::{Rank, Vocab};
+use ferrotok::internals::{merge_heap, Backtrack, BpeVocab, Splitter};
+use ferrotok::{parse_tiktoken, Rank, Vocab, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 
 fn shared(sub: &str, var: &str, probe: &str) -> PathBuf {
     if let Ok(d) = std::env::var(var) {
@@ -44,7 +40,7 @@ fn load(name: &str) -> BpeVocab {
     let dir = shared("encodings", "FERROTOK_DATA_DIR", "cl100k_base.tiktoken");
     let file = format!("{name}.tiktoken");
     let raw = std::fs::read(dir.join(&file)).unwrap_or_else(|e| panic!("reading {file}: {e}"));
-    let ranks = tiktoken_file::parse(&raw, &file).unwrap();
+    let ranks = parse_tiktoken(&raw, &file).unwrap();
     BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap())
 }
 
@@ -194,7 +190,7 @@ fn synthetic_pieces() {
 /// pair of every OpenAI vocabulary, with its false-positive rate on random id pairs.
 #[test]
 fn pair_filter_keeps_every_pair_of_each_vocabulary() {
-    use ferrotok::encode::bpe::pair_filter::PairFilter;
+    use ferrotok::internals::PairFilter;
     for &(name, _) in ENCODINGS {
         let vocab = load(name);
         let pairs = &vocab.pairs;

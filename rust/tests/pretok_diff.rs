@@ -13,8 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ferrotok::encode::pretok::general::General;
-use ferrotok::encode::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
+use ferrotok::internals::{General, Splitter};
+use ferrotok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 
 /// Patterns that are not OpenAI's, for the general path.
 const OTHER_PATTERNS: &[&str] = &[

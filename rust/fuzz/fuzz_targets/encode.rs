@@ -19,11 +19,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use ferrotok::encode::bpe::merge_heap;
-use ferrotok::encode::pretok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
-use ferrotok::vocab::Rank;
-use ferrotok::vocab::tiktoken_file;
-use ferrotok::Encoder;
+use ferrotok::internals::merge_heap;
+use ferrotok::{parse_tiktoken, Encoder, Rank, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 use libfuzzer_sys::fuzz_target;
 
 // Kept on a few lines: rustfmt would give each wide (CJK) string a line of its own.
@@ -68,7 +65,7 @@ fn cases() -> &'static [Case] {
         .map(|(name, pattern)| {
             let file = format!("{name}.tiktoken");
             let raw = std::fs::read(dir.join(&file)).expect("reading a .tiktoken file");
-            let ranks = tiktoken_file::parse(&raw, &file).expect("a valid .tiktoken file");
+            let ranks = parse_tiktoken(&raw, &file).expect("a valid .tiktoken file");
             let mut tokens = vec![Vec::new(); ranks.len()];
             for (bytes, &rank) in &ranks {
                 if let Some(slot) = tokens.get_mut(rank as usize) {

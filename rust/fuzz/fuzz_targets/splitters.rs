@@ -11,8 +11,8 @@
 
 use std::sync::OnceLock;
 
-use ferrotok::encode::pretok::general::General;
-use ferrotok::encode::pretok::{Splitter, CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
+use ferrotok::internals::{General, Splitter};
+use ferrotok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 use libfuzzer_sys::fuzz_target;
 
 const OTHER: &[&str] = &[

@@ -73,10 +73,8 @@ const C_API: u8 = 2;
 ///
 /// Read first from the list's item array, fetched once ([`SharedItems`]); only a list with
 /// an item that needs the C API is read again, item by item. That loop fetches the array's
-/// address again for every item, as each id written might have changed it: reading from
-/// the array fetched once, ferrotok's own ids per ~8 KB document decoded at 1.87-1.92 ->
-/// 1.98-2.08 GB/s and tiktoken's at 1.27-1.33 -> 1.31-1.40 (cl100k multilingual,
-/// alternated builds).
+/// address again for every item, as each id written might have changed it; read from the
+/// array fetched once, decoding is ~5% faster (see docs/engine.md).
 #[inline(always)]
 pub(super) fn list_ids(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> bool {
     // SAFETY: this thread holds the GIL (`list` is a `Bound`) and runs no Python code while
@@ -102,8 +100,8 @@ fn read_ids<const LAYOUT: u8>(list: &Bound<'_, PyList>, ids: &mut Vec<Rank>) -> 
 ///
 /// The ids are written into the vector's spare capacity, not pushed: with a push per item the
 /// vector's length made a chain of stores and loads through memory from one item to the
-/// next, where the slots let the reads of the items overlap. (Zeroing the slots first, as
-/// before, was a `memset` of 4 bytes an id, 2.4% of `decode_bytes` on cl100k multilingual.)
+/// next, where the slots let the reads of the items overlap. (Zeroing the slots first would
+/// be a `memset` of 4 bytes an id.)
 #[inline(always)]
 fn fill_ids(ids: &mut Vec<Rank>, n: usize, item: impl Fn(usize) -> Option<Rank>) -> bool {
     ids.clear();
@@ -271,11 +269,10 @@ impl<'a> SharedItems<'a> {
 /// Each id is one shared, never-freed int object (see [`IdInt`]), so a list costs one
 /// pointer store per id: no allocation, no free when the list dies, and the objects of the
 /// most frequent ids (the lowest ranks) sit side by side in memory. The list's references to
-/// them are not counted (see `IdInt` for why that is sound): before 3.12, counting them was
-/// a write to each id's object, and 80% of this function's samples in a profile of English
-/// text sat on that write. (Part of that moves to the list's free, whose decrement now meets
-/// the object first; the encode loop came out 1.02-1.04x as fast.) Where the layout is
-/// unknown the ints are made by the C API.
+/// them are not counted (see `IdInt` for why that is sound): before 3.12, counting them is
+/// a write to each id's object, most of this function's time in a profile of English text.
+/// (Part of that moves to the list's free, whose decrement then meets the object first.)
+/// Where the layout is unknown the ints are made by the C API.
 ///
 /// When every id has an object (the usual case), the list's item array is filled in one
 /// loop with no branch and no load per item: each item is the region's base plus 32 times

@@ -63,10 +63,9 @@ pub fn shared_decode(n: usize) -> bool {
 }
 
 /// The threads that help a batch's calling thread: one fewer than the cores (at least one),
-/// started at the first batch and then kept, each with its warm piece cache. Starting a
-/// thread per batch, as before, cost ~65 us a call (a 2-thread batch of four short texts:
-/// 64.8 us, against 0.9 us on one thread), more than encoding a few short texts takes.
-/// A pool of its own, not the build pool of [`crate::runtime::pool::parallel`] (one thread per core):
+/// started at the first batch and then kept, each with its warm piece cache: starting a
+/// thread costs more than encoding a few short texts takes.
+/// A pool of its own, not the build pool of [`super::pool::parallel`] (one thread per core):
 /// a batch's work is shared by the caller and these helpers, so no core is left to a pool
 /// thread that would only compete with them. Tied to the process like every pool of
 /// ferrotok's (see `pool.rs`): a forked child starts its own. `None` if the threads cannot
@@ -77,12 +76,10 @@ fn helper_pool() -> Option<&'static rayon::ThreadPool> {
 }
 
 /// How long a thread spins, instead of sleeping, to wait for a batch's next step: the
-/// caller for its helpers to finish, and a helper, after a batch, for the next one. A thread
-/// asleep on a 2-vCPU VM started 59 us (median; p90 73) after it was woken, on back-to-back
-/// batches of 1 MB (o200k English, ~1.9 ms on two threads): 3% of the batch's time lost
-/// before the helper began, and more at the end, when the caller slept until the helper's
-/// last text was done. Spinning costs the waiting core at most this long per batch (OpenMP
-/// runtimes spin in the same way before they sleep, GNU's for ~300,000 checks by default).
+/// caller for its helpers to finish, and a helper, after a batch, for the next one: a thread
+/// asleep starts late after it is woken (on a VM, tens of microseconds), and a batch would
+/// lose that at its start and its end. Spinning costs the waiting core at most this long per
+/// batch (OpenMP runtimes spin in the same way before they sleep).
 pub const SPIN_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Batches started in this process: a helper that spins after a batch stops when it moves.
@@ -132,8 +129,7 @@ pub fn with_helpers<R>(helpers: usize, help: impl Fn() + Sync, main: impl FnOnce
                 let result = main();
                 // Only for helpers that are at work: while one has not started, its core may
                 // be the one this thread is on (a VM's two vCPUs on one host core), and
-                // spinning would keep it from starting. Measured: batches 10 ms apart took
-                // 1.69 ms each against 0.87 ms when this spin waited for unstarted helpers.
+                // spinning would keep it from starting (it halved such a batch's speed).
                 if started.load(Ordering::Relaxed) == helpers {
                     spin_until(|| finished.load(Ordering::Acquire) == helpers);
                 }
@@ -168,10 +164,8 @@ pub fn shared_ends(n: usize, num_threads: usize) -> Option<TwoEnds> {
 /// own error, and the front goes on in order up to where the back stopped, so every item
 /// before the first failing one was run.
 ///
-/// Why not a rayon `par_iter` (as before): with this thread asleep while rayon's two workers
-/// shared the items, `count_batch` and the flat batch on 2 threads ran at 1.14-1.25x one
-/// thread (cl100k, 1 MB of English in 4,000-char documents), against 1.88-1.94x for the list
-/// batch, which works this way.
+/// Why not a rayon `par_iter`: this thread would sleep while rayon's workers share the
+/// items, leaving one of the cores idle (see docs/engine.md, "Batches").
 pub fn batch_map<I: Sync, T: Send>(
     items: &[I],
     num_threads: usize,
@@ -267,6 +261,17 @@ fn take_items<I, T>(
 mod tests {
     use super::*;
     use std::panic::AssertUnwindSafe;
+
+    #[test]
+    fn small_batches_run_on_the_calling_thread_alone() {
+        assert_eq!(threads_for_text(SHARED_MIN_BYTES - 1, 8), 1);
+        assert_eq!(threads_for_text(SHARED_MIN_BYTES, 8), 8);
+        assert_eq!(threads_for_ids(SHARED_MIN_IDS - 1, 4), 1);
+        assert_eq!(threads_for_ids(SHARED_MIN_IDS, 4), 4);
+        assert!(!shared_decode(DECODE_SHARED_MIN - 1));
+        assert_eq!(shared_decode(DECODE_SHARED_MIN), cores() > 1);
+        const { assert!(DECODE_PIECE < DECODE_SHARED_MIN) };
+    }
 
     /// `f` of the sequential loop, for any thread count: each item's result in its place.
     #[test]

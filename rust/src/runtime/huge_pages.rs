@@ -7,25 +7,12 @@
 //! `dealloc` and `realloc`, which get the layout back, need no lookup.
 //!
 //! Why: encoding a text reads the vocabulary's tables at random — the short-token table
-//! (8 MiB for o200k), the mid and token tables, the pair table, the walk's tables, the
+//! (8 MiB for o200k), the mid and token tables, the pair table, the backtracking tables, the
 //! id ints (`py/ints.rs`). Each distinct token of a text is a probe on another 4 KiB page, so
 //! the tables' pages outnumber the TLB many times over, and in a VM each miss is a walk of
 //! two page tables, the guest's and the host's. On 2 MiB pages the same tables fit the TLB.
-//! The cost shows most where the tables went cold: after 100 ms doing something else, the
-//! first pass over 1 MB of English (o200k) took 7.3-7.5 ms against 4.2-4.4 warm.
-//!
-//! Measured (2-vCPU Xeon VM, THP `madvise`, CPython 3.11; A = the system allocator, B = this):
-//! - warm passes, o200k `encode_ordinary` over 1 MB in 4 KB documents: English 4.15-4.40 ms
-//!   (A) -> 3.88-3.97 (B), multilingual 6.60 -> 6.15; the first pass after a 100 ms pause
-//!   7.3-7.5 -> 6.1-6.4 and 9.4 -> 8.2;
-//! - `python benches/encode.py --section single`, two alternations: o200k English 10.36-10.47x
-//!   tiktoken -> 11.83-11.95x, code 11.50-11.54x -> 13.15-13.19x, multilingual 9.81x ->
-//!   10.76-10.93x; cl100k 1.00-1.05x as fast (its tables are half o200k's);
-//! - cold `get_encoding("o200k_base")`, three alternations: 0.60-0.64x tiktoken's time ->
-//!   0.51-0.57x, and the RSS it adds 0.67-0.68x tiktoken's -> 0.50-0.51x (glibc's heap no
-//!   longer keeps the tables' freed build buffers);
-//! - texts met once (an 8 MB English text, 1 MB of base64): 1.01-1.17x as fast, so the
-//!   mapping of a big output buffer per call costs nothing measurable.
+//! The cost shows most where the tables went cold. Headline: o200k English ~1.14x as fast
+//! through Python (the figures, and the cold load's time and memory, are in docs/engine.md).
 //!
 //! Where Linux has no transparent huge pages (`enabled` is `never`), the advice does nothing
 //! and the mappings are ordinary ones. `FERROTOK_HUGE_PAGES=0` leaves the advice out.

@@ -5,10 +5,13 @@
 //! that a forked child redoes ([`process_once`]), per-thread slots that survive a fork
 //! ([`thread_slots`]), and 2 MiB pages for the big tables ([`huge_pages`]).
 
+// Batches serve the bindings only: built for them and for their tests.
+#[cfg(any(test, feature = "python"))]
 pub mod batch;
 #[cfg(target_os = "linux")]
 pub mod huge_pages;
 pub mod pool;
 pub mod process_once;
 pub mod thread_slots;
+#[cfg(any(test, feature = "python"))]
 pub mod two_ends;

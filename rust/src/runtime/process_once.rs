@@ -9,7 +9,7 @@
 //!
 //! Why not `OnceLock`: its state word says "being built" in a child forked during the build,
 //! and every later `get_or_init` there waits forever for a thread that is not there. The
-//! tables ferrotok builds after load (the backtracking walk's, 40-50 ms for o200k; the cut
+//! tables ferrotok builds after load (the backtracking tables, 40-50 ms for o200k; the cut
 //! tables; the pair filter; the general splitter's DFA) are built on whatever thread first
 //! needs them, so a program that forks (PyTorch's `DataLoader` workers on Linux) while
 //! another of its threads encodes could leave its workers hung. Here the builder is

@@ -9,12 +9,10 @@
 //! A fork never copies the lock held: a handler run by `fork()` takes it before the fork and
 //! lets it go in parent and child (`pthread_atfork`, the usual way to make a lock fork-safe).
 //!
-//! Why not `thread_local::ThreadLocal` (as before): its thread ids come from one global std
-//! `Mutex`, taken when a thread first asks and when it exits. A fork while another thread held
-//! it left it held in the child for good. Forking 13,000 times while two other threads each
-//! started threads that encoded a word and exited, 3 children hung, each running a 2-thread
-//! batch: `gdb` showed its helper waiting in `thread_id::get_slow` and the batch waiting for
-//! the helper. With this module, 0 of 16,000 hung.
+//! Why not `thread_local::ThreadLocal`: its thread ids come from one global std `Mutex`, taken
+//! when a thread first asks and when it exits. A fork while another thread holds it leaves it
+//! held in the child for good, and a batch there waits forever for its helper (reproduced
+//! by forking while other threads start and end; see docs/engine.md, "Fork safety").
 //!
 //! The slots are in buckets, as in that crate: bucket `b` holds indices `2^b - 1 ..= 2^(b+1) -
 //! 2`, so an index is found with one load and no lock, and a bucket, once made, never moves.

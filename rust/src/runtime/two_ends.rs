@@ -6,14 +6,11 @@
 //! `n - 1, n - 2, ...`, each in order, and no index is handed out by one end after the other
 //! end has passed it.
 //!
-//! Why not one shared counter (as before): consecutive documents of a batch share words, so
-//! a thread that encodes a run of them finds the lines of its piece cache and of the tables
-//! that the last document warmed; with one counter the two threads of a 2-thread batch took
-//! alternate documents, and each lost that. Measured with the Rust core (1 MB in ~4 KB
-//! documents, 2 kept threads, each round between two barriers, three runs): o200k English
-//! 1.71-1.78x one thread with one counter, 1.82-1.86x from both ends; cl100k code 1.85-1.87x
-//! and 1.94-1.98x. Fixed halves were 1.65-1.81x: documents differ in cost, and the ends
-//! balance the work as the counter did.
+//! Why not one shared counter: consecutive documents of a batch share words, so a thread that
+//! encodes a run of them finds the lines of its piece cache and of the tables that the last
+//! document warmed; with one counter the two threads of a 2-thread batch take alternate
+//! documents, and each loses that (~5% of a 2-thread batch, see docs/engine.md). Fixed halves
+//! would not balance documents of different cost; the two ends do, as a counter does.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -38,7 +38,7 @@ pub mod table;
 
 pub use count::{Counter, PieceCounts};
 pub use merge::{learn, Learned, MergeConfig};
-pub use table::{CountMap, Piece};
+pub use table::Piece;
 
 /// What a long-running step reports to its caller, who may stop it by returning an error
 /// (the binding layer returns [`crate::Error::Interrupted`] on Ctrl-C).

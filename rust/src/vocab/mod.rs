@@ -332,12 +332,9 @@ impl Vocab {
     /// straight into `out`'s spare capacity, at a position kept in a register. The store may
     /// run past the token's end; the next token overwrites that tail, and the length set at
     /// the end of a run leaves the rest out. Keeping `out`'s length in memory (a push per
-    /// token, as at first) made every token wait on the store and reload of the previous
-    /// one's; gathering tokens in a stack buffer (as next) cost a second copy and kept the
-    /// table's address on the stack, reloaded every token, because the slow path for long
-    /// tokens sat inside the loop. The slow path is now the caller's. cl100k multilingual per
-    /// ~8 KB document, alternated builds: a `uint32` array 2.50-2.57 -> 3.16-3.20 GB/s,
-    /// tiktoken's ints 1.20 -> 1.25 (their reading is most of what is left).
+    /// token) would make every token wait on the store and reload of the previous one's; the
+    /// slow path for long tokens is the caller's, so the table's address stays in a register
+    /// (~1.25x as fast as either; see docs/engine.md).
     #[inline]
     fn copy_slotted(&self, ids: &[Rank], out: &mut Vec<u8>) -> usize {
         let slots = &self.decode_slots[..];

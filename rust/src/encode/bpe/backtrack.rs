@@ -65,15 +65,13 @@ pub struct Backtrack {
 /// spine. A pair the unwinding could find sets the same bit in both, so where the two words
 /// share no bit there is none.
 ///
-/// Why it pays: in 1 MB of the shared multilingual text it proves 87.5% of the walk's
+/// Why it pays: in 1 MB of the shared multilingual text it proves 87.5% of the
 /// compatibility checks on cl100k and 84.3% on p50k. The bytes at the bottom of a CJK
 /// char's spines are lead and continuation bytes, which few merges join across a char
 /// boundary. On English and code it proves almost none (Latin letters merge with nearly
-/// everything), so the walk asks it only on pieces that end in a non-ASCII byte.
-/// Measured, with the walk alone: cl100k multilingual 1.16x as fast (8 paired runs,
-/// 1.15-1.18); o200k 0.99x (it proves 61% there, but its table is 3.2 MB and the loads cost
-/// what they save; words for its first 2^17 ranks only, 2 MB, also gave 0.99x), hence
-/// [`SPINES_MAX_IDS`].
+/// everything), so backtracking asks it only on pieces that end in a non-ASCII byte.
+/// Backtracking alone on cl100k multilingual: ~1.16x as fast. On o200k its table is too big
+/// for the loads to pay, hence [`SPINES_MAX_IDS`] (see docs/engine.md).
 struct Spines {
     /// Per rank: `[partners, parts]`.
     words: Vec<[u64; 2]>,
@@ -141,9 +139,9 @@ impl Spines {
 ///
 /// The merges are `bpe::merge_scan`'s: the leftmost lowest-ranked pair each round, and after
 /// a merge only the two pairs beside it looked up again (the first pairs of bytes from the
-/// pair table's byte array). Rescanning every pair with a look-up each round, as before, made
-/// `Backtrack::new` take 56-60 ms for o200k, 39 of them here (now 21-34). Most look-ups find
-/// no merge; `filter` settles those from L2 instead of the pair table.
+/// pair table's byte array), not every pair each round, which was most of `Backtrack::new`'s
+/// time. Most look-ups find no merge; `filter` settles those from L2 instead of the pair
+/// table.
 fn last_merge(
     vocab: &Vocab,
     filter: &PairFilter,

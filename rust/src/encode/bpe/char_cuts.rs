@@ -15,24 +15,19 @@
 //! the cut followed by those of the text after it.
 //!
 //! Why it pays: a Chinese or Japanese sentence is one piece of tens of bytes, met once, which
-//! the walk (`backtrack.rs`) would encode token by token with a pair check for each. Cut, it
-//! is a run of parts of one or two chars, which repeat across texts as words do: a part that
-//! is a token is one load of a table here, any other part one probe of the piece cache. In
-//! the benchmark's multilingual megabyte, o200k: 64% of the boundaries between such chars are
-//! cuts, and the pieces cut (of 19,008 that end in such a char and are over 8 bytes) give
-//! 132,425 parts, 2,833 distinct, 103,875 of them one or two chars that make a token.
-//! Measured (Rust core, paired passes in one process), o200k: the multilingual megabyte
-//! ~1.15x as fast (1.11x, then 1.05x for the exact test of tokens that span with part of a
-//! char), Japanese ~1.2x, Korean ~1.15x; 8 MB of it met once ~1.5x (1.37x, then 1.10x). The
-//! Python encode loop on the megabyte: 1.20x, then 1.05x.
+//! backtracking (`backtrack.rs`) would encode token by token with a pair check for each. Cut,
+//! it is a run of parts of one or two chars, which repeat across texts as words do: a part
+//! that is a token is one load of a table here, any other part one probe of the piece cache.
+//! In o200k, 64% of the boundaries between such chars are cuts; the multilingual megabyte
+//! encodes ~1.15x as fast (see docs/engine.md).
 //!
 //! Where it does not pay, and so is not done (see `bpe::encode_piece`):
 //! - pieces whose last char is below U+1000 (Devanagari, Thai and the other scripts of lead
 //!   byte 0xE0): their vowel signs join nearly every char to the next, few boundaries are cuts,
-//!   and the look for them cost more than it saved (Hindi 0.89x with them);
+//!   and the look for them costs more than it saves;
 //! - vocabularies with fewer than [`MIN_WHOLE_CHARS`] tokens that are one such char (r50k and
 //!   p50k have 179): their parts are mostly not tokens and go the general way, slower than
-//!   the walk they replace (r50k Chinese 0.89x).
+//!   the backtracking they replace.
 
 use super::tables::BpeVocab;
 use crate::vocab::blocked_bloom::BlockedBloom;
@@ -133,8 +128,8 @@ impl CharCuts {
         if chars[0x1000..].iter().filter(|&&r| r != NO_RANK).count() < MIN_WHOLE_CHARS {
             return None;
         }
-        // The vocabularies the walk refuses keep their pieces whole too: they are not trained
-        // ones, and the reachability below comes from the walk's tables.
+        // The vocabularies backtracking refuses keep their pieces whole too: they are not trained
+        // ones, and the reachability below comes from the backtracking tables.
         let backtrack = vocab.backtrack()?;
         let mut reachable = vec![0u64; vocab.n_ids().div_ceil(64)].into_boxed_slice();
         for r in 0..vocab.n_ids() as Rank {

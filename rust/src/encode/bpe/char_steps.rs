@@ -1,4 +1,4 @@
-//! A table of trie steps one whole three-byte UTF-8 char long, for [`crate::encode::bpe::prefix_trie`].
+//! A table of trie steps one whole three-byte UTF-8 char long, for [`super::prefix_trie`].
 //!
 //! Invariant: `get(node, cp)` is the [`Step`] inserted for `(node, cp)`, and `None` for a
 //! pair that was not inserted. What a step means is the trie's business (see
@@ -11,9 +11,8 @@
 //! In front of the slots, a one-hash Bloom filter of the keys (8 bits a slot) answers most
 //! misses from a table a sixteenth the size. Why: most probes miss (in 1 MB of the shared
 //! multilingual text, 65% for cl100k, 56% for o200k, 86% for p50k), and a miss decides the
-//! walk's next branch, so that branch waits on the probe's load. o200k has 17,105 steps in
-//! 1 MiB of slots, mostly out of L2; its 64 KiB filter settles 96% of the misses. The
-//! backtracking walk alone on o200k went 1.06x as fast (16 paired runs, 1.00-1.10). cl100k
+//! trie walk's next branch, so that branch waits on the probe's load. o200k has 17,105 steps in
+//! 1 MiB of slots, mostly out of L2; its 64 KiB filter settles 96% of the misses. cl100k
 //! (418 steps) and p50k (84) have tables small enough to stay cached either way.
 
 use crate::vocab::Rank;

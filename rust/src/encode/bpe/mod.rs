@@ -17,7 +17,7 @@
 //! * Pieces longer than [`SCAN_MAX`] ([`SCAN_MAX_NON_ASCII`] for a piece that ends in a
 //!   non-ASCII byte) go to [`backtrack`] (linear, and exact for every vocabulary it
 //!   accepts); the heap is the fallback for the vocabularies it refuses, and the scan or the
-//!   heap takes them until the walk's tables are built ([`BpeVocab::backtrack_for`]).
+//!   heap takes them until the backtracking tables are built ([`BpeVocab::backtrack_for`]).
 //!
 //! Before any of these, [`encode_piece`] answers whole-token pieces with one probe (the
 //! short-token table for pieces of up to 8 bytes, the mid table for 9-16) and repeated
@@ -45,20 +45,15 @@ use tables::BpeVocab;
 
 /// Pieces up to this length use the scan; longer ones the backtracking encoder
 /// (`backtrack.rs`), which does fewer pair look-ups (each a likely cache miss) once a piece
-/// holds more than a few tokens. Measured on the shared corpus: 12-16 is best for English and
-/// code; 32 was 35% slower on multilingual text.
+/// holds more than a few tokens: 12-16 is best for English and code (see docs/engine.md).
 pub const SCAN_MAX: usize = 16;
 
 /// [`SCAN_MAX`] for pieces that end in a non-ASCII byte (words in other scripts). The scan
 /// starts from single bytes, so a word of two- or three-byte chars costs it one or two merges
 /// per char, each followed by one or two pair-table probes, before any merge across chars; the
-/// walk steps through such a word a whole char at a time (`char_steps.rs`) and asks its pair
-/// memo, not the table.
-/// Measured (Rust core, 1 MB in 4 KB documents, medians of 4 alternations of 10 rounds),
-/// against 16 for these pieces: o200k 1.22x on Arabic and Hindi text, 1.10x on Korean, 1.23x
-/// on Chinese, 1.03x on the Japanese of the benchmark's multilingual megabyte; r50k 1.10x on
-/// Chinese. On code, cachegrind counts the same instructions and mispredicted branches. At 4
-/// for every piece, English on r50k was ~8% slower, hence the split by the last byte.
+/// backtracking encoder steps through such a word a whole char at a time (`char_steps.rs`)
+/// and asks its pair memo, not the table: o200k ~1.2x as fast on Arabic, Hindi and Chinese.
+/// English keeps [`SCAN_MAX`], hence the split by the last byte.
 pub const SCAN_MAX_NON_ASCII: usize = 4;
 
 /// Where backtracking does not apply (see `Backtrack::new`), pieces longer than this use the
@@ -106,7 +101,7 @@ pub fn encode_piece_in(
 ///
 /// A piece of more than 8 bytes that ends in a three-byte char from U+1000 up (Chinese,
 /// Japanese, Korean, ...) and that is not a token or in the cache is cut where no token spans
-/// (`char_cuts.rs`) rather than walked; its parts are looked up and cached one by one, and
+/// (`char_cuts.rs`) rather than backtracked; its parts are looked up and cached one by one, and
 /// the piece itself is cached only if nothing cut it. A cut piece is seldom met again as a
 /// whole (a sentence or clause), while its parts are met all the time.
 #[inline]
@@ -178,7 +173,7 @@ fn encode_one<const K: u8>(
             return Ok(());
         }
     }
-    // Too long for the cache, and a whole token the walk returns as one: no hash is needed.
+    // Too long for the cache, and a whole token backtracking returns as one: no hash is needed.
     // (Japanese and Chinese sentences are pieces of this kind, tens of bytes each; they are
     // cut first, and a whole token has no cut.)
     if piece.len() > piece_cache::MAX_PIECE && backtrack_finds_whole_token(vocab, piece) {
@@ -242,8 +237,8 @@ fn backtrack_finds_whole_token(vocab: &BpeVocab, piece: &[u8]) -> bool {
             .is_some_and(|bt| piece.len() >= bt.whole_tokens_from)
 }
 
-/// Out of line: inlined into `encode_piece`, it moved the walk's branches about, and
-/// cachegrind counted 20% more mispredicted branches in o200k's encode (1.26M against 1.06M).
+/// Out of line: inlined into `encode_piece`, it moves the backtracking's branches about
+/// (20% more mispredicted branches in o200k's encode).
 #[inline(never)]
 fn merge(vocab: &BpeVocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
     let scan_max = if piece.last().is_some_and(|b| !b.is_ascii()) {

@@ -6,26 +6,16 @@
 //! identifiers, CJK runs), and one probe of a two-entry set replaces dozens of pair look-ups.
 //! Two-way set-associative and fixed-size: no allocation; a new piece goes to its set's first
 //! way and pushes the entry there to the second, dropping the older one. Two ways because
-//! with one, text with as many distinct multi-token pieces as slots lost a fifth of its hits
-//! to collisions (1 MB of the shared multilingual corpus: 4,300 of 21,000 repeats missed).
-//! 65,536 entries (6 MiB a thread, allocated at its first multi-token piece). That megabyte
-//! has ~16,000 distinct multi-token pieces, and with 16,384 entries a second pass over it
-//! still missed 3,112 of its 21,177 (cl100k; 1,133 with 32,768). Text with richer morphology
-//! has more: a megabyte of Arabic and Hindi (25 MB into `multilingual.txt`) has 27,882 on
-//! o200k. At 32,768 entries the Rust core read it at 121-124 MB/s, at 65,536 at 181-184;
-//! `benches/encode.py` on it, 1.13x -> 1.54x toktok-rs. On 8 MB of English and code read
-//! again and again, more than either size holds, the encode ran 0.96-1.18x as fast (12
-//! alternated pairs, median 1.06x). The benchmark's own cells (English, code and
-//! multilingual, on cl100k and o200k) read 0.98-1.03x in the Python loop, within the
-//! machine's noise; in the benchmark, o200k multilingual's multiple of tiktoken read ~1% lower
-//! in each of three alternations (11.52-11.60x against 11.63-11.69x), cl100k's 1.00-1.01x.
+//! with one, text with as many distinct multi-token pieces as slots loses a fifth of its hits
+//! to collisions. 65,536 entries (6 MiB a thread, allocated at its first multi-token piece):
+//! a megabyte of text has ~16,000 distinct multi-token pieces, and text with richer
+//! morphology (Arabic, Hindi) nearly twice that, which 32,768 entries read ~1.5x slower (the
+//! figures are in docs/engine.md).
 //! Each thread has its own cache ([`ThreadSlots`]), so no locks; an encode call
 //! looks its thread's slots up once and keeps them in a [`Local`] for all its pieces.
 //! In front of the sets, one tag byte per way (64 KiB a thread) turns away most pieces the
 //! cache does not hold without reading their set: on text met once, where a third of the
-//! probes miss, each such probe read two lines that were misses in L2. Measured at 8 MB a
-//! corpus (Rust core, best of 5, alternated): r50k multilingual 150 -> 157 MB/s, o200k English
-//! 253 -> 257, cl100k and o200k multilingual within 1%; at 1 MB no change beyond noise.
+//! probes miss, each such probe would read two lines that miss in L2.
 
 use crate::runtime::thread_slots::ThreadSlots;
 use std::cell::{RefCell, RefMut};
@@ -65,11 +55,9 @@ const EMPTY: Entry = Entry {
 };
 
 /// A set's two ways, on whole cache lines (three of them): way 0's key, bytes and first five
-/// ids share the set's first line, so a hit there on a piece of up to five ids reads one line.
-/// Before, the sets lay wherever the allocation put them (with glibc, 16 bytes past a page)
-/// and the entries' fields in the compiler's order. Paired runs of the whole encode of 1 MB,
-/// medians: cl100k multilingual 1.025x (16 runs) and 1.058x (10), p50k multilingual 1.025x,
-/// cl100k English 1.040x; each within the machine's noise, o200k multilingual 0.986x.
+/// ids share the set's first line, so a hit there on a piece of up to five ids reads one line
+/// (left to the allocator, the sets would straddle lines and the fields be in the compiler's
+/// order).
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Set([Entry; 2]);
@@ -233,8 +221,8 @@ impl Local<'_> {
 
 /// Appends the first `n` of the `u16` ids packed two to a slot in `slots`.
 ///
-/// Out of line: inlined, its copy and the wide one were merged into one `memcpy` call, and
-/// every hit on an entry of wide ids paid for it (2% more instructions on English).
+/// Out of line: inlined, its copy and the wide one get merged into one `memcpy` call, and
+/// every hit on an entry of wide ids pays for it.
 #[cold]
 #[inline(never)]
 fn push_narrow(slots: &[u32; MAX_IDS], n: usize, out: &mut Vec<u32>) {
@@ -251,8 +239,7 @@ fn push_narrow(slots: &[u32; MAX_IDS], n: usize, out: &mut Vec<u32>) {
 /// Are the first `piece.len()` bytes of `stored` those of `piece` (1 to [`MAX_PIECE`] bytes)?
 ///
 /// Compared a word at a time with the last word overlapping, without a call: the slice
-/// compare this replaces called `memcmp` (or `bcmp`) on every hit, 2% of the encode's samples
-/// on English text.
+/// compare would call `memcmp` (or `bcmp`) on every hit.
 #[inline(always)]
 fn same_bytes(stored: &[u8; MAX_PIECE], piece: &[u8]) -> bool {
     let n = piece.len();

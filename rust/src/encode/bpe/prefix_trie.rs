@@ -202,13 +202,11 @@ impl PrefixTrie {
     /// flags, as in `char3` and `Step::next`): whole chars, one probe of `steps` each, while
     /// the text goes on in three-byte chars, then byte by byte.
     ///
-    /// Measured on the long pieces of 1 MB of the shared multilingual text, at every char
-    /// start: going byte by byte, the first step below the char cost more than the three
-    /// table loads above it together (cl100k 1.1 ms against 0.9), and half of that step was
-    /// its branch on whether the char's node has children at all. Byte steps without
-    /// branches (always three, into a sink node) made the calls 1.8 times as slow, as each
-    /// load then waited for the one before. A probe per char decides a char with one branch;
-    /// paired runs of the backtracking walk alone: cl100k 1.06x, o200k 1.18x.
+    /// Why a probe per char: going byte by byte, the first step below the char costs more
+    /// than the three table loads above it together, half of it a branch on whether the
+    /// char's node has children at all; byte steps without branches make each load wait for
+    /// the one before. A probe decides a char with one branch (o200k's backtracking ~1.18x as
+    /// fast; see docs/engine.md).
     #[inline(always)]
     fn after_chars(
         &self,
@@ -416,13 +414,10 @@ impl PrefixTrie {
 /// char.
 ///
 /// Why the followers: after most chars of CJK text the token ends (in the benchmark's Japanese
-/// megabyte, 57% of the tokens o200k's walk finds are one char), and the probe of `steps`
+/// megabyte, 57% of the tokens o200k's backtracking finds are one char), and the probe of `steps`
 /// that found so read the step table's filter, a second load after this entry's, and then
 /// branched on it. A clear bit answers from the entry's own line (16 bytes, aligned, so
-/// never split). Measured against the filter alone: the backtracking walk on o200k
-/// multilingual went 212 → 222 MB/s (medians of 5 alternations, best of 20 rounds each), and
-/// the Python encode loop in one process 1.036-1.052x on o200k and 1.062x on cl100k (15-21
-/// paired rounds).
+/// never split), which the filter alone cannot (see docs/engine.md).
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Char3 {

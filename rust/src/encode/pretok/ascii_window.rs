@@ -148,6 +148,19 @@ pub(crate) fn classified(m: &Masks) -> (u32, u64) {
     )
 }
 
+/// The window's masks, how many of its leading bytes are classified and their mask; `None`
+/// when none is (the window starts with a non-ASCII byte). The first step of every
+/// `*_block::boundaries`.
+#[inline(always)]
+pub(crate) fn classified_masks(w: &[u8; WINDOW]) -> Option<(Masks, u32, u64)> {
+    let m = masks(w);
+    let (valid_len, valid) = classified(&m);
+    if valid_len == 0 {
+        return None;
+    }
+    Some((m, valid_len, valid))
+}
+
 /// Where runs of digits split into `\p{N}{1,3}` pieces: at each run's first digit and every
 /// third one after it (cl100k and o200k).
 #[inline(always)]
@@ -279,19 +292,89 @@ pub(crate) fn check_against_scalar(
     assert!(checked > 30_000, "only {checked} windows had boundaries");
 }
 
+/// The test of a `*_block.rs`: its `boundaries` against the scalar splitter `$splitter`
+/// (whose `piece_end` is the reference) on windows made of `$parts` with the common tails and
+/// `$tails` (see [`check_against_scalar`]).
+macro_rules! boundaries_test {
+    ($splitter:ty, parts: $parts:expr, tails: $tails:expr $(,)?) => {
+        #[cfg(test)]
+        mod tests {
+            use super::*;
+
+            /// The invariant, on the pattern's edge cases.
+            #[test]
+            fn boundaries_are_the_scalar_splitters_up_to_last() {
+                const PARTS: &[&str] = &$parts;
+                const TAILS: &[&str] = &$tails;
+                let scalar = <$splitter>::new();
+                super::super::ascii_window::check_against_scalar(
+                    PARTS,
+                    TAILS,
+                    boundaries,
+                    |b, i| scalar.piece_end(b, i),
+                );
+            }
+        }
+    };
+}
+pub(crate) use boundaries_test;
+
+/// The type of a hand-written splitter (`$name`, with the docs `$doc`): the char classes it
+/// reads and its `for_each_piece`, which takes the pieces of 64 bytes of ASCII at a time from
+/// `$boundaries` (its `*_block.rs`) where it can, and one by one from its own `piece_end`
+/// elsewhere. One skeleton for r50k, cl100k and o200k; each file keeps its `piece_end`.
+macro_rules! splitter_type {
+    ($(#[$doc:meta])* $name:ident, $boundaries:path) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy)]
+        pub struct $name {
+            t: &'static $crate::encode::pretok::classes::CharClasses,
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl $name {
+            pub fn new() -> Self {
+                $name {
+                    t: $crate::encode::pretok::classes::CharClasses::get(),
+                }
+            }
+
+            /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie
+            /// ahead, from the block rules all at once, else one by one.
+            /// (`|w| boundaries(w)`, not `boundaries`: see `ascii_window::drive_windows`.)
+            #[inline]
+            #[allow(clippy::redundant_closure)]
+            pub fn for_each_piece<'t>(
+                &self,
+                text: &'t str,
+                f: impl FnMut(&'t str) -> $crate::error::Result<()>,
+            ) -> $crate::error::Result<()> {
+                $crate::encode::pretok::ascii_window::drive_windows(
+                    text,
+                    |w| $boundaries(w),
+                    |b, i| self.piece_end(b, i),
+                    f,
+                )
+            }
+        }
+    };
+}
+pub(crate) use splitter_type;
+
 /// [`drive_windows`] tries a window only where its first `MIN_LEAD` bytes are ASCII; nearer
 /// a non-ASCII byte, `piece_end` takes the one or two pieces before it.
 ///
 /// Why: a window costs the same few dozen vector compares and mask operations however few
 /// of its bytes come before the first non-ASCII one, and where scripts mix, most windows
 /// held one or two pieces: in the Japanese man pages at the start of the shared multilingual
-/// text, an indent, a space or an option name sits between sentences. Splitting that megabyte
-/// with windows was no faster than without them (o200k: 624 against 627 MB/s).
-/// Measured, splitting alone (medians of 3 runs of 20 rounds, 1 MB in 4 KB documents), on
-/// that megabyte: o200k 1.16x, cl100k 1.12x, r50k 1.05x; on Korean 1.17x, 1.14x and 1.07x;
-/// English 0.98-1.00x and code 0.97-0.98x (the check: three loads and a branch a window).
-/// With a lead of 12 or 40 the Japanese split as fast as with 24, but Russian (12) or Korean
-/// (40) split slower.
+/// text, an indent, a space or an option name sits between sentences. With the check (three
+/// loads and a branch a window) o200k splits that megabyte ~1.16x as fast; 24 suits Russian
+/// and Korean better than 12 or 40 (see docs/engine.md).
 const MIN_LEAD: usize = 24; // three words in `ascii_lead`
 
 /// How many of the window's first [`MIN_LEAD`] bytes come before its first non-ASCII byte
@@ -322,8 +405,7 @@ fn ascii_lead(w: &[u8; WINDOW]) -> usize {
 ///
 /// Pass `window` as a closure that calls the `*_block.rs` function, not as the function
 /// itself: a function item passed as an `impl Fn` is called through its `Fn::call` shim,
-/// which the extension's build (unlike a benchmark binary's) left out of line. Inlined,
-/// o200k's encode loop ran 2.6% fewer instructions (cachegrind, the English megabyte).
+/// which the extension's build (unlike a benchmark binary's) leaves out of line.
 #[inline(always)]
 pub(crate) fn drive_windows<'t>(
     text: &'t str,
@@ -343,9 +425,8 @@ pub(crate) fn drive_windows<'t>(
                 let lead = ascii_lead(w);
                 if lead < MIN_LEAD {
                     retry_at = i + lead;
-                    // The scalar piece right here, not by falling through to the one below:
-                    // with the fall-through, splitting the Japanese megabyte on o200k ran at
-                    // 0.95x (best of 30 rounds, 8 alternations).
+                    // The scalar piece right here, not by falling through to the one below,
+                    // which is ~5% slower on Japanese.
                     let end = piece_end(b, i);
                     f(scanned_piece(text, i, end)?)?;
                     i = end;

@@ -28,43 +28,17 @@
 //!    last `\r`/`\n` in the run, if any → the run up to and including it.
 //!    7: run of ≥ 2 chars → all but its last char. 8: the single char.
 
-use super::ascii_window::drive_windows;
-use super::cl100k_block::boundaries;
-use super::classes::{CharClasses, END, L, N, NL, S};
-use crate::error::Result;
+use super::ascii_window::splitter_type;
+use super::cl100k_block;
+use super::classes::{END, L, N, NL, S};
 
-/// The cl100k splitter.
-#[derive(Clone, Copy)]
-pub struct Cl100k {
-    t: &'static CharClasses,
-}
-
-impl Default for Cl100k {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+splitter_type!(
+    /// The cl100k splitter.
+    Cl100k,
+    cl100k_block::boundaries
+);
 
 impl Cl100k {
-    pub fn new() -> Self {
-        Cl100k {
-            t: CharClasses::get(),
-        }
-    }
-
-    /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
-    /// from `cl100k_block` all at once, else one by one.
-    /// (`|w| boundaries(w)`, not `boundaries`: see `ascii_window::drive_windows`.)
-    #[inline]
-    #[allow(clippy::redundant_closure)]
-    pub fn for_each_piece<'t>(
-        &self,
-        text: &'t str,
-        f: impl FnMut(&'t str) -> Result<()>,
-    ) -> Result<()> {
-        drive_windows(text, |w| boundaries(w), |b, i| self.piece_end(b, i), f)
-    }
-
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
@@ -81,15 +55,7 @@ impl Cl100k {
         }
         if c & N != 0 {
             // 3: up to three N chars.
-            let mut k = i + len;
-            for _ in 0..2 {
-                let (d, l) = t.at(b, k);
-                if d & N == 0 {
-                    break;
-                }
-                k += l;
-            }
-            return k;
+            return t.digits3_end(b, i, len);
         }
         // c ∈ P ∪ S.
         let is_x = c & NL == 0;

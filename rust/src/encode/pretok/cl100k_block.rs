@@ -30,18 +30,16 @@
 //!   last char (`\s+(?!\S)` gives it back). A run must end inside the window before any of
 //!   this is sure; 5 (`\s++$`) cannot apply, since a char follows the run.
 
-use super::ascii_window::{classified, digit_group_starts, masks, space_run_starts, WINDOW};
+use super::ascii_window::{
+    boundaries_test, classified_masks, digit_group_starts, space_run_starts, WINDOW,
+};
 use super::cl100k::contraction_ci;
 
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
 #[inline(always)]
 pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
-    let m = masks(w);
     // Only bytes before the first non-ASCII one are classified.
-    let (valid_len, valid) = classified(&m);
-    if valid_len == 0 {
-        return None;
-    }
+    let (m, valid_len, valid) = classified_masks(w)?;
     let (letter, digit, space) = (m.letter & valid, m.digit & valid, m.space & valid);
     let (newline, blank) = (m.newline & valid, m.blank & valid);
     let punct = valid & !(letter | digit | space);
@@ -85,22 +83,12 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
     (last > 0).then_some((starts, last))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::ascii_window::check_against_scalar;
-    use super::*;
-
-    /// The invariant, on cl100k's edge cases (see [`check_against_scalar`]).
-    #[test]
-    fn boundaries_are_the_scalar_splitters_up_to_last() {
-        const PARTS: &[&str] = &[
+boundaries_test!(
+    super::super::cl100k::Cl100k,
+    parts: [
             "a", "Z", "s", "S", "t", "d", "m", "l", "L", "v", "e", "E", "r", "'", " ", "  ", "\n",
             "\r", "\t", "\x0b", "\x0c", "1", "22", "333", "4444", ".", "!?", "\x00", "\x1f", "'s",
             "'ll", "'VE", "'Re", "'x", " '", "\n\n", " \n ", "    ",
-        ];
-        // Besides the common tails (see `check_against_scalar`).
-        const TAILS: &[&str] = &["ſ"];
-        let scalar = super::super::cl100k::Cl100k::new();
-        check_against_scalar(PARTS, TAILS, boundaries, |b, i| scalar.piece_end(b, i));
-    }
-}
+        ],
+    tails: ["ſ"],
+);

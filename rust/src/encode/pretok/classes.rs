@@ -105,6 +105,21 @@ impl CharClasses {
         }
     }
 
+    /// End of `\p{N}{1,3}` whose first char (`N`, of `len` bytes) starts at `i`: up to two
+    /// more `N` chars (cl100k and o200k).
+    #[inline(always)]
+    pub(crate) fn digits3_end(&self, b: &[u8], i: usize, len: usize) -> usize {
+        let mut k = i + len;
+        for _ in 0..2 {
+            let (d, l) = self.at(b, k);
+            if d & N == 0 {
+                break;
+            }
+            k += l;
+        }
+        k
+    }
+
     /// The maximal whitespace (`S`) run starting at `i`, scanned once; each pattern family
     /// then decides from it where its `\s` alternatives end.
     #[inline(always)]
@@ -217,9 +232,9 @@ impl CharClasses {
 /// the first position at or after `k` that does not start such a char.
 ///
 /// Why: on CJK text a letter run is tens of three-byte chars, and decoding each with the
-/// general [`CharClasses::at`] (a call, a branch on the char's length, two table loads) made
-/// splitting the shared multilingual text 7-19% slower than one bit test in an 8 KiB table
-/// that stays in L1 (cl100k 7%, o200k 15%, r50k 19%).
+/// general [`CharClasses::at`] (a call, a branch on the char's length, two table loads) makes
+/// splitting multilingual text up to 19% slower than one bit test in an 8 KiB table that
+/// stays in L1.
 #[inline(always)]
 pub(crate) fn run3_end(b: &[u8], mut k: usize, bits: &Bits3) -> usize {
     while let Some(&[b0, b1, b2]) = b.get(k..).and_then(|w| w.first_chunk::<3>()) {
@@ -227,8 +242,8 @@ pub(crate) fn run3_end(b: &[u8], mut k: usize, bits: &Bits3) -> usize {
             break;
         }
         // Valid UTF-8 after a lead byte E0-EF: two continuation bytes, 6 bits each. Decoded
-        // here from the three bytes already in hand: going through `decode_multibyte`, with
-        // its read per byte, split the multilingual text at 0.89x (r50k) to 0.99x (cl100k).
+        // here from the three bytes already in hand, not through `decode_multibyte` and its
+        // read per byte.
         let cp = (b0 as usize & 0x0F) << 12 | (b1 as usize & 0x3F) << 6 | (b2 as usize & 0x3F);
         if bits[cp / 64] >> (cp % 64) & 1 == 0 {
             break;

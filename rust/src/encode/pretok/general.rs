@@ -60,13 +60,9 @@
 //! `Automaton` docs give for a leftmost-first search): a table load per byte.
 //! Same automaton semantics, so the same match. Where the DFA cannot answer (it
 //! would pass `DFA_SIZE_LIMIT`, or stops at a quit byte, as a Unicode `\b`
-//! does on non-ASCII text), the meta regex runs as before; where it finds no
+//! does on non-ASCII text), the meta regex runs; where it finds no
 //! match at the position, only the unanchored search does.
-//! Measured (Rust core, whole encode with cl100k's ranks and GPT-2's published pattern, 2 MB
-//! of each corpus in 4 KB documents, 16 alternated passes against the meta regex alone):
-//! 1.82x on English, 1.73x on code, 1.39x on multilingual text. Splitting alone, over the
-//! whole corpus, is 2.2-2.3x as fast. That pattern's DFA takes 1.2 MB and 16-24 ms to
-//! build; Llama 3's 33 ms, o200k_base's 71 ms.
+//! Splitting alone is ~2.2x as fast as with the meta regex (see docs/engine.md).
 
 use crate::runtime::process_once::ProcessOnce;
 

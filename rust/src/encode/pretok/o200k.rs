@@ -43,43 +43,17 @@
 //! C (`(?i:'s|'t|'re|'ve|'m|'ll|'d)`) uses regex-syntax's simple case folding,
 //! which adds only `ſ` (U+017F) to the ASCII pairs of these letters.
 
-use super::ascii_window::drive_windows;
-use super::classes::{ascii_run_end, run3_end, AsciiRun, CharClasses, END, L, N, NL, S, U, W};
-use super::o200k_block::boundaries;
-use crate::error::Result;
+use super::ascii_window::splitter_type;
+use super::classes::{ascii_run_end, run3_end, AsciiRun, END, L, N, NL, S, U, W};
+use super::o200k_block;
 
-/// The o200k splitter.
-#[derive(Clone, Copy)]
-pub struct O200k {
-    t: &'static CharClasses,
-}
-
-impl Default for O200k {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+splitter_type!(
+    /// The o200k splitter.
+    O200k,
+    o200k_block::boundaries
+);
 
 impl O200k {
-    pub fn new() -> Self {
-        O200k {
-            t: CharClasses::get(),
-        }
-    }
-
-    /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
-    /// from `o200k_block` all at once, else one by one.
-    /// (`|w| boundaries(w)`, not `boundaries`: see `ascii_window::drive_windows`.)
-    #[inline]
-    #[allow(clippy::redundant_closure)]
-    pub fn for_each_piece<'t>(
-        &self,
-        text: &'t str,
-        f: impl FnMut(&'t str) -> Result<()>,
-    ) -> Result<()> {
-        drive_windows(text, |w| boundaries(w), |b, i| self.piece_end(b, i), f)
-    }
-
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
@@ -101,15 +75,7 @@ impl O200k {
             }
         }
         if c & N != 0 {
-            let mut k = i + len;
-            for _ in 0..2 {
-                let (d, l) = t.at(b, k);
-                if d & N == 0 {
-                    break;
-                }
-                k += l;
-            }
-            return k;
+            return t.digits3_end(b, i, len);
         }
         let p_start = if c & (L | N | S) == 0 {
             Some(i + len)
@@ -356,6 +322,7 @@ fn contraction_end(b: &[u8], k: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encode::pretok::classes::CharClasses;
 
     #[test]
     fn ascii_kinds_agree_with_the_class_table() {

@@ -26,17 +26,15 @@
 //! - A5-A7: what is left of a whitespace run splits as in cl100k: at its start, after its last
 //!   `\r\n`, and before its last char if at least two chars follow that `\r\n`.
 
-use super::ascii_window::{classified, digit_group_starts, masks, space_run_starts, span, WINDOW};
+use super::ascii_window::{
+    boundaries_test, classified_masks, digit_group_starts, space_run_starts, span, WINDOW,
+};
 use super::cl100k::contraction_ci;
 
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
 #[inline(always)]
 pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
-    let m = masks(w);
-    let (valid_len, valid) = classified(&m);
-    if valid_len == 0 {
-        return None;
-    }
+    let (m, valid_len, valid) = classified_masks(w)?;
     let (letter, upper, digit) = (m.letter & valid, m.upper & valid, m.digit & valid);
     let (space, newline, blank) = (m.space & valid, m.newline & valid, m.blank & valid);
     let lower = letter & !upper;
@@ -103,15 +101,9 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
     (last > 0).then_some((starts, last))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::ascii_window::check_against_scalar;
-    use super::*;
-
-    /// The invariant, on o200k's edge cases (see [`check_against_scalar`]).
-    #[test]
-    fn boundaries_are_the_scalar_splitters_up_to_last() {
-        const PARTS: &[&str] = &[
+boundaries_test!(
+    super::super::o200k::O200k,
+    parts: [
             "a",
             "Z",
             "s",
@@ -159,10 +151,6 @@ mod tests {
             ".\n/",
             "\n/\n",
             ";\n",
-        ];
-        // Besides the common tails (see `check_against_scalar`).
-        const TAILS: &[&str] = &["A", "/", "ſ", "É", "\u{301}", "ʰ"];
-        let scalar = super::super::o200k::O200k::new();
-        check_against_scalar(PARTS, TAILS, boundaries, |b, i| scalar.piece_end(b, i));
-    }
-}
+        ],
+    tails: ["A", "/", "ſ", "É", "\u{301}", "ʰ"],
+);

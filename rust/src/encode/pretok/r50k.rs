@@ -27,43 +27,17 @@
 //!    (A run's last char, left over, then starts the next piece: glued to the
 //!    following word by 2-4 if it is ` `, else alone by 7.)
 
-use super::ascii_window::drive_windows;
-use super::classes::{CharClasses, END, L, N, S};
-use super::r50k_block::boundaries;
-use crate::error::Result;
+use super::ascii_window::splitter_type;
+use super::classes::{END, L, N, S};
+use super::r50k_block;
 
-/// The r50k/p50k/gpt2 splitter.
-#[derive(Clone, Copy)]
-pub struct R50k {
-    t: &'static CharClasses,
-}
-
-impl Default for R50k {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+splitter_type!(
+    /// The r50k/p50k/gpt2 splitter.
+    R50k,
+    r50k_block::boundaries
+);
 
 impl R50k {
-    pub fn new() -> Self {
-        R50k {
-            t: CharClasses::get(),
-        }
-    }
-
-    /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie ahead,
-    /// from `r50k_block` all at once, else one by one.
-    /// (`|w| boundaries(w)`, not `boundaries`: see `ascii_window::drive_windows`.)
-    #[inline]
-    #[allow(clippy::redundant_closure)]
-    pub fn for_each_piece<'t>(
-        &self,
-        text: &'t str,
-        f: impl FnMut(&'t str) -> Result<()>,
-    ) -> Result<()> {
-        drive_windows(text, |w| boundaries(w), |b, i| self.piece_end(b, i), f)
-    }
-
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {

@@ -21,17 +21,13 @@
 //!   char. A run must end inside the window before that is sure; 5 (`\s++$`) cannot apply,
 //!   since a char follows the run.
 
-use super::ascii_window::{classified, masks, space_run_starts, WINDOW};
+use super::ascii_window::{boundaries_test, classified_masks, space_run_starts, WINDOW};
 use super::r50k::contraction;
 
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
 #[inline(always)]
 pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
-    let m = masks(w);
-    let (valid_len, valid) = classified(&m);
-    if valid_len == 0 {
-        return None;
-    }
+    let (m, valid_len, valid) = classified_masks(w)?;
     let (letter, digit, space, blank) = (
         m.letter & valid,
         m.digit & valid,
@@ -77,20 +73,12 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
     (starts > 1).then(|| (starts, 63 - starts.leading_zeros()))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::ascii_window::check_against_scalar;
-    use super::*;
-
-    /// The invariant, on r50k's edge cases (see [`check_against_scalar`]).
-    #[test]
-    fn boundaries_are_the_scalar_splitters_up_to_last() {
-        const PARTS: &[&str] = &[
+boundaries_test!(
+    super::super::r50k::R50k,
+    parts: [
             "a", "Z", "s", "S", "t", "d", "m", "l", "L", "v", "e", "r", "'", " ", "  ", "\n", "\r",
             "\t", "\x0b", "1", "22", "4444", ".", "!?", "/", "\x00", "'s", "'ll", "'LL", "'ve",
             "'re", "'x", " '", "\n\n", " \n ", "    ", "don't", "x's's", " 1", " .",
-        ];
-        let scalar = super::super::r50k::R50k::new();
-        check_against_scalar(PARTS, &[], boundaries, |b, i| scalar.piece_end(b, i));
-    }
-}
+        ],
+    tails: [],
+);
