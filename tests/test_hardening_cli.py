@@ -283,3 +283,39 @@ def test_train_errors_are_one_line_without_errno(tmp_path: Path) -> None:
     done = run("train", str(text), "--vocab-size", "300", "-o", str(tmp_path / "v.tiktoken") + "/")
     assert done.status == 2 and "ends in a separator" in done.message, done.message
     assert "pieces:" not in done.out.decode()
+
+
+# ---------------------------------------------------------------- more ways to a traceback
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names of any bytes: Linux")
+def test_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    name = os.fsdecode(b"\xff.txt")  # what argv gives Python for these bytes
+    (tmp_path / name).write_text("hello there")
+    # count writes the name as its own bytes, as wc does.
+    done = run("count", str(tmp_path / name))
+    assert done.status == 0, done.message
+    assert done.out == b"2 " + os.fsencode(str(tmp_path / name)) + b"\n"
+    # train saves under such a name and says where.
+    out = str(tmp_path / os.fsdecode(b"v\xfe.tiktoken"))
+    done = run("train", str(tmp_path / name), "--vocab-size", "258", "--no-progress", "-o", out)
+    assert done.status == 0 and "Traceback" not in done.message, done.message
+    assert os.fsencode(out) in done.out
+    assert os.path.exists(out) and os.path.exists(out + ".json")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        "{'descr': '<u4', 'fortran_order': False, 'shape': (" + "9" * 4000 + ",), }",
+    ],
+    ids=["deep", "huge-shape"],
+)
+def test_a_hostile_npy_header_is_a_short_error(tmp_path: Path, header: str) -> None:
+    raw = header.encode()
+    path = tmp_path / "ids.npy"
+    path.write_bytes(b"\x93NUMPY\x02\x00" + len(raw).to_bytes(4, "little") + raw)
+    done = run("decode", "-f", str(path))
+    assert_one_line_error(done, "not a 1-D integer .npy array")
+    assert "9" * 200 not in done.message

@@ -98,9 +98,17 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = ClosedStdout()
     if closed_stderr:
         sys.stderr = io.StringIO()
+    # A path that is not UTF-8 (argv's undecodable bytes are lone surrogates) is printed as
+    # its own bytes (`saved: PATH`), as Python does in the C locale, not as a traceback.
+    errors = getattr(sys.stdout, "errors", None)
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and errors == "strict":
+        reconfigure(errors="surrogateescape")
     try:
         return _run(argv)
     finally:
+        if reconfigure is not None and errors == "strict":
+            reconfigure(errors="strict")
         if closed_stdout:
             sys.stdout = None
         if closed_stderr:

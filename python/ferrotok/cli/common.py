@@ -82,7 +82,9 @@ def stdout_write(data: bytes | memoryview | str) -> None:
     encoding). A reader that went away is a `BrokenPipeError`, a full disk an `OSError`, and
     a closed standard output too (see `ClosedStdout`): `main` says each in its way."""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        # A file name that is not UTF-8 (`count`'s rows) is written as its own bytes, as wc
+        # writes it (argv's undecodable bytes are lone surrogates, PEP 383).
+        data = data.encode("utf-8", errors="surrogateescape")
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:
         sys.stdout.write(bytes(data).decode("utf-8", errors="replace"))

@@ -104,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
         if not _is_utf8(token):
             return _fail(f"--special {token!r} is not valid UTF-8 text")
     name = args.name or os.path.splitext(os.path.basename(out))[0] or "trained"
+    # A file name's bytes that are not UTF-8 (lone surrogates here) cannot go into the JSON
+    # sidecar: they become U+FFFD in the name taken from it.
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if "-" in args.files and not os.path.exists(_STDIN):
         if os.path.lexists(_STDIN):  # the link is there, what it names is not
             return _fail("FILE '-': standard input is closed")
