@@ -64,7 +64,7 @@ def main() -> int:
             if "/dev/tty" in template:
                 # Ctrl-C: SIGINT to the ferrotok process while it waits on a pipe that stays open.
                 # (`set -m`: a background job of a script otherwise ignores SIGINT.)
-                command = (f"set -m; sleep 30 | {ferrotok} decode & PID=$!; sleep 1.5; "
+                command = (f"set -m; sleep 30 2>/dev/null | {ferrotok} decode & PID=$!; sleep 1.5; "
                            "kill -INT $PID; wait $PID")
             else:
                 command = template.format(F=ferrotok, T=shlex.quote(tmp))

@@ -107,6 +107,11 @@ def npy_ids(data: bytes, name: str) -> array.array[int] | memoryview:
             values.byteswap()
         if len(values) != shape[0]:
             raise ValueError(f"{len(values)} values, the header says {shape[0]}")
-    except (ValueError, SyntaxError, KeyError, TypeError, IndexError) as e:
-        raise CLIError(f"{name}: not a 1-D integer .npy array of ids ({e})") from None
+    except (ValueError, SyntaxError, KeyError, TypeError, IndexError, RecursionError) as e:
+        # (Python 3.9's parser says a deeply nested header with a MemoryError, newer ones with
+        # a SyntaxError; a header's numbers may have thousands of digits: the message is cut.)
+        why = str(e) if len(str(e)) <= 120 else str(e)[:117] + "..."
+        raise CLIError(f"{name}: not a 1-D integer .npy array of ids ({why})") from None
+    except MemoryError:
+        raise CLIError(f"{name}: not a 1-D integer .npy array of ids (header too deep)") from None
     return values

@@ -8,8 +8,12 @@ A user mistake is a `CLIError`; `ferrotok.cli.main` prints it as one line and ex
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from ..files import write_fully
 
 if TYPE_CHECKING:
     from ..core import Encoding
@@ -17,6 +21,9 @@ if TYPE_CHECKING:
 DEFAULT_ENCODING = "cl100k_base"
 EXIT_OK = 0
 EXIT_USER_ERROR = 2
+#: Ctrl-C, and a reader gone away: the statuses a shell shows for SIGINT and SIGPIPE.
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 
 class CLIError(Exception):
@@ -71,23 +78,73 @@ def load_encoding(args: argparse.Namespace) -> Encoding:
 
 
 def stdout_write(data: bytes | memoryview | str) -> None:
-    """Writes to standard output; bytes go through untouched (no locale encoding)."""
+    """Writes all of `data` to standard output; bytes go through untouched (no locale
+    encoding). A reader that went away is a `BrokenPipeError`, a full disk an `OSError`, and
+    a closed standard output too (see `ClosedStdout`): `main` says each in its way."""
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        # A file name that is not UTF-8 (`count`'s rows) is written as its own bytes, as wc
+        # writes it (argv's undecodable bytes are lone surrogates, PEP 383).
+        data = data.encode("utf-8", errors="surrogateescape")
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:
         sys.stdout.write(bytes(data).decode("utf-8", errors="replace"))
         return
     sys.stdout.flush()
-    buffer.write(data)
+    write_fully(buffer, data)
     buffer.flush()
+
+
+class ClosedStdout(io.TextIOBase):
+    """Standard output when the process started without one (`ferrotok ... >&-`: Python then
+    has `sys.stdout = None`): every write is an `OSError` (EBADF) that says so."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _Once(argparse.Action):
+    """`-f PATH` that may be given once: a second one is a usage error, not silently the one
+    that counts (`encode -f a.txt -f b.txt` kept only b.txt)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        before = getattr(namespace, self.dest, None)
+        if before is not None:
+            parser.error(
+                f"{'/'.join(self.option_strings)} may be given once (got {before!r} and "
+                f"{values!r}); for several files, join them: cat A B | {parser.prog} -f -"
+            )
+        setattr(namespace, self.dest, values)
+
+
+def add_file_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """`-f/--file PATH`, which may be given once (`-`: standard input)."""
+    parser.add_argument("-f", "--file", metavar="PATH", action=_Once, help=help)
+
+
+#: What TEXT means, said in the --help of every subcommand that takes it.
+TEXT_IS_TEXT = (
+    "TEXT is the text itself, never a file name: to read a file, use -f PATH "
+    "(-f - or no TEXT: standard input)."
+)
 
 
 def add_text_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds what a command that reads text takes: `TEXT` or `--file`, `--encoding` /
-    `--model`, and `--allow-special`."""
-    parser.add_argument("text", nargs="?", metavar="TEXT", help="the text (default: stdin)")
-    parser.add_argument("-f", "--file", metavar="PATH", help="read the text from PATH (UTF-8)")
+    `--model`, and `--allow-special`; its --help says what TEXT is."""
+    parser.add_argument(
+        "text", nargs="?", metavar="TEXT", help="the text itself (default: standard input)"
+    )
+    add_file_option(parser, "read the text from PATH (UTF-8; -: standard input)")
+    parser.epilog = TEXT_IS_TEXT
     add_encoding_arguments(parser)
     add_allow_special(parser)
 

@@ -28,9 +28,15 @@ from .threads import map_parts
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `count` to the `ferrotok` command's subcommands."""
     p = subparsers.add_parser(
-        "count", help="tokens per file, like wc", description=cmd_count.__doc__
+        "count",
+        help="tokens per file, like wc",
+        description=cmd_count.__doc__,
+        epilog="FILE arguments are files, as for wc (unlike encode's and show's TEXT); "
+        "to count a text, pipe it: printf %s TEXT | ferrotok count",
     )
-    p.add_argument("files", nargs="*", metavar="FILE", help="files to count (default: stdin)")
+    p.add_argument(
+        "files", nargs="*", metavar="FILE", help="files to count (-, or none: standard input)"
+    )
     add_encoding_arguments(p)
     add_allow_special(p)
     p.set_defaults(func=cmd_count)

@@ -91,9 +91,30 @@ def input_text(args: argparse.Namespace) -> str:
             # Undecodable bytes in argv arrive as lone surrogates (PEP 383).
             raise CLIError("the TEXT argument is not valid UTF-8; use --file") from None
         text: str = args.text
+        _note_if_a_file(text)
         return text
     data, name = read_input_bytes(args.file)
     return decode_utf8(data, name)
+
+
+def _note_if_a_file(text: str) -> None:
+    """TEXT is text, never a file name (`count`'s FILEs are files, like wc's): when it also
+    names a file, say on stderr how to read the file instead. (Only a one-line TEXT short
+    enough to be a path is looked up.)"""
+    if not text or len(text) > 4096 or "\n" in text or "\0" in text:
+        return
+    try:
+        is_file = os.path.isfile(text)
+    except (OSError, ValueError):
+        return
+    if is_file:
+        import shlex
+
+        print(
+            f"ferrotok: note: {text!r} is read as text, not as the file of that name "
+            f"(to read the file: -f {shlex.quote(text)})",
+            file=sys.stderr,
+        )
 
 
 def encode_text(enc: Encoding, text: str, allow_special: bool) -> list[int]:

@@ -91,9 +91,10 @@ def run(args: argparse.Namespace) -> int:
     out = os.fspath(args.output)
     if not out:
         return _fail("-o is empty: give the path to save the vocabulary at")
-    if os.path.isdir(out):
+    if os.path.isdir(out) or out.endswith((os.sep, os.altsep or os.sep)):
         example = os.path.join(out, "vocab.tiktoken")
-        return _fail(f"-o {out} is a directory: give a file path, such as {example}")
+        what = "is a directory" if os.path.isdir(out) else "ends in a separator (a directory)"
+        return _fail(f"-o {out} {what}: give a file path, such as {example}")
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         return _fail(f"cannot write {out}: directory {out_dir} does not exist")
@@ -103,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
         if not _is_utf8(token):
             return _fail(f"--special {token!r} is not valid UTF-8 text")
     name = args.name or os.path.splitext(os.path.basename(out))[0] or "trained"
+    # A file name's bytes that are not UTF-8 (lone surrogates here) cannot go into the JSON
+    # sidecar: they become U+FFFD in the name taken from it.
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if "-" in args.files and not os.path.exists(_STDIN):
         if os.path.lexists(_STDIN):  # the link is there, what it names is not
             return _fail("FILE '-': standard input is closed")
@@ -143,7 +147,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("ferrotok train: interrupted", file=sys.stderr)
         return 130
-    except (OSError, ValueError, TypeError) as e:
+    except OSError as e:
+        # `[Errno 21] is a directory: 'x'` said as the other subcommands say it: `x: is ...`.
+        if e.filename is not None and e.strerror:
+            return _fail(f"{os.fsdecode(e.filename)}: {e.strerror}")
+        return _fail(str(e))
+    except (ValueError, TypeError) as e:
         return _fail(str(e))
     n_merges = enc.n_vocab - 256 - len(args.special)
     print(f"pieces: {len(counts):,} distinct, {counts.total():,} total")
