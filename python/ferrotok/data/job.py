@@ -68,7 +68,7 @@ def resolve_encoding(encoding: Encoding | str | os.PathLike[str]) -> Encoding:
     if isinstance(encoding, os.PathLike) or (
         isinstance(encoding, str) and os.path.exists(encoding)
     ):
-        from .. import load
+        from ..persist import load
 
         return load(os.fspath(encoding))
     if isinstance(encoding, str):
@@ -111,7 +111,8 @@ def with_specials(
     import numpy as np
 
     n = len(offsets) - 1
-    lengths = np.diff(np.asarray(offsets, dtype=np.int64))
+    offs = np.asarray(offsets, dtype=np.int64)
+    lengths: npt.NDArray[np.int64] = offs[1:] - offs[:-1]
     extra = [t for t in (bos, eot) if t is not None]
     if extra and n:
         if len(extra) == 2:
@@ -470,7 +471,7 @@ def tokenize_files(
     else:
         start, skip_docs, skipped = Position(0, 0), 0, Skipped()
     # A share of the input is shown when read bytes are file bytes (nothing decompressed).
-    total_bytes = 0 if compressed else sum(i["bytes"] for i in identity["inputs"])
+    total_bytes = 0 if compressed else sum(os.path.getsize(p) for p in paths)
     bar = _Progress(progress, total_bytes)
     writer = _Writer(
         directory, job, manifest, fmt=format, prefix=prefix, dtype=out_dtype,

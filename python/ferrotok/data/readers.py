@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, NamedTuple, Union
+from typing import IO, Any, NamedTuple, Union, cast
 
 __all__ = [
     "BadInput",
@@ -178,7 +178,7 @@ def _open(path: str, comp: str | None) -> IO[bytes]:
     if comp == "gz":
         import gzip
 
-        return gzip.open(path, "rb")
+        return cast("IO[bytes]", gzip.open(path, "rb"))
     if comp == "zst":
         try:
             import zstandard
@@ -188,7 +188,7 @@ def _open(path: str, comp: str | None) -> IO[bytes]:
                 "or ferrotok[data])"
             ) from None
         raw = open(path, "rb")  # noqa: SIM115 - closed with the reader (closefd)
-        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
+        return cast("IO[bytes]", zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
     return open(path, "rb")
 
 
@@ -403,7 +403,7 @@ class _Reader:
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_binary):
             raise ValueError(f"{path}: column {self.field!r} is {kind}, expected strings")
         row = 0
-        groups = []
+        groups: list[int] = []
         for g in range(pf.num_row_groups):  # whole row groups before the start are not read
             n = pf.metadata.row_group(g).num_rows
             if not groups and row + n <= skip:

@@ -113,7 +113,7 @@ class ShardWriter:
         """Appends documents: ``ids`` flat (cast to the shard's dtype), ``lengths`` theirs."""
         assert self._f is not None, "shard already closed"
         if len(ids):
-            self._f.write(memoryview(np.ascontiguousarray(ids, dtype=self.dtype)).cast("B"))
+            self._f.write(np.ascontiguousarray(ids, dtype=self.dtype).data)
         self.num_tokens += len(ids)
         self.lengths.append(np.asarray(lengths, dtype=np.int64))
 
