@@ -16,6 +16,12 @@ The model only ever sees the token ids that occur in the corpus (plus end-of-tex
     python examples/train_lm.py --tokenizer cl100k_base
     python examples/train_lm.py my_corpus.txt --steps 500
 
+Or from shards written by ``ferrotok tokenize`` (any --format; the encoding is read from the
+manifest, the last tenth of the sequences is held out; memory-mapped, nothing loaded whole):
+
+    ferrotok tokenize docs.jsonl -o shards/ --encoding gpt2
+    python examples/train_lm.py --shards shards/
+
 Defaults take about two minutes on two CPU cores.
 """
 
@@ -83,7 +89,7 @@ def encode_all(enc, docs: list[str]) -> list[list[int]]:
 
 
 @torch.no_grad()
-def evaluate(model: TransformerLM, data: PackedDataset, batch_size: int) -> float:
+def evaluate(model: TransformerLM, data, batch_size: int) -> float:
     model.eval()
     loader = torch.utils.data.DataLoader(data, batch_size=batch_size)
     total, count = 0.0, 0
@@ -119,10 +125,17 @@ def main() -> None:
     p.add_argument("--prompt", default="def ")
     p.add_argument("--sample-tokens", type=int, default=120)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shards", default=None, metavar="DIR",
+                   help="train on the shards `ferrotok tokenize` wrote in DIR")
     args = p.parse_args()
     random.seed(args.seed)
     torch.manual_seed(args.seed)
-    t0 = time.perf_counter()
+    t0 = args.t0 = time.perf_counter()
+    if args.shards:
+        enc, used, train_data, val_data = shard_data(args)
+        model_eot = used.index(enc.eot_token) if enc.eot_token in used else 0
+        train_and_sample(args, enc, used, model_eot, train_data, val_data)
+        return
 
     docs = read_corpus(args.files, args.max_chars, args.max_file_chars)
     random.shuffle(docs)
@@ -157,6 +170,55 @@ def main() -> None:
     if len(train_data) == 0 or len(val_data) == 0:
         sys.exit("corpus too small for --seq-len; give more text or a shorter --seq-len")
 
+    train_and_sample(args, enc, used, model_eot, train_data, val_data)
+
+
+def shard_data(args: argparse.Namespace):
+    """The encoding, the ids that occur, and training / held-out windows from shards."""
+    import json
+
+    import numpy as np
+    from ferrotok.data import ShardDataset, TokenShards
+
+    with open(Path(args.shards) / "manifest.json", encoding="utf-8") as f:
+        job = json.load(f)["job"]
+    enc = ferrotok.get_encoding(job["encoding"])
+    shards = TokenShards(args.shards)
+    # the ids that occur, found in bounded pieces of the memory-mapped stream
+    seen = np.zeros(enc.n_vocab, dtype=bool)
+    step = 1 << 22
+    for a in range(0, shards.num_tokens, step):
+        seen[shards.tokens(a, a + step)] = True
+    used = np.flatnonzero(seen).tolist()
+    lut = torch.zeros(enc.n_vocab, dtype=torch.long)
+    lut[used] = torch.arange(len(used))
+    windows = ShardDataset(shards, args.seq_len)
+    n_val = max(1, len(windows) // 10)
+    if len(windows) < 2:
+        sys.exit("the shards hold too few tokens for --seq-len")
+
+    class Renumbered(torch.utils.data.Dataset):
+        def __init__(self, lo: int, hi: int) -> None:
+            self.lo, self.hi = lo, hi
+
+        def __len__(self) -> int:
+            return self.hi - self.lo
+
+        def __getitem__(self, i: int):
+            item = windows[self.lo + i]
+            return {k: lut[v] for k, v in item.items()}
+
+    train_data = Renumbered(0, len(windows) - n_val)
+    val_data = Renumbered(len(windows) - n_val, len(windows))
+    print(
+        f"shards: {shards.num_tokens:,} tokens of {job['encoding']} in {len(shards.files)} "
+        f"{job['format']} shards; {len(train_data)} training and {len(val_data)} held-out "
+        f"sequences of {args.seq_len}; model vocabulary {len(used):,}"
+    )
+    return enc, used, train_data, val_data
+
+
+def train_and_sample(args, enc, used, model_eot, train_data, val_data) -> None:
     model = TransformerLM(
         len(used),
         dim=args.dim,
@@ -211,6 +273,7 @@ def main() -> None:
     val_after = evaluate(model, val_data, args.batch_size)
     print(f"held-out loss after {args.steps} steps: {val_after:.3f} (before: {val_before:.3f})")
 
+    to_model = {t: i for i, t in enumerate(used)}
     prompt_ids = [to_model.get(t, model_eot) for t in enc.encode_ordinary(args.prompt)]
     out = model.generate(
         torch.tensor(prompt_ids), args.sample_tokens, temperature=0.8, top_k=40, eos_token=model_eot
@@ -218,7 +281,7 @@ def main() -> None:
     text = enc.decode([used[i] for i in out.tolist() if i != model_eot])
     print(f"--- sample (prompt {args.prompt!r}, temperature 0.8, top-k 40) ---")
     print(text)
-    print(f"--- done in {time.perf_counter() - t0:.1f}s")
+    print(f"--- done in {time.perf_counter() - args.t0:.1f}s")
 
 
 if __name__ == "__main__":

@@ -277,8 +277,23 @@ def _check_files(paths: list[str]) -> None:
                 pass
 
 
-def _count_into(counter: _core.Counter, texts_or_files: TextsOrFiles, bar: Phases) -> None:
+def _records(paths: list[str]) -> bool:
+    """Whether some file holds records (JSONL, Parquet) or is compressed: those are read as
+    documents by `ferrotok.data.readers`; plain text files go to the Rust reader whole."""
+    from .data.readers import input_format
+
+    return any(input_format(p) != ("text", None) for p in paths)
+
+
+def _count_into(
+    counter: _core.Counter, texts_or_files: TextsOrFiles, bar: Phases, field: str = "text"
+) -> None:
     paths, texts = _sources(texts_or_files)
+    if paths is not None and _records(paths):
+        from .data.readers import iter_documents
+
+        # One document per JSONL line / Parquet row (its `field`), compressed or not.
+        texts, paths = iter_documents(paths, field=field), None
     if paths is not None:
         _check_files(paths)
         counter.add_files(paths, bar)
@@ -314,12 +329,15 @@ def count_pieces(
     special_tokens: Iterable[str] | None = None,
     num_threads: int | None = None,
     progress: bool = True,
+    field: str = "text",
 ) -> PieceCounts:
     """Counts the distinct pieces of a corpus: the first half of `train`.
 
     `texts_or_files` is an iterable of `str` (streamed, never held whole) or of paths
-    (`os.PathLike`; each file is one document, read as UTF-8 without newline translation,
-    in bounded windows, in parallel). Tables from shards can be added with `+`; training on
+    (`os.PathLike`; a plain text file is one document, read as UTF-8 without newline
+    translation, in bounded windows, in parallel; a JSONL or Parquet file, or a `.gz`/`.zst`
+    one, gives one document per line or row: its `field`, as `ferrotok tokenize` reads it).
+    Tables from shards can be added with `+`; training on
     the sum gives the same vocabulary as counting everything at once.
 
     >>> counts = count_pieces(["to be or not to be"], progress=False)
@@ -333,7 +351,7 @@ def count_pieces(
     _warn_if_pattern_drops_text(pat)
     bar = Phases(progress)
     try:
-        _count_into(counter, texts_or_files, bar)
+        _count_into(counter, texts_or_files, bar, field)
     finally:
         bar.close()
     return PieceCounts._wrap(counter.finish())
@@ -529,12 +547,14 @@ def train(
     name: str = "trained",
     progress: bool = True,
     num_threads: int | None = None,
+    field: str = "text",
 ) -> Encoding:
     """Trains a byte-level BPE encoding on a corpus.
 
     Args:
         texts_or_files: an iterable of `str` (streamed) or of paths (`os.PathLike`, e.g.
-            `pathlib.Path`; each file is one document, read in parallel). A `str` is always
+            `pathlib.Path`; a text file is one document, read in parallel; a JSONL or
+            Parquet file, or a `.gz`/`.zst` one, one document per record). A `str` is always
             text: if the first one is also a file's name, a warning says so.
         vocab_size: the size of the vocabulary: 256 bytes + merges + special tokens.
             Fewer merges are made if the corpus runs out of pairs.
@@ -548,6 +568,7 @@ def train(
         progress: show a progress bar on stderr (only when it is a terminal).
         num_threads: threads for counting (default: all cores). The result never depends
             on it.
+        field: the JSONL field / Parquet column holding the text, for such files.
 
     Ctrl-C stops training promptly with `KeyboardInterrupt`.
 
@@ -568,6 +589,7 @@ def train(
         special_tokens=specials,
         num_threads=num_threads,
         progress=progress,
+        field=field,
     )
     return train_from_counts(
         counts,

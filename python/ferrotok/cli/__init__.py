@@ -37,7 +37,7 @@ import sys
 from typing import Any, Callable
 
 from ..progress import end_line
-from . import count, decode, encode, encodings, show, train
+from . import count, decode, encode, encodings, show, tokenize, train
 from .common import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ferrotok {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for subcommand in (encode, decode, count, show, encodings, train):
+    for subcommand in (encode, decode, count, show, encodings, train, tokenize):
         subcommand.register(subparsers)
     return parser
 

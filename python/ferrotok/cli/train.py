@@ -47,7 +47,14 @@ def register(
         ),
     )
     p.add_argument(
-        "files", nargs="+", metavar="FILE", help="UTF-8 text files ('-': standard input)"
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="UTF-8 text files, one document each ('-': standard input); JSONL and Parquet "
+        "files (and .gz/.zst ones) give one document per record, read from --field",
+    )
+    p.add_argument(
+        "--field", default="text", help="JSONL field / Parquet column with the text"
     )
     p.add_argument(
         "--vocab-size",
@@ -127,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
                 special_tokens=args.special,
                 num_threads=args.threads,
                 progress=not args.no_progress,
+                field=args.field,
             )
         for w in caught:
             print(f"ferrotok train: warning: {w.message}", file=sys.stderr)
@@ -165,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     # A stream (a named pipe, `<(...)`) was read once, by the counting: it is not measured.
     files = [p for p in paths if _is_regular(p)]
     try:
-        tokens, nbytes, partial = _tokens_per_byte(enc, files)
+        tokens, nbytes, partial = _tokens_per_byte(enc, files, args.field)
     except KeyboardInterrupt:
         # Only the measurement is cut short: the vocabulary is saved.
         print(f"saved: {out} and {out}.json (vocabulary {enc.n_vocab:,})")
@@ -219,7 +227,9 @@ def _check_args(args: argparse.Namespace) -> None:
     )
 
 
-def _tokens_per_byte(enc: Encoding, paths: Sequence[pathlib.Path]) -> tuple[int, int, bool]:
+def _tokens_per_byte(
+    enc: Encoding, paths: Sequence[pathlib.Path], field: str = "text"
+) -> tuple[int, int, bool]:
     """Tokens and bytes of the input (up to `_MEASURE_BYTES`), encoded with `enc`.
 
     Files are read and encoded 1 MB at a time, cut where `ferrotok.cli.cuts` allows (so the
@@ -235,7 +245,15 @@ def _tokens_per_byte(enc: Encoding, paths: Sequence[pathlib.Path]) -> tuple[int,
         tokens += enc.count(part.decode("utf-8", errors="replace"), allowed_special="all")
         nbytes += len(part)
 
+    from ..data.readers import input_format, iter_documents
+
     for p in paths:
+        if input_format(str(p)) != ("text", None):  # records: the documents' text
+            for doc in iter_documents(p, field=field, skip_bad=True):
+                add(doc.encode("utf-8"))
+                if nbytes >= _MEASURE_BYTES:
+                    return tokens, nbytes, True
+            continue
         with open(p, "rb") as f:
             pending = b""
             while nbytes + len(pending) < _MEASURE_BYTES:

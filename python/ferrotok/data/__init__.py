@@ -1,4 +1,16 @@
-"""Fixed-length training sequences from encoded documents, ready for a ``DataLoader``.
+"""From a corpus of files to token shards, and from shards (or documents) to training batches.
+
+The parts (each imported only when first used, so ``import ferrotok.data`` stays light):
+
+* :func:`tokenize_files` (:mod:`.job`): text / JSONL / Parquet files, compressed or not, to
+  Megatron, nanoGPT, llm.c, datatrove or numpy shards plus a manifest, on all cores, in
+  bounded memory, resumable (``ferrotok tokenize`` on the command line).
+* :func:`iter_documents` (:mod:`.readers`): the same inputs as a stream of ``str``.
+* :func:`read_shard`, :class:`TokenShards`, :class:`ShardDataset` (:mod:`.datasets`): shards
+  memory-mapped, cut into causal-LM windows for a ``DataLoader``.
+* :mod:`ferrotok.data.ray`: the same on a Ray cluster (``pip install ferrotok[ray]``).
+
+Packing documents already in memory:
 
 Two ways to turn documents (lists of token ids) into sequences of ``seq_len`` inputs with their
 next-token labels:
@@ -25,11 +37,49 @@ Example:
 from __future__ import annotations
 
 import operator
+import warnings
 from array import array
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["IGNORE_INDEX", "PackedDataset", "PaddedDataset", "document_causal_mask"]
+__all__ = [
+    "IGNORE_INDEX",
+    "PackedDataset",
+    "PaddedDataset",
+    "document_causal_mask",
+    "tokenize_files",
+    "iter_documents",
+    "BadInput",
+    "read_shard",
+    "TokenShards",
+    "ShardDataset",
+]
+
+_LAZY = {
+    "tokenize_files": "job",
+    "iter_documents": "readers",
+    "BadInput": "readers",
+    "read_shard": "datasets",
+    "TokenShards": "datasets",
+    "ShardDataset": "datasets",
+}
+
+if TYPE_CHECKING:
+    from .datasets import ShardDataset, TokenShards, read_shard
+    from .job import tokenize_files
+    from .readers import BadInput, iter_documents
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'ferrotok.data' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
 
 #: Label value ignored by the loss (``torch.nn.CrossEntropyLoss``'s default ``ignore_index``).
 IGNORE_INDEX = -100
@@ -78,6 +128,16 @@ def _require_torch(as_tensors: bool) -> None:
             raise ImportError(
                 "as_tensors=True needs PyTorch (pip install torch); pass as_tensors=False for lists"
             ) from None
+
+
+class _Stream:
+    """A packed token stream handed to :class:`PackedDataset` as is (``from_stream``)."""
+
+    def __init__(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    def __iter__(self) -> Any:  # only to be an Iterable for the type checker
+        return iter(())
 
 
 class PackedDataset:
@@ -139,17 +199,61 @@ class PackedDataset:
         self.pad_id = pad_id
         self.document_ids = document_ids
         self.as_tensors = as_tensors
-        stream = array("q")
-        num_docs = 0
-        for i, doc in enumerate(documents):
-            stream.extend(_as_ids(doc, i))
-            if separator is not None:
-                stream.append(separator)
-            num_docs += 1
-        self.num_documents = num_docs
-        self.stream = stream
-        targets = max(len(stream) - 1, 0)  # tokens that can be predicted
+        self.num_documents: int | None
+        if isinstance(documents, _Stream):
+            # An already packed stream (e.g. a memory-mapped shard): used as is, not copied.
+            self.stream: Any = documents.tokens
+            self.num_documents = None
+        else:
+            stream = array("q")
+            num_docs = 0
+            for i, doc in enumerate(documents):
+                stream.extend(_as_ids(doc, i))
+                if separator is not None:
+                    stream.append(separator)
+                num_docs += 1
+            self.num_documents = num_docs
+            self.stream = stream
+        targets = max(len(self.stream) - 1, 0)  # tokens that can be predicted
         self._len = targets // seq_len if drop_last else -(-targets // seq_len)
+        if self._len == 0:
+            warnings.warn(
+                f"the packed stream holds {len(self.stream)} tokens, fewer than one sequence "
+                f"of seq_len={seq_len} plus its label: the dataset is empty",
+                UserWarning,
+                stacklevel=2,
+            )
+
+    @classmethod
+    def from_stream(
+        cls,
+        tokens: Any,
+        seq_len: int,
+        *,
+        separator: int | None = None,
+        drop_last: bool = True,
+        pad_id: int = 0,
+        document_ids: bool = False,
+        as_tensors: bool = True,
+    ) -> PackedDataset:
+        """Windows over an already packed 1-d token stream — a numpy array, an
+        ``np.memmap`` of a shard (see :func:`read_shard`), an ``array.array`` — used in
+        place, never copied. ``separator`` is the token that ends each document in it
+        (needed for ``document_ids``); nothing is appended.
+
+        Example:
+            >>> import numpy as np
+            >>> ds = PackedDataset.from_stream(np.arange(9, dtype=np.uint16), 4,
+            ...                                as_tensors=False)
+            >>> len(ds), ds[1]["input_ids"], ds[1]["labels"]
+            (2, [4, 5, 6, 7], [5, 6, 7, 8])
+        """
+        if getattr(tokens, "ndim", 1) != 1:
+            raise ValueError("tokens must be a 1-d sequence of token ids")
+        return cls(
+            _Stream(tokens), seq_len, separator=separator, drop_last=drop_last, pad_id=pad_id,
+            document_ids=document_ids, as_tensors=as_tensors,
+        )
 
     @property
     def num_tokens(self) -> int:
@@ -165,7 +269,7 @@ class PackedDataset:
             raise IndexError(f"index {index} out of range for {self._len} sequences")
         index %= self._len
         L = self.seq_len
-        window = self.stream[index * L : index * L + L + 1].tolist()
+        window = [int(t) for t in self.stream[index * L : index * L + L + 1].tolist()]
         real = len(window) - 1  # real input positions
         pad = L - real
         item = {

@@ -1,0 +1,552 @@
+"""Documents from files: plain text, JSON Lines and Parquet, optionally ``.gz`` / ``.zst``.
+
+What this module promises:
+
+* Every document comes out as a ``str``, in input order: files in the order given (a glob or
+  a directory expands to its files sorted by name), and within a file in file order.
+* A record that cannot be a document — a JSONL line that is not a JSON object, a missing
+  field, a ``null`` or non-string value, bytes that are not UTF-8 — raises :class:`BadInput`
+  naming the file and the line (or Parquet row). With ``skip_bad=True`` it is skipped instead
+  and counted in :attr:`Skipped`, by reason, with the first few places kept: never dropped
+  silently. Blank JSONL lines are not records (JSON Lines allows them) and are not counted.
+* Memory is bounded by the batch size (plus one document), never by the file: files are read
+  in blocks, Parquet in record batches. The one exception is ``text_mode="file"``, where a
+  whole file is one document and so is held at once.
+* A :class:`Position` ``(file, record)`` names where a batch ends, so a job can start again
+  after it (``start=``) and get exactly the documents that follow.
+
+JSONL is parsed with pyarrow's JSON reader (C++, outside the GIL) when pyarrow is there; any
+block it refuses or that holds a null is parsed again line by line with :mod:`json`, which
+finds the bad line and gives the same strings for the good ones (a lone surrogate escape,
+which pyarrow refuses, becomes U+FFFD, as tiktoken encodes it). Decompression (zlib, zstd)
+also runs outside the GIL, so reading overlaps encoding in another thread.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, NamedTuple, Union, cast
+
+__all__ = [
+    "BadInput",
+    "Batch",
+    "Position",
+    "Skipped",
+    "expand_inputs",
+    "input_format",
+    "iter_batches",
+    "iter_documents",
+]
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+#: Formats a file can be read as.
+FORMATS = ("text", "jsonl", "parquet")
+#: How a plain-text file is cut into documents (or any other string: a separator).
+TEXT_MODES = ("file", "line")
+
+_JSONL_EXT = (".jsonl", ".ndjson", ".json")
+_PARQUET_EXT = (".parquet", ".pq")
+_COMPRESSED_EXT = (".gz", ".zst", ".zstd")
+
+_BLOCK = 8 << 20  # bytes read from a file at a time (before decompression)
+_SKIP_EXAMPLES = 10  # places of skipped records kept in the manifest
+
+
+class BadInput(ValueError):
+    """A record that cannot be a document; the message names the file and line (or row)."""
+
+    def __init__(self, path: str, where: str, reason: str, detail: str) -> None:
+        self.path = path
+        self.where = where
+        self.reason = reason
+        super().__init__(f"{path}:{where}: {detail} (pass skip_bad=True / --skip-bad to skip)")
+
+
+@dataclass
+class Skipped:
+    """Records skipped under ``skip_bad=True``: counts by reason and the first few places."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, err: BadInput) -> None:
+        self.counts[err.reason] = self.counts.get(err.reason, 0) + 1
+        if len(self.examples) < _SKIP_EXAMPLES:
+            self.examples.append(str(err).split(" (pass skip_bad", 1)[0])
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "by_reason": dict(sorted(self.counts.items())),
+                "examples": list(self.examples)}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Skipped:
+        return cls(dict(obj.get("by_reason", {})), list(obj.get("examples", [])))
+
+
+class Position(NamedTuple):
+    """Where reading stands: records ``< record`` of file ``file`` (and every earlier file)
+    are consumed. A record is a line (JSONL, text by line), a row (Parquet), a piece between
+    separators, or the whole file (text by file)."""
+
+    file: int
+    record: int
+
+
+@dataclass
+class Batch:
+    """Documents read in order, and where reading stands after them."""
+
+    texts: list[str]
+    end: Position
+    nbytes: int  # input bytes (decompressed) the documents came from
+    skipped: Skipped  # what was skipped up to ``end`` (a snapshot)
+
+
+def input_format(path: str, fmt: str | None = None) -> tuple[str, str | None]:
+    """``(format, compression)`` of ``path``: ``fmt`` if given, else from the file name
+    (``.jsonl``/``.ndjson``/``.json``, ``.parquet``/``.pq``, anything else text), under an
+    optional ``.gz``/``.zst`` suffix."""
+    name = os.path.basename(path).lower()
+    comp = None
+    for ext in _COMPRESSED_EXT:
+        if name.endswith(ext):
+            comp = "zst" if ext.startswith(".zst") else "gz"
+            name = name[: -len(ext)]
+            break
+    if fmt is None:
+        if name.endswith(_JSONL_EXT):
+            fmt = "jsonl"
+        elif name.endswith(_PARQUET_EXT):
+            fmt = "parquet"
+        else:
+            fmt = "text"
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown input format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt == "parquet" and comp is not None:
+        raise ValueError(
+            f"{path}: a compressed Parquet file is not supported (Parquet compresses its own "
+            "pages): decompress it first"
+        )
+    return fmt, comp
+
+
+def expand_inputs(inputs: StrPath | Sequence[StrPath]) -> list[str]:
+    """Files named by ``inputs``: paths, globs (``*``, ``?``, ``[``, ``**``) and directories
+    (every file below, hidden ones excepted), each expansion sorted by name; order otherwise
+    kept. Raises ``FileNotFoundError`` for a name that matches nothing."""
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    if isinstance(inputs, bytes):
+        raise TypeError("inputs must be paths (str or os.PathLike), not bytes")
+    out: list[str] = []
+    for item in inputs:
+        p = os.fspath(item)
+        if not isinstance(p, str):
+            raise TypeError(f"inputs must be paths (str or os.PathLike), got {p!r}")
+        if os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                found += [os.path.join(root, f) for f in files if not f.startswith(".")]
+            if not found:
+                raise FileNotFoundError(f"directory {p} holds no files")
+            out += sorted(found)
+        elif os.path.exists(p):
+            out.append(p)
+        elif glob.has_magic(p):
+            found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
+            if not found:
+                raise FileNotFoundError(f"no file matches {p}")
+            out += found
+        else:
+            raise FileNotFoundError(f"no such file: {p}")
+    if not out:
+        raise ValueError("no input files given")
+    return out
+
+
+def _open(path: str, comp: str | None) -> IO[bytes]:
+    if comp == "gz":
+        import gzip
+
+        return cast("IO[bytes]", gzip.open(path, "rb"))
+    if comp == "zst":
+        try:
+            import zstandard
+        except ImportError:
+            raise ImportError(
+                f"{path}: reading .zst needs the zstandard package (pip install zstandard, "
+                "or ferrotok[data])"
+            ) from None
+        raw = open(path, "rb")  # noqa: SIM115 - closed with the reader (closefd)
+        return cast("IO[bytes]", zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+    return open(path, "rb")
+
+
+def _blocks(f: IO[bytes], sep: bytes, size: int = _BLOCK) -> Iterator[bytes]:
+    """The stream cut into blocks of about ``size`` bytes that end just after a ``sep``
+    (the last may not)."""
+    rest = b""
+    while True:
+        chunk = f.read(size)
+        if not chunk:
+            if rest:
+                yield rest
+            return
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(sep)
+        if cut < 0:
+            rest = data
+            continue
+        cut += len(sep)
+        yield data[:cut]
+        rest = data[cut:]
+
+
+def _decode(data: bytes, path: str, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(path, where, "invalid_utf8", f"invalid UTF-8 at byte {e.start}") from None
+
+
+def _no_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (a ``\\ud800`` escape in JSON) replaced by U+FFFD,
+    as tiktoken's ``encode`` and pyarrow's reader treat them, so that the text is valid
+    Unicode everywhere (training refuses surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+class _Reader:
+    """Batches of documents from a list of files (see :func:`iter_batches`)."""
+
+    def __init__(
+        self,
+        paths: list[str],
+        *,
+        fmt: str | None,
+        field: str,
+        text_mode: str,
+        skip_bad: bool,
+        batch_bytes: int,
+        start: Position,
+    ) -> None:
+        self.paths = paths
+        self.fmt = fmt
+        self.field = field
+        self.text_mode = text_mode
+        self.skip_bad = skip_bad
+        self.batch_bytes = batch_bytes
+        self.block = max(4096, min(_BLOCK, batch_bytes))  # bytes read at a time
+        self.start = start
+        self.skipped = Skipped()
+        self.texts: list[str] = []
+        self.nbytes = 0
+        self._arrow_json: Any = None
+
+    def _bad(self, err: BadInput) -> None:
+        if not self.skip_bad:
+            raise err
+        self.skipped.add(err)
+
+    def _take(self, end: Position) -> Batch:
+        snap = Skipped(dict(self.skipped.counts), list(self.skipped.examples))
+        b = Batch(self.texts, end, self.nbytes, snap)
+        self.texts, self.nbytes = [], 0
+        return b
+
+    def run(self) -> Iterator[Batch]:
+        for i in range(self.start.file, len(self.paths)):
+            path = self.paths[i]
+            skip = self.start.record if i == self.start.file else 0
+            fmt, comp = input_format(path, self.fmt)
+            if fmt == "parquet":
+                gen = self._parquet(i, path, skip)
+            elif fmt == "jsonl":
+                gen = self._jsonl(i, path, comp, skip)
+            else:
+                gen = self._text(i, path, comp, skip)
+            yield from gen
+        # The last batch, empty or not, carries the end position.
+        yield self._take(Position(len(self.paths), 0))
+
+    # -- JSON Lines ---------------------------------------------------------------------
+
+    def _jsonl(self, i: int, path: str, comp: str | None, skip: int) -> Iterator[Batch]:
+        line = 0  # lines before the current block
+        with _open(path, comp) as f:
+            for block in _blocks(f, b"\n", self.block):
+                n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+                if line + n_lines <= skip:
+                    line += n_lines
+                    continue
+                if line < skip:  # the start is inside this block: drop the lines before it
+                    cut = 0
+                    for _ in range(skip - line):
+                        cut = block.index(b"\n", cut) + 1
+                    block = block[cut:]
+                    line = skip
+                    n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+                self._jsonl_block(block, path, line)
+                self.nbytes += len(block)
+                line += n_lines
+                if self.nbytes >= self.batch_bytes:
+                    yield self._take(Position(i, line))
+        if self.texts:
+            yield self._take(Position(i + 1, 0))
+
+    def _jsonl_block(self, block: bytes, path: str, first_line: int) -> None:
+        texts = self._jsonl_fast(block)
+        if texts is not None:
+            self.texts += texts
+            return
+        for n, raw in enumerate(block.split(b"\n"), start=first_line + 1):
+            if not raw.strip():
+                continue
+            try:
+                self.texts.append(self._jsonl_line(raw, path, n))
+            except BadInput as e:
+                self._bad(e)
+
+    def _jsonl_fast(self, block: bytes) -> list[str] | None:
+        """The block's texts through pyarrow, or None if pyarrow is missing, refuses the
+        block, or finds a null (then the slow path names the line)."""
+        if self._arrow_json is False:
+            return None
+        if self._arrow_json is None:
+            try:
+                import pyarrow as pa
+                import pyarrow.json as paj
+            except ImportError:
+                self._arrow_json = False
+                return None
+            self._arrow_json = (
+                pa,
+                paj,
+                paj.ParseOptions(
+                    explicit_schema=pa.schema([(self.field, pa.large_string())]),
+                    unexpected_field_behavior="ignore",
+                ),
+            )
+        pa, paj, parse = self._arrow_json
+        if not block.strip():
+            return []
+        try:
+            table = paj.read_json(
+                pa.BufferReader(block),
+                read_options=paj.ReadOptions(use_threads=False, block_size=len(block) + 1),
+                parse_options=parse,
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+        col = table.column(self.field)
+        if col.null_count:
+            return None
+        try:
+            texts: list[str] = col.to_pylist()
+        except UnicodeDecodeError:  # pyarrow passes raw non-UTF-8 bytes through
+            return None
+        return texts
+
+    def _jsonl_line(self, raw: bytes, path: str, n: int) -> str:
+        where = f"line {n}"
+        text = _decode(raw, path, where)
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise BadInput(
+                path, where, "not_json", f"not JSON ({e.msg} at column {e.colno})"
+            ) from None
+        if not isinstance(obj, dict):
+            raise BadInput(path, where, "not_object",
+                           f"a JSON {type(obj).__name__}, expected an object")
+        if self.field not in obj:
+            raise BadInput(path, where, "missing_field", f"no field {self.field!r}")
+        value = obj[self.field]
+        if not isinstance(value, str):
+            kind = "null" if value is None else type(value).__name__
+            raise BadInput(path, where, "not_string",
+                           f"field {self.field!r} is {kind}, expected a string")
+        return _no_lone_surrogates(value)
+
+    # -- Parquet ------------------------------------------------------------------------
+
+    def _parquet(self, i: int, path: str, skip: int) -> Iterator[Batch]:
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ImportError(
+                f"{path}: reading Parquet needs pyarrow (pip install pyarrow, or ferrotok[data])"
+            ) from None
+        pf = pq.ParquetFile(path)
+        schema = pf.schema_arrow
+        if self.field not in schema.names:
+            raise ValueError(
+                f"{path}: no column {self.field!r} (columns: {', '.join(schema.names)})"
+            )
+        kind = schema.field(self.field).type
+        is_binary = pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_binary):
+            raise ValueError(f"{path}: column {self.field!r} is {kind}, expected strings")
+        row = 0
+        groups: list[int] = []
+        for g in range(pf.num_row_groups):  # whole row groups before the start are not read
+            n = pf.metadata.row_group(g).num_rows
+            if not groups and row + n <= skip:
+                row += n
+            else:
+                groups.append(g)
+        rows_per_batch = 8192
+        for rb in pf.iter_batches(batch_size=rows_per_batch, row_groups=groups,
+                                  columns=[self.field]):
+            col = rb.column(0)
+            if row < skip:
+                col = col.slice(skip - row)
+                row = skip
+            if col.null_count or is_binary:
+                self._parquet_slow(col.to_pylist(), path, row)
+            else:
+                self.texts += col.to_pylist()
+            self.nbytes += col.nbytes
+            row += len(col)
+            if self.nbytes >= self.batch_bytes:
+                yield self._take(Position(i, row))
+        if self.texts:
+            yield self._take(Position(i + 1, 0))
+
+    def _parquet_slow(self, values: list[Any], path: str, first_row: int) -> None:
+        for r, v in enumerate(values, start=first_row):
+            where = f"row {r}"
+            if v is None:
+                self._bad(BadInput(path, where, "not_string",
+                                   f"column {self.field!r} is null, expected a string"))
+            elif isinstance(v, bytes):
+                try:
+                    self.texts.append(_decode(v, path, where))
+                except BadInput as e:
+                    self._bad(e)
+            else:
+                self.texts.append(v)
+
+    # -- plain text ---------------------------------------------------------------------
+
+    def _text(self, i: int, path: str, comp: str | None, skip: int) -> Iterator[Batch]:
+        if self.text_mode == "file":
+            if skip == 0:
+                with _open(path, comp) as f:
+                    data = f.read()
+                try:
+                    self.texts.append(_decode(data, path, "1"))
+                except BadInput as e:
+                    self._bad(e)
+                self.nbytes += len(data)
+            if self.nbytes >= self.batch_bytes:
+                yield self._take(Position(i + 1, 0))
+            return
+        line_mode = self.text_mode == "line"
+        sep = b"\n" if line_mode else self.text_mode.encode("utf-8")
+        record = 0  # records before the current piece
+        line = 1  # line number where the current block starts
+        with _open(path, comp) as f:
+            for block in _blocks(f, sep, self.block):
+                pieces = block.split(sep)
+                if block.endswith(sep):
+                    pieces.pop()
+                for piece in pieces:
+                    if record >= skip:
+                        where = f"line {line}"
+                        if line_mode and piece.endswith(b"\r"):
+                            piece = piece[:-1]
+                        if piece:  # empty lines / pieces are not documents
+                            try:
+                                self.texts.append(_decode(piece, path, where))
+                            except BadInput as e:
+                                self._bad(e)
+                    record += 1
+                    line += piece.count(b"\n") + (1 if line_mode else 0)
+                    if not line_mode:
+                        line += sep.count(b"\n")
+                self.nbytes += len(block)
+                if self.nbytes >= self.batch_bytes:
+                    yield self._take(Position(i, record))
+        if self.texts:
+            yield self._take(Position(i + 1, 0))
+
+
+def iter_batches(
+    inputs: StrPath | Sequence[StrPath],
+    *,
+    format: str | None = None,
+    field: str = "text",
+    text_mode: str = "file",
+    skip_bad: bool = False,
+    batch_bytes: int = 4 << 20,
+    start: Position | None = None,
+    skipped: Skipped | None = None,
+) -> Iterator[Batch]:
+    """Batches of about ``batch_bytes`` of documents from ``inputs`` (see the module doc).
+
+    Args:
+        inputs: files, globs or directories (:func:`expand_inputs`).
+        format: ``"text"``, ``"jsonl"`` or ``"parquet"`` for every file; default from each
+            file's name.
+        field: the JSONL field / Parquet column holding the text.
+        text_mode: plain text as one document per ``"file"``, per ``"line"`` (blank lines
+            skipped), or any other string: the separator between documents (empty pieces
+            skipped).
+        skip_bad: skip bad records (counted in ``skipped``) instead of raising
+            :class:`BadInput`.
+        batch_bytes: input bytes per batch (a batch ends at a record boundary).
+        start: skip what comes before this position (from a previous batch's ``end``).
+        skipped: a :class:`Skipped` to count into (default: a new one, not returned).
+
+    The last batch may be empty; its ``end`` is ``Position(len(files), 0)``.
+    """
+    if not isinstance(text_mode, str) or not text_mode:
+        raise ValueError("text_mode must be 'file', 'line' or a non-empty separator string")
+    if not isinstance(field, str) or not field:
+        raise ValueError("field must be a non-empty string")
+    paths = expand_inputs(inputs)
+    for p in paths:
+        input_format(p, format)  # every file's format is checked before any work
+    reader = _Reader(paths, fmt=format, field=field, text_mode=text_mode, skip_bad=skip_bad,
+                     batch_bytes=batch_bytes, start=start or Position(0, 0))
+    if skipped is not None:
+        reader.skipped = skipped
+    return reader.run()
+
+
+def iter_documents(
+    inputs: StrPath | Sequence[StrPath],
+    *,
+    format: str | None = None,
+    field: str = "text",
+    text_mode: str = "file",
+    skip_bad: bool = False,
+) -> Iterator[str]:
+    """Every document of ``inputs`` as a ``str``, in order, streamed (see :func:`iter_batches`).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "docs.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"text": "hello"}\\n{"id": 2, "text": "world"}\\n')
+    >>> list(iter_documents(path))
+    ['hello', 'world']
+    """
+    for batch in iter_batches(inputs, format=format, field=field, text_mode=text_mode,
+                              skip_bad=skip_bad):
+        yield from batch.texts
