@@ -195,6 +195,28 @@ def test_a_reader_that_goes_away_ends_it_quietly_with_141(tmp_path: Path, comman
     assert err == b""
 
 
+def _wait_until_blocked(pid: int) -> None:
+    """Returns once the process `pid` sleeps without using the CPU for a while (on Linux, read
+    from /proc); elsewhere after a few seconds."""
+    import time
+
+    stat_path = f"/proc/{pid}/stat"
+    if not os.path.exists(stat_path):
+        time.sleep(5)
+        return
+    last, still_since = None, time.monotonic()
+    deadline = time.monotonic() + HANG_S
+    while time.monotonic() < deadline:
+        with open(stat_path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        state, cpu = fields[0], int(fields[11]) + int(fields[12])  # utime + stime
+        if state != "S" or cpu != last:
+            last, still_since = cpu, time.monotonic()
+        elif time.monotonic() - still_since > 0.5:
+            return
+        time.sleep(0.05)
+
+
 def test_ctrl_c_while_reading_stdin_exits_130_without_a_traceback() -> None:
     proc = subprocess.Popen(
         [*FERROTOK, "decode"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -202,17 +224,7 @@ def test_ctrl_c_while_reading_stdin_exits_130_without_a_traceback() -> None:
     assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write(b"15339 ")
     proc.stdin.flush()
-    # Wait until it is reading (its imports done): then Ctrl-C.
-    import time
-
-    for _ in range(600):
-        time.sleep(0.1)
-        try:
-            with open(f"/proc/{proc.pid}/wchan") as f:
-                if f.read().strip() in ("pipe_read", "pipe_wait", "wait_woken"):
-                    break
-        except OSError:
-            break
+    _wait_until_blocked(proc.pid)  # reading stdin, its imports and set-up done
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, err
