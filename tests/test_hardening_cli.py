@@ -331,3 +331,23 @@ def test_a_hostile_npy_header_is_a_short_error(tmp_path: Path, header: str) -> N
     done = run("decode", "-f", str(path))
     assert_one_line_error(done, "not a 1-D integer .npy array")
     assert "9" * 200 not in done.message
+
+
+def test_decode_of_an_unreadable_or_endless_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ferrotok import cli
+
+    if os.path.exists("/dev/zero"):  # a device that never ends, named with -f
+        assert_one_line_error(run("decode", "-f", "/dev/zero"), "not a token id")
+    path = tmp_path / "secret.ids"
+    path.write_text("15339")
+
+    def denied(file: str, mode: str = "r") -> object:
+        raise PermissionError(13, "Permission denied", file)
+
+    # chmod 0 would not stop root, so the permission error is simulated (in process).
+    monkeypatch.setattr(cli.decode, "open", denied, raising=False)
+    assert cli.main(["decode", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"ferrotok: error: {path}: cannot read (Permission denied)\n"
