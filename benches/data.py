@@ -166,7 +166,7 @@ def run_nanogpt(src: Path, out: Path) -> int:
     import tiktoken
     from datasets import load_dataset
 
-    enc = tiktoken.get_encoding(ENCODING)
+    enc = tiktoken.get_encoding("r50k_base")  # GPT-2's ids (offline: no vocab.bpe needed)
     kind = "parquet" if src.suffix == ".parquet" else "json"
     ds = load_dataset(kind, data_files=str(src), split="train",
                       cache_dir=str(out / "hf-cache"))
@@ -260,6 +260,19 @@ def run_gigatoken(src: Path, out: Path) -> int:
     return len(ids)
 
 
+def _vm_hwm_mb() -> float:
+    """This process's peak resident memory since its exec (VmHWM; ru_maxrss would include
+    what the parent held before the fork)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(args: argparse.Namespace) -> None:
     setup_offline_env()
     src, out = Path(args.input), Path(args.out)
@@ -281,7 +294,8 @@ def child(args: argparse.Namespace) -> None:
     else:
         raise SystemExit(f"unknown contender {args.child}")
     dt = time.perf_counter() - t0
-    self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    self_rss = _vm_hwm_mb()
+    # (a forked child's ru_maxrss starts at its parent's: this is an upper bound)
     kids_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(json.dumps({"seconds": dt, "tokens": tokens, "peak_rss_mb": self_rss,
                       "peak_rss_children_mb": kids_rss}))

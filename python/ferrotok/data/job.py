@@ -68,9 +68,7 @@ def resolve_encoding(encoding: Encoding | str | os.PathLike[str]) -> Encoding:
     if isinstance(encoding, os.PathLike) or (
         isinstance(encoding, str) and os.path.exists(encoding)
     ):
-        from ..persist import load
-
-        return load(os.fspath(encoding))
+        return Encoding.load(os.fspath(encoding))
     if isinstance(encoding, str):
         from ..registry import get_encoding
 
@@ -80,10 +78,10 @@ def resolve_encoding(encoding: Encoding | str | os.PathLike[str]) -> Encoding:
 
 def encoding_hash(enc: Encoding) -> str:
     """sha256 of what decides an encoding's ids: its ranks, pattern and special tokens."""
-    from ..load import _tiktoken_bpe_bytes
+    from ..load import format_tiktoken_bpe
 
     h = hashlib.sha256()
-    h.update(_tiktoken_bpe_bytes(enc._mergeable_ranks))
+    h.update(format_tiktoken_bpe(enc._mergeable_ranks))
     h.update(enc._pat_str.encode("utf-8", "surrogatepass"))
     h.update(json.dumps(sorted(enc._special_tokens.items())).encode("utf-8"))
     return h.hexdigest()
