@@ -640,8 +640,8 @@ def _load_once(module: str, name: str, doc: Path | None) -> dict[str, float] | s
 def first_document(corpus_dir: Path) -> str:
     """The first ~4 KB document of English, code and multilingual text, one after the other:
     what a program's first real call encodes. ferrotok builds the pair filter and the thread's
-    piece cache at its first pieces (the walk's and the cuts' tables wait for more text), so it
-    shows the cold start that `get_encoding` alone leaves out."""
+    piece cache at its first pieces (the backtracking and the cuts' tables wait for more
+    text), so it shows the cold start that `get_encoding` alone leaves out."""
     parts = []
     for name in ("english", "code", "multilingual"):
         path = corpus_dir / f"{name}.txt"

@@ -73,7 +73,7 @@ def pair(name: str):
 
 def fresh_encoding(name: str):
     """A new ferrotok Encoding with `name`'s pattern and ranks: none of the tables ferrotok
-    builds after load (the pair filter, the backtracking walk's, the cuts') is built yet."""
+    builds after load (the pair filter, the backtracking tables, the cuts') is built yet."""
     import ferrotok
 
     base = ferrotok.get_encoding(name)

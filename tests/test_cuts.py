@@ -1,11 +1,11 @@
 """Parity where CJK pieces are cut: text glued together from the vocabularies' own CJK tokens.
 
 ferrotok cuts a long CJK piece at the boundaries no token spans and encodes the parts on their
-own (`rust/src/char_cuts.rs`). Text made of the chars of multi-char tokens, in random order,
-puts boundaries that tokens span beside boundaries that none does. Parts that spell a token
-BPE cannot reach (a part is BPE proper, where a piece is its token if it is one) are drawn too
-where a vocabulary has such tokens; cl100k and o200k have no CJK ones, so the Rust tests of
-`char_cuts.rs` cover that case with a vocabulary made for it."""
+own (`rust/src/encode/bpe/char_cuts.rs`). Text made of the chars of multi-char tokens, in
+random order, puts boundaries that tokens span beside boundaries that none does. Parts that
+spell a token BPE cannot reach (a part is BPE proper, where a piece is its token if it is one)
+are drawn too where a vocabulary has such tokens; cl100k and o200k have no CJK ones, so the
+Rust tests of `encode/bpe/char_cuts.rs` cover that case with a vocabulary made for it."""
 
 from __future__ import annotations
 

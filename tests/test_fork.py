@@ -3,9 +3,9 @@
 A child forked from a process whose thread pool had started inherits the pool but not its
 threads. Each test forks after the parent has used ferrotok's pools (loading an encoding
 does), then asks the child for work that runs in parallel for the first time there; before
-the pools were tied to the process (`rust/src/pool.rs`), the child waited forever. A child
+the pools were tied to the process (`rust/src/runtime/pool.rs`), the child waited forever. A child
 forked while another thread of the parent was building a table waited forever too, for a
-builder it does not have (`rust/src/process_once.rs`).
+builder it does not have (`rust/src/runtime/process_once.rs`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ pytestmark = [
 ]
 
 LONG = "a" * 5_000 + " 日本語のテキストを長く続けます" * 40 + " " + "x9" * 300
-# One piece longer than WALK_AFTER (128 KiB): the backtracking tables are built at once.
+# One piece longer than BACKTRACK_AFTER (128 KiB): the backtracking tables are built at once.
 LONGER = "a" * 200_000 + LONG
 
 
@@ -57,7 +57,7 @@ def in_forked_child(work: Callable[[], Any], timeout: float = 120.0) -> Any:
     return value
 
 
-def test_building_the_walk_in_a_forked_child() -> None:
+def test_building_the_backtrack_tables_in_a_forked_child() -> None:
     # The backtracking tables are built in parallel, once long pieces add up to 128 KiB.
     enc = fresh_encoding("o200k_base")
     assert enc.encode_ordinary(LONG) == pair("o200k_base")[1].encode_ordinary(LONG)  # not yet
@@ -65,11 +65,12 @@ def test_building_the_walk_in_a_forked_child() -> None:
     assert got == pair("o200k_base")[1].encode_ordinary(LONGER)
 
 
-def test_a_fork_while_another_thread_builds_the_walk() -> None:
-    # A thread encodes a piece that has the walk's tables built at once (40-50 ms for o200k)
+def test_a_fork_while_another_thread_builds_the_backtrack_tables() -> None:
+    # A thread encodes a piece that has the backtracking tables built at once (40-50 ms for o200k)
     # while the test forks, at several delays so that some fork lands inside the build. The
     # child needs the tables too; it waited forever for the parent's building thread, which
-    # is not in the child, while the tables were in a `OnceLock` (`rust/src/process_once.rs`).
+    # is not in the child, while the tables were in a `OnceLock`
+    # (`rust/src/runtime/process_once.rs`).
     want = pair("o200k_base")[1].encode_ordinary(LONGER)
     for delay in (0.0, 0.002, 0.005, 0.01, 0.02, 0.03):
         enc = fresh_encoding("o200k_base")

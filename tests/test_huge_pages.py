@@ -1,5 +1,5 @@
 """The extension's big tables live in mappings advised for 2 MiB pages (Linux, see
-`rust/src/huge_pages.rs`), and `FERROTOK_HUGE_PAGES=0` leaves the advice out."""
+`rust/src/runtime/huge_pages.rs`), and `FERROTOK_HUGE_PAGES=0` leaves the advice out."""
 
 from __future__ import annotations
 

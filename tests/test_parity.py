@@ -57,9 +57,9 @@ def test_corpus_parity(name: str, corpus: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
-def test_parity_before_and_after_the_walk_is_built(name: str) -> None:
+def test_parity_before_and_after_the_backtrack_tables_are_built(name: str) -> None:
     # A fresh encoding encodes long pieces by the scan and the heap until they add up to
-    # 128 KiB (then the backtracking walk's tables are built): both sides of that must give
+    # 128 KiB (then the backtracking tables are built): both sides of that must give
     # tiktoken's ids. The first 40,000 chars of the three corpora hold ~47 KB of such pieces
     # (~45 KB of them Japanese); the next 200,000 chars of the multilingual text (392 KB,
     # ~289 KB in such pieces) cross the threshold.

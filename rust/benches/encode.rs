@@ -106,7 +106,7 @@ fn main() {
                 mbps(text.len(), split_s), mbps(text.len(), bpe_s), mbps(text.len(), all_s), pieces.len(), ids.len()
             );
         }
-        // One long piece each: the backtracking walk (`backtrack.rs`), on its first pass over
+        // One long piece each: the backtracking encoder (`encode/bpe/backtrack.rs`), on its first pass over
         // the file (for random letters the pair memo holds none of its pairs yet, so checks
         // unwind through the pair filter and table) and on its third (the memo holds the
         // file's pairs as far as it has room).
