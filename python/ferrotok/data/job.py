@@ -57,6 +57,9 @@ _MANIFEST_FORMAT = "ferrotok-shards"
 _DEFAULT = "default"
 _QUEUE = 2  # batches in flight between two stages
 
+# The writing stage (`Job`, `WriteStage`, `JobProgress`, the manifest functions and
+# `token_id`) is shared with `ray.write_shards`, which feeds it batches from a Ray dataset.
+
 
 def resolve_encoding(encoding: Encoding | str | os.PathLike[str]) -> Encoding:
     """An :class:`Encoding` from itself, a registered name, or the path of an encoding saved
@@ -87,7 +90,9 @@ def encoding_hash(enc: Encoding) -> str:
     return h.hexdigest()
 
 
-def _token_id(enc: Encoding, what: str, value: int | str | None) -> int | None:
+def token_id(enc: Encoding, what: str, value: int | str | None) -> int | None:
+    """The id of ``bos``/``eot`` (``what``) given as an id, a special token's text or None,
+    checked against ``enc``."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -129,14 +134,15 @@ def with_specials(
 
 
 @dataclass
-class _Job:
+class Job:
     """What decides the output: the same job in the same directory resumes."""
 
     identity: dict[str, Any]
     paths: list[str]
 
 
-def _manifest_write(directory: str, manifest: dict[str, Any]) -> None:
+def write_manifest(directory: str, manifest: dict[str, Any]) -> None:
+    """Replaces ``directory``'s manifest by ``manifest``, atomically and flushed to disk."""
     path = os.path.join(directory, MANIFEST)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -147,7 +153,7 @@ def _manifest_write(directory: str, manifest: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-class _Progress:
+class JobProgress:
     """Bytes, documents, tokens and MB/s on stderr, at most twice a second."""
 
     def __init__(self, enabled: bool, total_bytes: int) -> None:
@@ -177,14 +183,14 @@ class _Progress:
         sys.stderr.flush()
 
 
-class _Writer:
+class WriteStage:
     """The writing stage: adds BOS/EOT, cuts shards, renames them into place, keeps the
     manifest. Runs in its own thread; every method but ``run`` is private to it."""
 
     def __init__(
         self,
         directory: str,
-        job: _Job,
+        job: Job,
         manifest: dict[str, Any],
         *,
         fmt: str,
@@ -196,7 +202,7 @@ class _Writer:
         tokenizer: str,
         start: Position,
         skipped: Skipped,
-        progress: _Progress,
+        progress: JobProgress,
     ) -> None:
         self.directory = directory
         self.job = job
@@ -252,7 +258,7 @@ class _Writer:
                 },
             }
         )
-        _manifest_write(self.directory, self.manifest)
+        write_manifest(self.directory, self.manifest)
 
     def write(
         self, batch: Batch, ids: npt.NDArray[Any], offsets: npt.NDArray[Any], dropped: int = 0
@@ -329,7 +335,8 @@ def _describe_inputs(paths: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _clear(directory: str, prefix: str) -> None:
+def clear_shards(directory: str, prefix: str) -> None:
+    """Removes the shards named ``prefix_*`` and the manifest from ``directory``."""
     for name in os.listdir(directory):
         if name.startswith(prefix + "_") or name in (MANIFEST, MANIFEST + ".tmp"):
             os.remove(os.path.join(directory, name))
@@ -405,14 +412,14 @@ def tokenize_files(
     if not prefix or os.sep in prefix or prefix.startswith("."):
         raise ValueError(f"prefix must be a plain file name part, got {prefix!r}")
     enc = resolve_encoding(encoding)
-    bos_id = _token_id(enc, "bos", bos)
+    bos_id = token_id(enc, "bos", bos)
     if eot == _DEFAULT:
         eot = enc._special_tokens.get("<|endoftext|>")
         if eot is None:
             raise ValueError(
                 f"{enc.name} has no <|endoftext|>: pass eot= (a token) or eot=None"
             )
-    eot_id = _token_id(enc, "eot", eot)
+    eot_id = token_id(enc, "eot", eot)
     if dtype is None:
         out_dtype = dtype_for_vocab(enc.n_vocab)
     else:
@@ -454,8 +461,8 @@ def tokenize_files(
         "skip_bad": skip_bad,
         "inputs": _describe_inputs(paths),
     }
-    job = _Job(identity, paths)
-    manifest = _prepare(directory, job, prefix, overwrite)
+    job = Job(identity, paths)
+    manifest = prepare_manifest(directory, job, prefix, overwrite)
     if manifest.get("complete"):
         if progress:
             sys.stderr.write(f"tokenize: {directory} already holds this job's shards\n")
@@ -470,8 +477,8 @@ def tokenize_files(
         start, skip_docs, skipped = Position(0, 0), 0, Skipped()
     # A share of the input is shown when read bytes are file bytes (nothing decompressed).
     total_bytes = 0 if compressed else sum(os.path.getsize(p) for p in paths)
-    bar = _Progress(progress, total_bytes)
-    writer = _Writer(
+    bar = JobProgress(progress, total_bytes)
+    writer = WriteStage(
         directory, job, manifest, fmt=format, prefix=prefix, dtype=out_dtype,
         shard_tokens=shard_tokens, bos=bos_id, eot=eot_id, tokenizer=enc.name, start=start,
         skipped=Skipped.from_json(skipped.to_json()), progress=bar,
@@ -573,12 +580,14 @@ def tokenize_files(
             "skipped": final_skipped.to_json(),
         }
     )
-    _manifest_write(directory, manifest)
+    write_manifest(directory, manifest)
     bar(writer.bytes_done, writer.total_docs, writer.total_tokens, final=True)
     return manifest
 
 
-def _prepare(directory: str, job: _Job, prefix: str, overwrite: bool) -> dict[str, Any]:
+def prepare_manifest(
+    directory: str, job: Job, prefix: str, overwrite: bool
+) -> dict[str, Any]:
     """The manifest to continue from: the stored one if it is this job's, else a new one
     (after clearing the old job's files when ``overwrite``)."""
     path = os.path.join(directory, MANIFEST)
@@ -619,7 +628,7 @@ def _prepare(directory: str, job: _Job, prefix: str, overwrite: bool) -> dict[st
                 "files differ): pass overwrite=True (--overwrite) to replace them, or choose "
                 "another directory"
             )
-    _clear(directory, prefix)
+    clear_shards(directory, prefix)
     manifest: dict[str, Any] = {
         "format": _MANIFEST_FORMAT,
         "version": 1,
@@ -627,7 +636,7 @@ def _prepare(directory: str, job: _Job, prefix: str, overwrite: bool) -> dict[st
         "job": job.identity,
         "shards": [],
     }
-    _manifest_write(directory, manifest)
+    write_manifest(directory, manifest)
     return manifest
 
 

@@ -92,16 +92,16 @@ class Tokenize:
         allowed_special: str | Sequence[str] = (),
         num_threads: int = 1,
     ) -> None:
-        from .job import _token_id, resolve_encoding
+        from .job import resolve_encoding, token_id
         from .writers import dtype_for_vocab
 
         self.enc = resolve_encoding(encoding)
         self.column = column
         self.output_column = output_column
-        self.bos = _token_id(self.enc, "bos", bos)
+        self.bos = token_id(self.enc, "bos", bos)
         if eot == "default":
             eot = self.enc._special_tokens.get("<|endoftext|>")
-        self.eot = _token_id(self.enc, "eot", eot)
+        self.eot = token_id(self.enc, "eot", eot)
         self.allowed: str | set[str] = (
             "all" if allowed_special == "all" else set(allowed_special)
         )
@@ -178,13 +178,13 @@ def write_shards(
 
     from .job import (
         MANIFEST,
-        _clear,
-        _Job,
-        _manifest_write,
-        _prepare,
-        _Progress,
-        _Writer,
+        Job,
+        JobProgress,
+        WriteStage,
+        clear_shards,
         encoding_hash,
+        prepare_manifest,
+        write_manifest,
     )
     from .readers import Batch, Position, Skipped
     from .writers import FORMATS, dtype_for_vocab
@@ -214,12 +214,12 @@ def write_shards(
     except (OSError, ValueError, AttributeError):
         same = False
     if same:  # this write done before (or begun): start it again
-        _clear(directory, prefix)
-    manifest = _prepare(directory, _Job(identity, []), prefix, overwrite)
-    writer = _Writer(
-        directory, _Job(identity, []), manifest, fmt=format, prefix=prefix, dtype=dtype,
+        clear_shards(directory, prefix)
+    manifest = prepare_manifest(directory, Job(identity, []), prefix, overwrite)
+    writer = WriteStage(
+        directory, Job(identity, []), manifest, fmt=format, prefix=prefix, dtype=dtype,
         shard_tokens=shard_tokens, bos=None, eot=None, tokenizer=enc.name,
-        start=Position(0, 0), skipped=Skipped(), progress=_Progress(False, 0),
+        start=Position(0, 0), skipped=Skipped(), progress=JobProgress(False, 0),
     )
     ctx = getattr(dataset, "context", None)
     if ctx is not None:
@@ -243,7 +243,7 @@ def write_shards(
         raise
     manifest.update({"complete": True, "documents": writer.total_docs,
                      "tokens": writer.total_tokens, "skipped": Skipped().to_json()})
-    _manifest_write(directory, manifest)
+    write_manifest(directory, manifest)
     return manifest
 
 
