@@ -597,11 +597,9 @@ def test_reading_in_blocks_encodes_as_the_whole(name: str) -> None:
     assert_parts_encode_as_whole(enc, jsonl, 4096)
 
 
-def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    enc = ferrotok.get_encoding("cl100k_base")
-    text = "First line\nsecond line, é\n" * 500
+def _parts_read_in_blocks(monkeypatch: pytest.MonkeyPatch, block: int) -> list[int]:
+    """Makes the CLI read files in blocks of `block` bytes; the list returned fills with the
+    length of each part handed to the core."""
     calls: list[int] = []
     in_core = cli.inputs.in_core
     monkeypatch.setattr(
@@ -609,7 +607,16 @@ def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
         "in_core",
         lambda c, e, n, a, part: calls.append(len(part[1])) or in_core(c, e, n, a, part),
     )
-    monkeypatch.setattr(cli.inputs, "BLOCK", 1000)
+    monkeypatch.setattr(cli.inputs, "BLOCK", block)
+    return calls
+
+
+def test_counting_in_blocks_is_cut_and_names_bad_bytes_where_they_are(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    enc = ferrotok.get_encoding("cl100k_base")
+    text = "First line\nsecond line, é\n" * 500
+    calls = _parts_read_in_blocks(monkeypatch, 1000)
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode())
     assert run(capsys, "count", str(path)) == (0, f"{enc.count(text)} {path}\n", "")
@@ -687,14 +694,7 @@ def test_encoding_a_file_in_blocks(
     text = corpus_file("english.txt").read_text(encoding="utf-8")[:60_000]
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode())
-    calls: list[int] = []
-    in_core = cli.inputs.in_core
-    monkeypatch.setattr(
-        cli.inputs,
-        "in_core",
-        lambda c, e, n, a, part: calls.append(len(part[1])) or in_core(c, e, n, a, part),
-    )
-    monkeypatch.setattr(cli.inputs, "BLOCK", 4096)
+    calls = _parts_read_in_blocks(monkeypatch, 4096)
     monkeypatch.setattr(cli.arrays, "IDS_PER_CHUNK", 7)  # the output written in many pieces
     assert cli.main(["encode", "-e", "o200k_base", "-f", str(path), "--format", fmt]) == 0
     out = capsysbinary.readouterr().out
