@@ -10,9 +10,11 @@
 # With no arguments pytest runs the whole of tests/; test paths given as arguments are taken
 # from the directory the suite runs in (a temporary one), so give them as absolute paths.
 # PYTHON picks the interpreter (default python3). Run after scripts/test.sh with the same
-# PYTHON, the build only packs the wheel again (cargo's work is reused). The test dependencies,
-# torch included, come from the package index each run: pip keeps nothing from an index that
-# sends no caching headers.
+# PYTHON, the build only packs the wheel again (cargo's work is reused). The test dependencies
+# (torch and its CUDA libraries are some 4 GB) are installed by uv, whose cache keeps the files
+# it downloaded and links them into the next virtualenv (pip caches nothing from an index that
+# sends no caching headers, as here, and would download them every run); pip then installs the
+# ferrotok wheel over uv's copy, as users install it.
 #
 # Data: as scripts/test.sh ($FERROTOK_DATA_DIR / $FERROTOK_CORPUS_DIR, else ../shared/...).
 set -euo pipefail
@@ -39,7 +41,7 @@ echo "built $(basename "$wheel")"
 
 echo "== auditwheel show"
 "$PY" -m venv "$work/tools"
-"$work/tools/bin/pip" install -q "auditwheel>=6,<7"
+"$work/tools/bin/pip" install -q "auditwheel>=6,<7" "uv>=0.5"
 "$work/tools/bin/auditwheel" show "$wheel" | tee "$work/auditwheel.txt"
 # Compliant means: auditwheel finds a manylinux policy the wheel satisfies (a wheel that loads
 # a library outside the policies' whitelist is reported as plain linux_*), and that policy's
@@ -103,8 +105,16 @@ for tool in cargo rustc rustup maturin; do
   fi
 done
 # The extras pyproject declares (test: the suite's dependencies; nn: torch). --only-binary: no
-# package may be built here (there is no Rust to build one with).
-in_venv "$venv/bin/python" -m pip install -q --only-binary :all: "${wheel}[test,nn]"
+# package may be built here (there is no Rust to build one with). uv reads no pip.conf: it is
+# given pip's certificate bundle when one is set.
+uv_cert=()
+if [ -n "${PIP_CERT:-}" ]; then
+  uv_cert=(--cert "$PIP_CERT")
+fi
+in_venv "$work/tools/bin/uv" pip install -q "${uv_cert[@]}" --python "$venv/bin/python" \
+  --only-binary :all: "${wheel}[test,nn]"
+in_venv "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
+in_venv "$venv/bin/python" -m pip check
 installed_at=$(cd "$work" && in_venv "$venv/bin/python" -c 'import ferrotok; print(ferrotok.__file__)')
 case $installed_at in
   "$venv"/*) echo "ferrotok imports from $installed_at" ;;
