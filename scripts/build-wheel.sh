@@ -19,14 +19,22 @@ fi
 py=$1
 out=$2
 
-# maturin is a binary: the one installed beside PYTHON's scripts (a virtualenv's bin/) when
-# there is one, else the one on PATH (a virtualenv made with --system-site-packages).
-scripts=$("$py" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
-if [ -x "$scripts/maturin" ]; then
-  maturin=$scripts/maturin
-elif command -v maturin >/dev/null 2>&1; then
+# maturin is a binary: the one pip installed for PYTHON (its scripts directory, e.g. a
+# virtualenv's bin/, or the user scheme's after a --user install) when there is one, else the
+# one on PATH (a virtualenv made with --system-site-packages).
+maturin=""
+while IFS= read -r dir; do
+  if [ -x "$dir/maturin" ]; then
+    maturin=$dir/maturin
+    break
+  fi
+done < <("$py" -c 'import os, sysconfig
+print(sysconfig.get_path("scripts"))
+print(sysconfig.get_path("scripts", os.name + "_user"))')
+if [ -z "$maturin" ] && command -v maturin >/dev/null 2>&1; then
   maturin=$(command -v maturin)
-else
+fi
+if [ -z "$maturin" ]; then
   echo "$0: maturin not found (pip install 'maturin>=1.9,<2')" >&2
   exit 1
 fi
