@@ -32,7 +32,12 @@ cargo clippy --all-features --all-targets -- -D warnings
 cargo test --workspace --release
 
 echo "== building and installing the wheel"
-"$PY" -m pip install -q --no-build-isolation --force-reinstall --no-deps .
+# The release build (`maturin build --release`, a manylinux wheel), as users get it from PyPI;
+# scripts/test-wheel.sh builds the same way and so reuses this build.
+wheel_dir=$(mktemp -d)
+trap 'rm -rf "$wheel_dir"' EXIT
+wheel=$(bash scripts/build-wheel.sh "$PY" "$wheel_dir")
+"$PY" -m pip install -q --force-reinstall --no-deps "$wheel"
 
 echo "== python: ruff, vermin, mypy, pytest"
 "$PY" -m ruff check python tests benches
