@@ -127,6 +127,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--shards", default=None, metavar="DIR",
                    help="train on the shards `ferrotok tokenize` wrote in DIR")
+    p.add_argument("--max-tokens", type=int, default=400_000,
+                   help="with --shards: use the first N tokens of the shards (0: all)")
     args = p.parse_args()
     random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -184,18 +186,20 @@ def shard_data(args: argparse.Namespace):
         job = json.load(f)["job"]
     enc = ferrotok.get_encoding(job["encoding"])
     shards = TokenShards(args.shards)
+    n_tokens = min(shards.num_tokens, args.max_tokens or shards.num_tokens)
     # the ids that occur, found in bounded pieces of the memory-mapped stream
     seen = np.zeros(enc.n_vocab, dtype=bool)
     step = 1 << 22
-    for a in range(0, shards.num_tokens, step):
-        seen[shards.tokens(a, a + step)] = True
+    for a in range(0, n_tokens, step):
+        seen[shards.tokens(a, min(a + step, n_tokens))] = True
     used = np.flatnonzero(seen).tolist()
     lut = torch.zeros(enc.n_vocab, dtype=torch.long)
     lut[used] = torch.arange(len(used))
     windows = ShardDataset(shards, args.seq_len)
-    n_val = max(1, len(windows) // 10)
-    if len(windows) < 2:
+    n_windows = min(len(windows), max(n_tokens - 1, 0) // args.seq_len)
+    if n_windows < 2:
         sys.exit("the shards hold too few tokens for --seq-len")
+    n_val = max(1, n_windows // 10)
 
     class Renumbered(torch.utils.data.Dataset):
         def __init__(self, lo: int, hi: int) -> None:
@@ -208,10 +212,11 @@ def shard_data(args: argparse.Namespace):
             item = windows[self.lo + i]
             return {k: lut[v] for k, v in item.items()}
 
-    train_data = Renumbered(0, len(windows) - n_val)
-    val_data = Renumbered(len(windows) - n_val, len(windows))
+    train_data = Renumbered(0, n_windows - n_val)
+    val_data = Renumbered(n_windows - n_val, n_windows)
     print(
-        f"shards: {shards.num_tokens:,} tokens of {job['encoding']} in {len(shards.files)} "
+        f"shards: {n_tokens:,} of {shards.num_tokens:,} tokens of {job['encoding']} in "
+        f"{len(shards.files)} "
         f"{job['format']} shards; {len(train_data)} training and {len(val_data)} held-out "
         f"sequences of {args.seq_len}; model vocabulary {len(used):,}"
     )

@@ -162,7 +162,7 @@ class JobProgress:
         self.t0 = time.monotonic()
         self.last = 0.0
         self.tty = sys.stderr.isatty()
-        self.shown = False
+        self.shown_at = (-1, -1, -1)
 
     def __call__(self, nbytes: int, docs: int, tokens: int, final: bool = False) -> None:
         if not self.enabled:
@@ -170,7 +170,12 @@ class JobProgress:
         now = time.monotonic()
         if not final and now - self.last < (0.5 if self.tty else 10.0):
             return
+        if final and self.shown_at == (nbytes, docs, tokens):
+            if self.tty:
+                sys.stderr.write("\n")
+            return
         self.last = now
+        self.shown_at = (nbytes, docs, tokens)
         dt = max(now - self.t0, 1e-9)
         mb = nbytes / 1e6
         pct = f" ({100 * nbytes / self.total:.0f}% of files)" if self.total else ""
@@ -438,9 +443,12 @@ def tokenize_files(
         if unknown:
             raise ValueError(f"not special tokens of {enc.name}: {', '.join(unknown)}")
     paths = expand_inputs(inputs)
-    compressed = False
+    # A share of the input is shown when the bytes read are the files' bytes: nothing is
+    # decompressed (.gz, .zst) or decoded (Parquet).
+    share = True
     for p in paths:
-        compressed |= _input_format(p, input_format)[1] is not None
+        kind, comp = _input_format(p, input_format)
+        share &= comp is None and kind != "parquet"
 
     directory = os.fspath(output_dir)
     os.makedirs(directory, exist_ok=True)
@@ -475,8 +483,7 @@ def tokenize_files(
         skipped = Skipped.from_json(nxt["skipped"])
     else:
         start, skip_docs, skipped = Position(0, 0), 0, Skipped()
-    # A share of the input is shown when read bytes are file bytes (nothing decompressed).
-    total_bytes = 0 if compressed else sum(os.path.getsize(p) for p in paths)
+    total_bytes = sum(os.path.getsize(p) for p in paths) if share else 0
     bar = JobProgress(progress, total_bytes)
     writer = WriteStage(
         directory, job, manifest, fmt=format, prefix=prefix, dtype=out_dtype,
