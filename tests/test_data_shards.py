@@ -285,7 +285,7 @@ def test_interrupt_then_resume(inputs, tmp_path, monkeypatch):
 
 
 def test_sigint_to_the_cli_leaves_complete_shards_and_resumes(tmp_path):
-    text = "".join(corpus_file(n).read_text(encoding="utf-8")[:1_500_000]
+    text = "".join(corpus_file(n).read_text(encoding="utf-8")[:3_000_000]
                    for n in ("english.txt", "code.txt", "multilingual.txt"))
     docs = [text[i : i + 3000] for i in range(0, len(text), 3000)]
     src = _write_jsonl(tmp_path / "big.jsonl", docs)

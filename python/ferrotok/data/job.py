@@ -145,12 +145,19 @@ def write_manifest(directory: str, manifest: dict[str, Any]) -> None:
     """Replaces ``directory``'s manifest by ``manifest``, atomically and flushed to disk."""
     path = os.path.join(directory, MANIFEST)
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # Ctrl-C part way: the previous manifest stays, whole
+        try:
+            os.remove(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 class JobProgress:
