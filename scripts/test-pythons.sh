@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The README's test command (scripts/test.sh) again under the oldest and the newest Python
-# that ferrotok supports, each in a virtualenv of its own, made here and removed after.
-# CI runs this after the main run. A version this machine does not have (neither pyenv's
-# nor on PATH) is reported and left out; a failure under any version fails the script.
+# The test suite again under the oldest and the newest Python that ferrotok supports, each
+# against that Python's release wheel installed as users install it (scripts/test-wheel.sh:
+# manylinux check, a clean virtualenv with no Rust on PATH). CI runs this after the README's
+# test command (scripts/test.sh), which already ran the Rust tests and the linters: those do
+# not depend on the Python version, so they are not run again. A version this machine does
+# not have (neither pyenv's nor on PATH) is reported and left out; a failure under any
+# version fails the script.
 #
 # Why: pip gives each Python its own versions of the test dependencies (transformers 4.x on
 # 3.9, 5.x later), and CPython's ints and lists change across versions under the binding.
@@ -30,8 +33,8 @@ for version in $VERSIONS; do
   fi
   dir=$(mktemp -d)
   "$py" -m venv "$dir/venv"
-  echo "== Python $version ($("$dir/venv/bin/python" -V 2>&1), $py): scripts/test.sh"
-  if ! PYTHON="$dir/venv/bin/python" bash scripts/test.sh "$@"; then
+  echo "== Python $version ($("$dir/venv/bin/python" -V 2>&1), $py): scripts/test-wheel.sh"
+  if ! PYTHON="$dir/venv/bin/python" bash scripts/test-wheel.sh "$@"; then
     failed="$failed $version"
   fi
   rm -rf "$dir"
