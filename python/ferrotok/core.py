@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from . import _core
 
@@ -76,6 +76,19 @@ class Encoding:
         self._setup(name, pat_str, None, special_tokens, explicit_n_vocab, core)
         return self
 
+    @classmethod
+    def from_hf(cls, path: str | os.PathLike[str]) -> Encoding:
+        """The encoding of a HuggingFace `tokenizer.json` (a file, or a directory holding one).
+
+        Ids are HuggingFace `tokenizers`' for the same file (`encode(text,
+        add_special_tokens=False).ids`); the file's special added tokens are special tokens
+        here, as tiktoken treats them. A file with a component ferrotok does not implement
+        is refused with a `ValueError` naming it.
+        """
+        from .hf_json import load_hf
+
+        return load_hf(path)
+
     def _setup(
         self,
         name: str,
@@ -90,6 +103,10 @@ class Encoding:
         self._ranks = mergeable_ranks
         self._special_tokens = special_tokens
         self._core_bpe = core
+        # Set by `from_hf`: the ids a post-processor puts around a text, and the file.
+        self._hf_template: tuple[list[int], list[int]] = ([], [])
+        self._hf_config: dict[str, Any] | None = None
+        self._hf_json: str | None = None
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
             raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
@@ -134,6 +151,7 @@ class Encoding:
         *,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
+        add_special_tokens: bool = False,
     ) -> list[int]:
         """Encodes a string into tokens.
 
@@ -148,7 +166,16 @@ class Encoding:
         [100257]
         >>> enc.encode("<|endoftext|>", disallowed_special=())
         [27, 91, 8862, 728, 428, 91, 29]
+
+        `add_special_tokens=True` puts the ids of a HuggingFace tokenizer's post-processor
+        template around the text (its BOS/EOS); for other encodings it changes nothing.
         """
+        if add_special_tokens and self._hf_template != ([], []):
+            before, after = self._hf_template
+            ids = self.encode(
+                text, allowed_special=allowed_special, disallowed_special=disallowed_special
+            )
+            return before + ids + after
         if not allowed_special and disallowed_special == "all" and allowed_special.__class__ is set:
             # The default call (with a set: an empty list or None is tiktoken's TypeError,
             # raised below). Where no special token's text occurs, it is encode_ordinary;
@@ -174,6 +201,7 @@ class Encoding:
         *,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
+        add_special_tokens: bool = False,
     ) -> npt.NDArray[np.uint32]:
         """Encodes a string into a `numpy.uint32` array (the encoder's buffer, not a copy).
 
@@ -184,7 +212,15 @@ class Encoding:
         allowed = self._check_special(text, allowed_special, disallowed_special)
         # No retry with lone surrogates replaced, unlike `encode`: tiktoken's raises
         # `UnicodeEncodeError` for them here.
-        return self._core_bpe.encode_to_numpy(text, allowed)
+        ids = self._core_bpe.encode_to_numpy(text, allowed)
+        if add_special_tokens and self._hf_template != ([], []):
+            import numpy as np
+
+            before, after = self._hf_template
+            ids = np.concatenate(
+                [np.asarray(before, np.uint32), ids, np.asarray(after, np.uint32)]
+            )
+        return ids
 
     def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
         """Encodes a list of strings into tokens, in parallel on Rust threads, ignoring specials.
@@ -206,6 +242,7 @@ class Encoding:
         num_threads: int = 8,
         allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
         disallowed_special: Literal["all"] | Collection[str] = "all",
+        add_special_tokens: bool = False,
     ) -> list[list[int]]:
         """Encodes a list of strings into tokens, in parallel on Rust threads.
 
@@ -216,9 +253,13 @@ class Encoding:
         texts, num_threads = _batch_args(text, num_threads)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
         try:
-            return self._core_bpe.encode_batch(texts, allowed, num_threads)
+            lists = self._core_bpe.encode_batch(texts, allowed, num_threads)
         except UnicodeEncodeError:  # lone surrogates: tiktoken's replacements
-            return self._core_bpe.encode_batch(_fixed_surrogates(texts), allowed, num_threads)
+            lists = self._core_bpe.encode_batch(_fixed_surrogates(texts), allowed, num_threads)
+        if add_special_tokens and self._hf_template != ([], []):
+            before, after = self._hf_template
+            lists = [before + ids + after for ids in lists]
+        return lists
 
     def encode_batch_to_numpy(
         self,
@@ -532,6 +573,13 @@ class Encoding:
                     raise_disallowed_special_token(match.group())
         return allowed_special
 
+    def _encode_hf_detail(self, text: str) -> tuple[list[int], list[tuple[int, int]], list[int]]:
+        """HuggingFace's `encode(text, add_special_tokens=False)` as (ids, offsets, word ids):
+        character offsets into `text` before any post-processor trims them, and the index of
+        the pre-tokenized piece (or added token) each token came from. Only for encodings
+        loaded with `from_hf`."""
+        return self._core_bpe.encode_hf_detail(text)
+
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
         """BPE on the whole input as one piece, without the pattern split."""
         if isinstance(text_or_bytes, str):
@@ -605,6 +653,8 @@ class Encoding:
 
     def __getstate__(self) -> object:
         # By value. (`ferrotok.registry` sends the encodings it holds by name instead.)
+        if self._hf_json is not None:
+            return {"name": self.name, "hf_json": self._hf_json}
         return {
             "name": self.name,
             "pat_str": self._pat_str,
@@ -614,6 +664,11 @@ class Encoding:
 
     def __setstate__(self, value: object) -> None:
         assert isinstance(value, dict)
+        if "hf_json" in value:
+            from .hf_json import from_hf_json
+
+            self.__dict__ = from_hf_json(value["hf_json"], value["name"]).__dict__
+            return
         self.__init__(**value)  # type: ignore[misc]
 
 

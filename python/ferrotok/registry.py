@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copyreg
 import importlib
+import os
 import threading
 from typing import Any, Callable
 
@@ -28,13 +29,20 @@ _BUILT_IN_PLUGIN = "tiktoken_ext.openai_public"
 _all_constructors: dict[str, Callable[[], dict[str, Any]]] | None = None
 
 
-def get_encoding(encoding_name: str) -> Encoding:
+def get_encoding(encoding_name: str | os.PathLike[str]) -> Encoding:
     """The registered encoding called `encoding_name`, loaded on first use.
+
+    A path that is no encoding's name loads the file there instead (each call loads it
+    again): a HuggingFace `tokenizer.json` (or a directory holding one, as a model checkout
+    has; see `Encoding.from_hf`) or an encoding saved with `Encoding.save` (a `.tiktoken`
+    file with its `.json` beside it).
 
     >>> enc = get_encoding("cl100k_base")
     >>> enc.encode("hello world")
     [15339, 1917]
     """
+    if isinstance(encoding_name, os.PathLike):
+        return load_path(os.fspath(encoding_name))
     if not isinstance(encoding_name, str):
         raise ValueError(f"Expected a string in get_encoding, got {type(encoding_name)}")
     enc = ENCODINGS.get(encoding_name)
@@ -46,6 +54,8 @@ def get_encoding(encoding_name: str) -> Encoding:
         constructor = ENCODING_CONSTRUCTORS.get(encoding_name)
         if constructor is None:
             constructor = _constructors().get(encoding_name)  # a plugin's
+        if constructor is None and is_encoding_path(encoding_name):
+            return load_path(encoding_name)
         if constructor is None:
             raise ValueError(
                 f"Unknown encoding {encoding_name}.\n"
@@ -54,6 +64,26 @@ def get_encoding(encoding_name: str) -> Encoding:
         enc = _fast_load(encoding_name) or Encoding(**constructor())
         ENCODINGS[encoding_name] = enc
         return enc
+
+
+def is_encoding_path(name: str) -> bool:
+    """Whether `name` names a file or directory `load_path` can try (it exists)."""
+    return bool(name) and os.path.exists(name)
+
+
+def load_path(path: str) -> Encoding:
+    """The encoding in the file at `path`: a `tokenizer.json` (by its `.json` name, or a
+    directory holding one) or an encoding saved with `Encoding.save`."""
+    if os.path.isdir(path) or (path.endswith(".json") and not _is_saved_sidecar(path)):
+        from .hf_json import load_hf
+
+        return load_hf(path)
+    return Encoding.load(path)
+
+
+def _is_saved_sidecar(path: str) -> bool:
+    """`x.tiktoken.json` beside `x.tiktoken`: the metadata of a saved encoding, not HF's."""
+    return os.path.isfile(path[: -len(".json")]) and path[: -len(".json")].endswith(".tiktoken")
 
 
 def _fast_load(name: str) -> Encoding | None:

@@ -17,6 +17,7 @@
 
 pub(crate) mod encode;
 pub(crate) mod error;
+pub(crate) mod pipeline;
 pub(crate) mod runtime;
 pub(crate) mod train;
 pub(crate) mod vocab;

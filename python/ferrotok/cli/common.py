@@ -37,7 +37,8 @@ def add_encoding_arguments(parser: argparse.ArgumentParser) -> None:
         "-e",
         "--encoding",
         metavar="NAME",
-        help=f"encoding name (default: {DEFAULT_ENCODING}); see `ferrotok encodings`",
+        help=f"encoding name (default: {DEFAULT_ENCODING}; see `ferrotok encodings`), or the path "
+        "of a tokenizer.json, a directory holding one, or a saved .tiktoken",
     )
     group.add_argument(
         "-m", "--model", metavar="MODEL", help="use the encoding of this model, e.g. gpt-4o"
@@ -62,7 +63,9 @@ def load_encoding(args: argparse.Namespace) -> Encoding:
             ) from None
     if name is None:
         name = DEFAULT_ENCODING
-    if name not in registry.list_encoding_names():  # "" included (an unset `$ENC`, say)
+    # A name, or the path of a tokenizer.json (or a directory holding one) or of a saved
+    # `.tiktoken` encoding.
+    if name not in registry.list_encoding_names() and not registry.is_encoding_path(name):
         raise CLIError(
             f"unknown encoding {name!r}; known encodings: "
             + ", ".join(registry.list_encoding_names())

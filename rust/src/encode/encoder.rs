@@ -22,7 +22,10 @@ pub struct Encoder {
     pub specials: SpecialMatcher,
     /// Pattern index of the special matcher -> rank.
     special_ranks: Vec<Rank>,
-    cache: PieceCache,
+    pub(crate) cache: PieceCache,
+    /// A HuggingFace `tokenizer.json` pipeline: when set, it encodes (see [`crate::pipeline`])
+    /// and the rest of the encoder decodes and keeps the special tokens.
+    pub hf: Option<Box<crate::pipeline::Pipeline>>,
 }
 
 /// Which special tokens `encode` may produce.
@@ -36,7 +39,7 @@ pub enum Allowed<'a> {
 
 impl Allowed<'_> {
     #[inline]
-    fn admits(&self, idx: usize) -> bool {
+    pub(crate) fn admits(&self, idx: usize) -> bool {
         match self {
             Allowed::None => false,
             Allowed::All => true,
@@ -44,7 +47,7 @@ impl Allowed<'_> {
         }
     }
     #[inline]
-    fn is_none(&self) -> bool {
+    pub(crate) fn is_none(&self) -> bool {
         matches!(self, Allowed::None)
     }
 }
@@ -101,6 +104,7 @@ impl Encoder {
             specials: SpecialMatcher::new(tokens),
             special_ranks,
             cache: PieceCache::new(),
+            hf: None,
         })
     }
 
@@ -119,6 +123,9 @@ impl Encoder {
     /// Encode text that contains no special tokens (or whose special tokens are
     /// to be read as ordinary text).
     pub fn encode_ordinary_into(&self, text: &str, out: &mut Vec<Rank>) -> Result<()> {
+        if let Some(hf) = &self.hf {
+            return hf.encode_into(self, text, Allowed::None, out);
+        }
         let (vocab, mut cache) = (&self.vocab, self.cache.local());
         self.splitter.for_each_piece(text, |piece| {
             encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), &mut cache, out)
@@ -150,6 +157,9 @@ impl Encoder {
     /// Encode with special tokens: the text between allowed special tokens is split and
     /// encoded on its own, so pieces never cross a special token.
     pub fn encode_into(&self, text: &str, allowed: Allowed<'_>, out: &mut Vec<Rank>) -> Result<()> {
+        if let Some(hf) = &self.hf {
+            return hf.encode_into(self, text, allowed, out);
+        }
         self.encode_segments(text, allowed, out, |segment, out| {
             self.encode_ordinary_into(segment, out).map(|()| 0)
         })
@@ -166,6 +176,13 @@ impl Encoder {
         allowed: Allowed<'_>,
         out: &mut Vec<Rank>,
     ) -> Result<usize> {
+        if self.hf.is_some() {
+            return Err(Error::Input(
+                "encode_with_unstable and encode_bytes are not available for a HuggingFace \
+                 tokenizer.json encoding"
+                    .into(),
+            ));
+        }
         self.encode_segments(text, allowed, out, |segment, out| {
             self.encode_tracking_last(segment, out)
         })
@@ -246,6 +263,12 @@ impl Encoder {
 
     /// BPE on the given bytes as one piece, no splitting.
     pub fn encode_single_piece(&self, bytes: &[u8]) -> Result<Vec<Rank>> {
+        if self.hf.is_some() {
+            return Err(Error::Input(
+                "encode_single_piece is not available for a HuggingFace tokenizer.json encoding"
+                    .into(),
+            ));
+        }
         let mut out = Vec::new();
         if !bytes.is_empty() {
             encode_piece(&self.vocab, bytes, &mut Local::none(), &mut out)?;

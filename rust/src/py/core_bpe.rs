@@ -191,6 +191,42 @@ impl PyCoreBPE {
         Ok(PyCoreBPE::wrap(inner))
     }
 
+    /// An encoder for a HuggingFace `tokenizer.json` (its text; see `crate::pipeline`).
+    #[staticmethod]
+    fn from_hf_json(py: Python<'_>, json: &str) -> PyResult<Self> {
+        let inner = detached(py, || crate::pipeline::encoder_from_json(json))?;
+        Ok(PyCoreBPE::wrap(inner))
+    }
+
+    /// The paths a HuggingFace pipeline runs on (empty for other encoders).
+    fn hf_paths(&self) -> Vec<&'static str> {
+        self.inner
+            .hf
+            .as_ref()
+            .map(|h| h.paths())
+            .unwrap_or_default()
+    }
+
+    /// HF's `encode(text, add_special_tokens=False)` as (ids, char offsets, word ids).
+    #[allow(clippy::type_complexity)]
+    fn encode_hf_detail(
+        &self,
+        py: Python<'_>,
+        text: &str,
+    ) -> PyResult<(Vec<Rank>, Vec<(usize, usize)>, Vec<u32>)> {
+        let enc = &self.inner;
+        let detail = detached(py, || match &enc.hf {
+            Some(hf) => hf.encode_detail(text),
+            None => Err(Error::Input(
+                "not a HuggingFace tokenizer.json encoding".into(),
+            )),
+        })?;
+        let ids = detail.iter().map(|d| d.0).collect();
+        let offsets = detail.iter().map(|d| (d.1, d.2)).collect();
+        let words = detail.iter().map(|d| d.3).collect();
+        Ok((ids, offsets, words))
+    }
+
     /// `{token bytes: rank}` of the ordinary tokens (built on request).
     fn mergeable_ranks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let vocab = &self.inner.vocab;

@@ -1,0 +1,102 @@
+"""Loading a HuggingFace `tokenizer.json` as an `Encoding` (`Encoding.from_hf`).
+
+What it promises: the `Encoding` returned encodes as HuggingFace `tokenizers` 0.23 does with
+the same file (the Rust pipeline in `rust/src/pipeline/` does the work and refuses, with a
+`ValueError` naming it, any component it does not implement). Special tokens are the file's
+added tokens marked `special`; the post-processor's single-sequence template (BOS/EOS) is
+read here into the ids `encode(..., add_special_tokens=True)` puts around a text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from . import _core
+
+if TYPE_CHECKING:
+    from .core import Encoding
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+
+def tokenizer_json_path(path: StrPath) -> Path:
+    """`path` itself, or the `tokenizer.json` in it if it is a directory."""
+    p = Path(os.fspath(path))
+    if p.is_dir():
+        inner = p / "tokenizer.json"
+        if not inner.is_file():
+            raise FileNotFoundError(f"no tokenizer.json in directory {str(p)!r}")
+        return inner
+    if not p.is_file():
+        raise FileNotFoundError(f"no such tokenizer.json file: {str(p)!r}")
+    return p
+
+
+def _name_for(p: Path) -> str:
+    """The encoding's name: the directory's name for `dir/tokenizer.json`, else the file's
+    stem without a `.tokenizer` suffix (`gpt-2.tokenizer.json` → `gpt-2`)."""
+    if p.name == "tokenizer.json":
+        return p.resolve().parent.name or "tokenizer"
+    stem = p.stem
+    return stem[: -len(".tokenizer")] if stem.endswith(".tokenizer") else stem
+
+
+def load_hf(path: StrPath) -> Encoding:
+    """An `Encoding` for the `tokenizer.json` at `path` (a file or a directory holding one)."""
+    p = tokenizer_json_path(path)
+    text = p.read_text(encoding="utf-8")
+    return from_hf_json(text, _name_for(p))
+
+
+def from_hf_json(text: str, name: str) -> Encoding:
+    from .core import Encoding
+
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"tokenizer.json: not valid JSON: {e}") from None
+    core = _core.CoreBPE.from_hf_json(text)
+    special_tokens = {
+        t["content"]: t["id"] for t in config.get("added_tokens") or [] if t.get("special")
+    }
+    enc = Encoding.__new__(Encoding)
+    enc._setup(name, "", None, special_tokens, None, core)
+    enc._hf_config = config
+    enc._hf_json = text
+    enc._hf_template = single_template(config.get("post_processor"), config)
+    return enc
+
+
+def single_template(pp: Any, config: dict[str, Any]) -> tuple[list[int], list[int]]:
+    """The ids the post-processor puts before and after a single sequence."""
+    if not pp:
+        return [], []
+    kind = pp.get("type")
+    if kind == "ByteLevel":
+        return [], []
+    if kind == "Sequence":
+        before: list[int] = []
+        after: list[int] = []
+        for p in pp.get("processors") or []:
+            b, a = single_template(p, config)
+            before = b + before
+            after = after + a
+        return before, after
+    if kind in ("RobertaProcessing", "BertProcessing"):
+        return [int(pp["cls"][1])], [int(pp["sep"][1])]
+    if kind == "TemplateProcessing":
+        specials = pp.get("special_tokens") or {}
+        before, after = [], []
+        seen_sequence = False
+        for piece in pp.get("single") or []:
+            if "Sequence" in piece:
+                seen_sequence = True
+                continue
+            token = piece["SpecialToken"]["id"]
+            ids = [int(i) for i in specials[token]["ids"]]
+            (after if seen_sequence else before).extend(ids)
+        return before, after
+    raise ValueError(f"tokenizer.json: post-processor {kind} is not supported by ferrotok")

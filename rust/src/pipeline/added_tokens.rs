@@ -1,0 +1,224 @@
+//! Added tokens, matched before the model as HuggingFace's `AddedVocabulary` matches them.
+//!
+//! Invariant: `split(text, which, active)` returns the same cuts as HF's `find_matches` on
+//! the same text with the same trie: leftmost-longest matches of the tokens (non-normalized
+//! ones on the raw text, normalized ones on the normalized text), a `single_word` token kept
+//! only between non-word chars, `lstrip`/`rstrip` widening the match over the whitespace
+//! beside it, and the text between matches left for the model. A token that `active`
+//! refuses is skipped as HF skips special tokens with `encode_special_tokens` (the text it
+//! covers stays ordinary).
+
+use super::normalizers::{bad, NString, Normalizer};
+use crate::error::Result;
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex_automata::meta::Regex;
+use serde_json::Value;
+
+#[derive(Clone, Debug)]
+pub struct AddedToken {
+    pub id: u32,
+    pub content: String,
+    pub single_word: bool,
+    pub lstrip: bool,
+    pub rstrip: bool,
+    pub normalized: bool,
+    pub special: bool,
+}
+
+/// A trie over some added tokens: pattern index -> index into `AddedVocab::tokens`.
+struct Trie {
+    ac: AhoCorasick,
+    token: Vec<usize>,
+}
+
+pub struct AddedVocab {
+    pub tokens: Vec<AddedToken>,
+    raw: Option<Trie>,
+    normalized: Option<Trie>,
+    word_start: Regex,
+    word_end: Regex,
+}
+
+/// One cut of a text: an added token (index into `tokens`) or text for the model.
+#[derive(Clone, Copy, Debug)]
+pub struct Cut {
+    pub token: Option<usize>,
+    pub start: usize,
+    pub end: usize,
+}
+
+#[derive(Clone, Copy)]
+pub enum Which {
+    Raw,
+    Normalized,
+}
+
+fn flag(v: &Value, k: &str) -> bool {
+    v.get(k).and_then(Value::as_bool).unwrap_or(false)
+}
+
+impl AddedVocab {
+    pub fn from_json(list: &Value, normalizer: Option<&Normalizer>) -> Result<AddedVocab> {
+        let mut tokens = Vec::new();
+        if let Some(items) = list.as_array() {
+            for t in items {
+                let id = t
+                    .get("id")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| bad("an added token without an id"))?;
+                let content = t
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("an added token without content"))?;
+                if content.is_empty() {
+                    continue;
+                }
+                tokens.push(AddedToken {
+                    id: u32::try_from(id).map_err(|_| bad("an added token id is too large"))?,
+                    content: content.to_owned(),
+                    single_word: flag(t, "single_word"),
+                    lstrip: flag(t, "lstrip"),
+                    rstrip: flag(t, "rstrip"),
+                    normalized: flag(t, "normalized"),
+                    special: flag(t, "special"),
+                });
+            }
+        } else if !list.is_null() {
+            return Err(bad("`added_tokens` is not a list"));
+        }
+        let build = |normalized: bool| -> Result<Option<Trie>> {
+            let mut pats = Vec::new();
+            let mut token = Vec::new();
+            for (i, t) in tokens.iter().enumerate() {
+                if t.normalized != normalized {
+                    continue;
+                }
+                let mut p = t.content.clone();
+                if normalized {
+                    if let Some(n) = normalizer {
+                        let mut s = NString::identity(&p, 0, false);
+                        n.apply(&mut s, false);
+                        p = s.text;
+                    }
+                }
+                if p.is_empty() {
+                    continue;
+                }
+                pats.push(p);
+                token.push(i);
+            }
+            if pats.is_empty() {
+                return Ok(None);
+            }
+            let ac = AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&pats)
+                .map_err(|e| bad(&format!("added tokens: {e}")))?;
+            Ok(Some(Trie { ac, token }))
+        };
+        let raw = build(false)?;
+        let normalized = build(true)?;
+        let re = |p: &str| Regex::new(p).map_err(|e| bad(&e.to_string()));
+        Ok(AddedVocab {
+            raw,
+            normalized,
+            word_start: re(r"^\w")?,
+            word_end: re(r"\w$")?,
+            tokens,
+        })
+    }
+
+    pub fn has(&self, which: Which) -> bool {
+        match which {
+            Which::Raw => self.raw.is_some(),
+            Which::Normalized => self.normalized.is_some(),
+        }
+    }
+
+    /// Whether `which` holds a token that is not special (matched even with no special
+    /// token allowed).
+    pub fn has_ordinary(&self, which: Which) -> bool {
+        let trie = match which {
+            Which::Raw => &self.raw,
+            Which::Normalized => &self.normalized,
+        };
+        trie.as_ref()
+            .is_some_and(|t| t.token.iter().any(|&i| !self.tokens[i].special))
+    }
+
+    /// Does the text of any token in `which` occur in `s`?
+    pub fn occurs_in(&self, s: &str, which: Which) -> bool {
+        let trie = match which {
+            Which::Raw => &self.raw,
+            Which::Normalized => &self.normalized,
+        };
+        trie.as_ref().is_some_and(|t| t.ac.is_match(s))
+    }
+
+    /// HF's `find_matches` (see the module docs). An empty `s` gives one empty text cut.
+    pub fn split(&self, s: &str, which: Which, active: &dyn Fn(usize) -> bool) -> Vec<Cut> {
+        let trie = match which {
+            Which::Raw => &self.raw,
+            Which::Normalized => &self.normalized,
+        };
+        let whole = Cut {
+            token: None,
+            start: 0,
+            end: s.len(),
+        };
+        let Some(trie) = trie else {
+            return vec![whole];
+        };
+        if s.is_empty() {
+            return vec![whole];
+        }
+        let mut cuts = Vec::new();
+        let mut start_offset = 0;
+        for m in trie.ac.find_iter(s) {
+            let (mut start, mut stop) = (m.start(), m.end());
+            let ti = trie.token[m.pattern().as_usize()];
+            let t = &self.tokens[ti];
+            if !active(ti) {
+                continue;
+            }
+            if t.single_word {
+                let start_space = start == 0 || !self.word_end.is_match(&s[..start]);
+                let stop_space = stop == s.len() || !self.word_start.is_match(&s[stop..]);
+                if !stop_space || !start_space {
+                    continue;
+                }
+            }
+            if t.lstrip {
+                // HF: `\s*$` on the text before; the previous match may have taken it.
+                let before = &s[..start];
+                let trimmed = before.trim_end_matches(char::is_whitespace).len();
+                start = trimmed.max(start_offset);
+            }
+            if t.rstrip {
+                let after = &s[stop..];
+                stop += after.len() - after.trim_start_matches(char::is_whitespace).len();
+            }
+            if start_offset < start {
+                cuts.push(Cut {
+                    token: None,
+                    start: start_offset,
+                    end: start,
+                });
+            }
+            cuts.push(Cut {
+                token: Some(ti),
+                start,
+                end: stop,
+            });
+            start_offset = stop;
+        }
+        if start_offset != s.len() {
+            cuts.push(Cut {
+                token: None,
+                start: start_offset,
+                end: s.len(),
+            });
+        }
+        cuts
+    }
+}

@@ -1,0 +1,571 @@
+//! The BPE model as HuggingFace defines it: merges are ranked pairs.
+//!
+//! Invariant: `encode_word(bytes)` returns HF's `BPE::tokenize` ids for the byte-level
+//! string of `bytes`: with `ignore_merges`, a word that is a token is that token; else the
+//! word starts as one symbol a byte (HF's unknown-token rules for a byte not in the
+//! vocabulary) and the adjacent pair with the lowest merge rank is merged, leftmost first
+//! among equal ranks, until no adjacent pair is a listed merge. A token is reached only
+//! through its own listed merge (not through any split of it, as in tiktoken), and merge
+//! priority is the merge's line, not the token's id.
+//!
+//! A word that is itself a token is that token only if BPE reaches it: that answer is kept
+//! per token, computed at its first need, so later words skip the merging.
+
+use super::byte_level::token_bytes;
+use super::normalizers::{bad, unsupported};
+use crate::encode::bpe::encode_piece_in;
+use crate::encode::bpe::piece_cache::{Local, PieceCache};
+use crate::encode::bpe::tables::BpeVocab;
+use crate::error::Result;
+use crate::vocab::token_table::hash_bytes;
+use crate::vocab::Vocab;
+use aho_corasick::AhoCorasick;
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+const NONE: u32 = u32::MAX;
+
+pub struct HfBpe {
+    /// Token bytes -> id, for the tokens written in the byte-level alphabet.
+    pub by_bytes: FxHashMap<Box<[u8]>, u32>,
+    /// The id of each single byte, or `NONE`.
+    byte_id: [u32; 256],
+    /// (left id, right id) -> (rank, merged id).
+    merges: FxHashMap<u64, (u32, u32)>,
+    pub ignore_merges: bool,
+    unk: Option<u32>,
+    fuse_unk: bool,
+    /// Per id: 0 not yet known, 1 BPE of its bytes is the token itself, 2 it is not.
+    whole: Vec<AtomicU8>,
+    cache: PieceCache,
+    paths: Paths,
+}
+
+/// Which of ferrotok's fast paths give HF's ids for this model (decided at load).
+struct Paths {
+    /// The encoder's vocabulary table finds whole tokens (it holds exactly these tokens).
+    vocab_lookup: bool,
+    /// ferrotok's engine (tiktoken's rule) gives HF's merges, except for words in which
+    /// `conflicts` finds a match.
+    engine: bool,
+    conflicts: Option<AhoCorasick>,
+    /// With `vocab_lookup`: the model's tokens the encoder's table lacks (special added
+    /// tokens that are also in the model's vocab).
+    extra: FxHashMap<Box<[u8]>, u32>,
+    /// The first bytes of the `extra` tokens.
+    extra_first: [bool; 256],
+    /// The length of the shortest `conflicts` pattern (shorter words cannot hold one).
+    conflict_min: usize,
+}
+
+impl Default for Paths {
+    fn default() -> Self {
+        Paths {
+            vocab_lookup: false,
+            engine: false,
+            conflicts: None,
+            extra: FxHashMap::default(),
+            extra_first: [false; 256],
+            conflict_min: usize::MAX,
+        }
+    }
+}
+
+#[inline]
+fn key(a: u32, b: u32) -> u64 {
+    (u64::from(a) << 32) | u64::from(b)
+}
+
+#[derive(Clone, Copy)]
+struct Sym {
+    id: u32,
+    len: u32,
+    prev: i32,
+    next: i32,
+}
+
+impl HfBpe {
+    /// The model of a `tokenizer.json` (`model` object). Only byte-level BPE without dropout,
+    /// byte fallback or subword affixes is accepted; anything else is refused by name.
+    pub fn from_json(m: &Value) -> Result<(HfBpe, FxHashMap<String, u32>)> {
+        let kind = m.get("type").and_then(Value::as_str).unwrap_or("BPE");
+        if kind != "BPE" {
+            return Err(unsupported(&format!("model {kind}")));
+        }
+        // HF samples merges away with a dropout above 0 (0 is plain BPE).
+        if m.get("dropout")
+            .is_some_and(|d| !d.is_null() && d.as_f64() != Some(0.0))
+        {
+            return Err(unsupported("BPE dropout (non-deterministic ids)"));
+        }
+        if m.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
+            return Err(unsupported("BPE byte_fallback (SentencePiece-style BPE)"));
+        }
+        for affix in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if m.get(affix)
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty())
+            {
+                return Err(unsupported(&format!("BPE {affix}")));
+            }
+        }
+        let vocab_json = m
+            .get("vocab")
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad("the BPE model has no vocab"))?;
+        let mut vocab: FxHashMap<String, u32> = FxHashMap::default();
+        vocab.reserve(vocab_json.len());
+        let mut max_id = 0u32;
+        for (t, id) in vocab_json {
+            let id = id
+                .as_u64()
+                .and_then(|i| u32::try_from(i).ok())
+                .filter(|&i| i < NONE)
+                .ok_or_else(|| bad(&format!("token {t:?} has no valid id")))?;
+            max_id = max_id.max(id);
+            vocab.insert(t.clone(), id);
+        }
+        let mut by_bytes: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        by_bytes.reserve(vocab.len());
+        let mut byte_id = [NONE; 256];
+        for (t, &id) in &vocab {
+            if let Some(b) = token_bytes(t) {
+                if b.len() == 1 {
+                    byte_id[b[0] as usize] = id;
+                }
+                if !b.is_empty() {
+                    by_bytes.insert(b.into_boxed_slice(), id);
+                }
+            }
+        }
+        let merges_json = m
+            .get("merges")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("the BPE model has no merges list"))?;
+        let mut merges: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
+        merges.reserve(merges_json.len());
+        for (rank, mv) in merges_json.iter().enumerate() {
+            let (a, b) = match mv {
+                Value::String(s) => s
+                    .split_once(' ')
+                    .ok_or_else(|| bad(&format!("merge {s:?} is not two tokens")))?,
+                Value::Array(v) if v.len() == 2 => match (v[0].as_str(), v[1].as_str()) {
+                    (Some(a), Some(b)) => (a, b),
+                    _ => return Err(bad("a merge is not two strings")),
+                },
+                _ => return Err(bad("a merge is neither a string nor a pair")),
+            };
+            let look = |t: &str| {
+                vocab
+                    .get(t)
+                    .copied()
+                    .ok_or_else(|| bad(&format!("merge token {t:?} is not in the vocab")))
+            };
+            let (ia, ib) = (look(a)?, look(b)?);
+            let merged = format!("{a}{b}");
+            let new_id = look(&merged)?;
+            merges.insert(key(ia, ib), (rank as u32, new_id));
+        }
+        let unk = match m.get("unk_token").and_then(Value::as_str) {
+            Some(u) => Some(
+                vocab
+                    .get(u)
+                    .copied()
+                    .ok_or_else(|| bad(&format!("unk_token {u:?} is not in the vocab")))?,
+            ),
+            None => None,
+        };
+        let whole = (0..=max_id as usize).map(|_| AtomicU8::new(0)).collect();
+        Ok((
+            HfBpe {
+                by_bytes,
+                byte_id,
+                merges,
+                ignore_merges: m.get("ignore_merges").and_then(Value::as_bool) == Some(true),
+                unk,
+                fuse_unk: m.get("fuse_unk").and_then(Value::as_bool) == Some(true),
+                whole,
+                cache: PieceCache::new(),
+                paths: Paths::default(),
+            },
+            vocab,
+        ))
+    }
+
+    /// Which fast paths are on: `"vocab_lookup"`, `"engine"` (see [`Paths`]).
+    pub fn paths(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.paths.vocab_lookup {
+            v.push("vocab_lookup");
+        }
+        if self.paths.engine {
+            v.push("engine");
+        }
+        v
+    }
+
+    pub fn cache(&self) -> Local<'_> {
+        self.cache.local()
+    }
+
+    /// Decides, once the encoder's [`Vocab`] is built from the same vocabulary, which of
+    /// ferrotok's fast paths give HF's ids here (see [`Paths`]).
+    pub fn choose_paths(&mut self, vocab: &Vocab) -> Result<()> {
+        // The vocab's ordinary tokens are the model's byte-level ones, same ids, but for the
+        // model's tokens that are special added tokens (`extra`: looked up on their own).
+        let mut extra: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        for (b, &id) in &self.by_bytes {
+            match vocab.rank(b) {
+                Some(r) if r == id => {}
+                None => {
+                    extra.insert(b.clone(), id);
+                }
+                Some(_) => return Ok(()),
+            }
+        }
+        if vocab.n_ordinary() + extra.len() != self.by_bytes.len() {
+            return Ok(());
+        }
+        let extra_ids: rustc_hash::FxHashSet<u32> = extra.values().copied().collect();
+        for b in extra.keys() {
+            self.paths.extra_first[b[0] as usize] = true;
+        }
+        self.paths.extra = extra;
+        self.paths.vocab_lookup = true;
+        if !self.ignore_merges {
+            return Ok(());
+        }
+        // tiktoken's rule gives HF's merges when (C1) every split of a token into two
+        // tokens is a listed merge (so the candidate pairs are the same), and (C2) merge
+        // ranks rise with the merged token's id (so the lowest-ranked pair makes the
+        // lowest-id token, as tiktoken picks). Then the two can differ only where pairs
+        // (p, q) and (q, r) both make one token t and HF ranks the right one first: its
+        // bytes t + r must be in the word, and such words take HF's merging.
+        let mut by_rank: Vec<(u32, u32)> = self.merges.values().copied().collect();
+        by_rank.sort_unstable();
+        if by_rank.windows(2).any(|w| w[1].1 < w[0].1) {
+            return Ok(());
+        }
+        // The engine does not know the extra tokens: no merge may touch one.
+        if self.merges.iter().any(|(&k, &(_, id))| {
+            extra_ids.contains(&id)
+                || extra_ids.contains(&((k >> 32) as u32))
+                || extra_ids.contains(&(k as u32))
+        }) {
+            return Ok(());
+        }
+        let mut conflicts: Vec<Vec<u8>> = Vec::new();
+        for (t, &id) in &self.by_bytes {
+            let n = t.len();
+            if n < 2 || extra_ids.contains(&id) {
+                continue;
+            }
+            let mut splits: Vec<(usize, u32)> = Vec::new();
+            for k in 1..n {
+                let (Some(a), Some(b)) = (vocab.rank(&t[..k]), vocab.rank(&t[k..])) else {
+                    continue;
+                };
+                match self.merges.get(&key(a, b)) {
+                    Some(&(rank, new_id)) if new_id == id => splits.push((k, rank)),
+                    _ => return Ok(()), // C1 fails: tiktoken would merge a pair HF does not
+                }
+            }
+            for &(k1, r1) in &splits {
+                let k2 = n - k1;
+                if k2 == k1 {
+                    continue;
+                }
+                let Some(&(_, r2)) = splits.iter().find(|s| s.0 == k2) else {
+                    continue;
+                };
+                if r2 < r1 && t[k1..] == t[..k2] {
+                    let mut pat = t.to_vec();
+                    pat.extend_from_slice(&t[k2..]);
+                    conflicts.push(pat);
+                }
+            }
+        }
+        self.paths.engine = true;
+        self.paths.conflict_min = conflicts.iter().map(Vec::len).min().unwrap_or(usize::MAX);
+        if !conflicts.is_empty() {
+            self.paths.conflicts = Some(
+                AhoCorasick::builder()
+                    .build(&conflicts)
+                    .map_err(|e| bad(&e.to_string()))?,
+            );
+        }
+        Ok(())
+    }
+
+    /// Appends the ids of word `w` to `out` (see the module docs). `text` holds `w` (the
+    /// engine reads ahead of a word in it); `cache` remembers words merged here,
+    /// `engine_cache` those of ferrotok's engine.
+    #[inline]
+    pub fn encode_word(
+        &self,
+        vocab: &BpeVocab,
+        text: &[u8],
+        w: &[u8],
+        cache: &mut Local<'_>,
+        engine_cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        if self.paths.engine {
+            return self.encode_word_engine(vocab, text, w, cache, engine_cache, out);
+        }
+        let whole = if self.paths.vocab_lookup {
+            vocab.rank(w).or_else(|| {
+                if self.paths.extra_first[w[0] as usize] {
+                    self.paths.extra.get(w).copied()
+                } else {
+                    None
+                }
+            })
+        } else {
+            self.by_bytes.get(w).copied()
+        };
+        if let Some(id) = whole {
+            if self.ignore_merges || self.reaches(id, w) {
+                out.push(id);
+                return Ok(());
+            }
+        }
+        let h = hash_bytes(w);
+        if cache.get(w, h, out) {
+            return Ok(());
+        }
+        let start = out.len();
+        self.merge(w, out, None);
+        cache.put(w, h, &out[start..]);
+        Ok(())
+    }
+
+    /// [`HfBpe::encode_word`] where ferrotok's engine gives HF's ids but for words that
+    /// hold a `conflicts` pattern (see [`HfBpe::choose_paths`]); `ignore_merges` holds.
+    #[inline]
+    fn encode_word_engine(
+        &self,
+        vocab: &BpeVocab,
+        text: &[u8],
+        w: &[u8],
+        cache: &mut Local<'_>,
+        engine_cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        let extra = self.paths.extra_first[w[0] as usize];
+        if w.len() < self.paths.conflict_min && !extra {
+            return encode_piece_in(vocab, text, w, engine_cache, out);
+        }
+        let whole = vocab
+            .rank(w)
+            .or_else(|| extra.then(|| self.paths.extra.get(w).copied()).flatten());
+        if let Some(id) = whole {
+            out.push(id);
+            return Ok(());
+        }
+        // Words long enough to hold a pattern: the answer is cached, so each distinct word
+        // is searched for the patterns once.
+        let h = hash_bytes(w);
+        if cache.get(w, h, out) {
+            return Ok(());
+        }
+        let start = out.len();
+        if self
+            .paths
+            .conflicts
+            .as_ref()
+            .is_some_and(|ac| ac.is_match(w))
+        {
+            self.merge(w, out, None);
+        } else {
+            encode_piece_in(vocab, text, w, engine_cache, out)?;
+        }
+        cache.put(w, h, &out[start..]);
+        Ok(())
+    }
+
+    /// Whether BPE on `w` (the bytes of token `id`) gives `id` alone.
+    fn reaches(&self, id: u32, w: &[u8]) -> bool {
+        let Some(slot) = self.whole.get(id as usize) else {
+            return false;
+        };
+        match slot.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let mut ids = Vec::new();
+                self.merge(w, &mut ids, None);
+                let ok = ids.len() == 1 && ids[0] == id;
+                slot.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
+                ok
+            }
+        }
+    }
+
+    /// The ids of `w` with the byte length of each (for offsets): no cache.
+    pub fn encode_word_with_lens(&self, w: &[u8], out: &mut Vec<u32>, lens: &mut Vec<u32>) {
+        if self.ignore_merges {
+            if let Some(&id) = self.by_bytes.get(w) {
+                out.push(id);
+                lens.push(w.len() as u32);
+                return;
+            }
+        }
+        self.merge(w, out, Some(lens));
+    }
+
+    /// [`HfBpe::merge`] for a short word of bytes that are all in the vocabulary, without
+    /// the heap: the rank (and merged id) of each adjacent pair in an array, the lowest
+    /// first, leftmost among equals (a rank is one pair, so equal ranks are equal pairs).
+    /// The same merges in the same order as the heap's. `false` (nothing pushed) if a byte
+    /// has no id or the word is too long.
+    fn merge_short(&self, w: &[u8], out: &mut Vec<u32>) -> bool {
+        const MAX: usize = 64;
+        let n = w.len();
+        if n > MAX {
+            return false;
+        }
+        let mut ids = [0u32; MAX];
+        for (slot, &b) in ids.iter_mut().zip(w) {
+            let id = self.byte_id[b as usize];
+            if id == NONE {
+                return false;
+            }
+            *slot = id;
+        }
+        let pair = |a: u32, b: u32| -> u64 {
+            match self.merges.get(&key(a, b)) {
+                Some(&(rank, id)) => (u64::from(rank) << 32) | u64::from(id),
+                None => u64::MAX,
+            }
+        };
+        let mut ranks = [u64::MAX; MAX];
+        for i in 0..n.saturating_sub(1) {
+            ranks[i] = pair(ids[i], ids[i + 1]);
+        }
+        let mut len = n;
+        while len > 1 {
+            let mut best = 0;
+            let mut best_rank = ranks[0];
+            for (i, &r) in ranks[1..len - 1].iter().enumerate() {
+                if r < best_rank {
+                    best_rank = r;
+                    best = i + 1;
+                }
+            }
+            if best_rank == u64::MAX {
+                break;
+            }
+            ids[best] = best_rank as u32;
+            ids.copy_within(best + 2..len, best + 1);
+            ranks.copy_within(best + 2..len, best + 1);
+            len -= 1;
+            ranks[len - 1] = u64::MAX;
+            if best + 1 < len {
+                ranks[best] = pair(ids[best], ids[best + 1]);
+            } else {
+                ranks[best] = u64::MAX;
+            }
+            if best > 0 {
+                ranks[best - 1] = pair(ids[best - 1], ids[best]);
+            }
+        }
+        out.extend_from_slice(&ids[..len]);
+        true
+    }
+
+    /// HF's `merge_word` + `Word::merge_all` (a heap of (rank, position)).
+    fn merge(&self, w: &[u8], out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
+        if lens.is_none() && self.merge_short(w, out) {
+            return;
+        }
+        let mut syms: Vec<Sym> = Vec::with_capacity(w.len());
+        let mut unk: Option<(u32, u32)> = None;
+        let add = |syms: &mut Vec<Sym>, id: u32, len: u32| {
+            let i = syms.len() as i32;
+            syms.push(Sym {
+                id,
+                len,
+                prev: i - 1,
+                next: i + 1,
+            });
+        };
+        for &b in w {
+            let id = self.byte_id[b as usize];
+            if id != NONE {
+                if let Some((u, l)) = unk.take() {
+                    add(&mut syms, u, l);
+                }
+                add(&mut syms, id, 1);
+            } else if let Some(u) = self.unk {
+                unk = match unk {
+                    Some((uid, l)) if self.fuse_unk => Some((uid, l + 1)),
+                    Some((uid, l)) => {
+                        add(&mut syms, uid, l);
+                        Some((u, 1))
+                    }
+                    None => Some((u, 1)),
+                };
+            }
+        }
+        if let Some((u, l)) = unk {
+            add(&mut syms, u, l);
+        }
+        if let Some(last) = syms.last_mut() {
+            last.next = -1;
+        }
+        if syms.len() > 1 {
+            let mut heap: BinaryHeap<Reverse<(u32, u32, u32)>> =
+                BinaryHeap::with_capacity(syms.len());
+            for i in 0..syms.len() - 1 {
+                if let Some(&(rank, new_id)) = self.merges.get(&key(syms[i].id, syms[i + 1].id)) {
+                    heap.push(Reverse((rank, i as u32, new_id)));
+                }
+            }
+            while let Some(Reverse((_, pos, new_id))) = heap.pop() {
+                let pos = pos as usize;
+                if syms[pos].len == 0 || syms[pos].next == -1 {
+                    continue;
+                }
+                let next = syms[pos].next as usize;
+                let right = syms[next];
+                match self.merges.get(&key(syms[pos].id, right.id)) {
+                    Some(&(_, id)) if id == new_id => {}
+                    _ => continue,
+                }
+                syms[pos].id = new_id;
+                syms[pos].len += right.len;
+                syms[pos].next = right.next;
+                syms[next].len = 0;
+                if right.next >= 0 {
+                    syms[right.next as usize].prev = pos as i32;
+                }
+                let cur = syms[pos];
+                if cur.prev >= 0 {
+                    let p = cur.prev as usize;
+                    if let Some(&(rank, id)) = self.merges.get(&key(syms[p].id, cur.id)) {
+                        heap.push(Reverse((rank, p as u32, id)));
+                    }
+                }
+                if cur.next >= 0 {
+                    let n = cur.next as usize;
+                    if let Some(&(rank, id)) = self.merges.get(&key(cur.id, syms[n].id)) {
+                        heap.push(Reverse((rank, pos as u32, id)));
+                    }
+                }
+            }
+        }
+        match lens {
+            Some(lens) => {
+                for s in syms.iter().filter(|s| s.len != 0) {
+                    out.push(s.id);
+                    lens.push(s.len);
+                }
+            }
+            None => out.extend(syms.iter().filter(|s| s.len != 0).map(|s| s.id)),
+        }
+    }
+}

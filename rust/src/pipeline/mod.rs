@@ -1,0 +1,411 @@
+//! HuggingFace `tokenizer.json` pipelines: normalizer → added tokens → pre-tokenizer →
+//! model, each stage a module, as HuggingFace `tokenizers` 0.23 runs them.
+//!
+//! Invariant: for a file this module accepts, `Pipeline::encode_into` with every added token
+//! active gives the ids of HF's `Tokenizer.encode(text, add_special_tokens=False)`, and
+//! `encode_detail` also its offsets (char offsets into the original text, before any
+//! post-processor trims them) and word indices. A file that asks for anything not
+//! implemented here is refused at load with an error naming the component, never run
+//! differently.
+//!
+//! Stages:
+//! - [`normalizers`]: NFC/NFD/NFKC/NFKD/Lowercase/Sequence, with HF's alignments;
+//! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
+//!   text first, normalized ones from the normalized text of each remaining part);
+//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence;
+//! - [`bpe_model`]: byte-level BPE with HF's merge-pair rule.
+//!
+//! The model stage is one implementation of a word → ids step; SentencePiece BPE (byte
+//! fallback), Unigram or WordPiece would be others behind the same three stages.
+
+pub mod added_tokens;
+pub mod bpe_model;
+pub mod byte_level;
+pub mod normalizers;
+pub mod pre_tokenizers;
+pub mod splitters;
+mod unicode_classes;
+
+use crate::encode::encoder::{Allowed, Encoder};
+use crate::error::Result;
+use crate::vocab::Rank;
+use added_tokens::{AddedVocab, Which};
+use bpe_model::HfBpe;
+use normalizers::{bad, unsupported, NString, Normalizer};
+use pre_tokenizers::{Piece, PreTokenizer};
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+use std::borrow::Cow;
+
+pub struct Pipeline {
+    normalizer: Option<Normalizer>,
+    added: AddedVocab,
+    /// Per added token: its index in the encoder's special matcher if it is special.
+    special_index: Vec<Option<usize>>,
+    pretok: PreTokenizer,
+    model: HfBpe,
+}
+
+/// One token of [`Pipeline::encode_detail`]: id, char offsets, word index.
+pub type Detail = (u32, usize, usize, u32);
+
+impl Pipeline {
+    /// Whether added token `ti` may match under `allowed` (non-special ones always do).
+    #[inline]
+    fn active(&self, ti: usize, allowed: Allowed<'_>) -> bool {
+        match self.special_index[ti] {
+            None => true,
+            Some(i) => allowed.admits(i),
+        }
+    }
+
+    /// Whether the raw-text added tokens can match under `allowed`.
+    #[inline]
+    fn raw_matters(&self, allowed: Allowed<'_>) -> bool {
+        self.added.has(Which::Raw) && (!allowed.is_none() || self.added.has_ordinary(Which::Raw))
+    }
+
+    #[inline]
+    fn normalized_matters(&self, allowed: Allowed<'_>) -> bool {
+        self.added.has(Which::Normalized)
+            && (!allowed.is_none() || self.added.has_ordinary(Which::Normalized))
+    }
+
+    /// HF's ids for `text`, where only the special tokens `allowed` admits are matched.
+    pub fn encode_into(
+        &self,
+        enc: &Encoder,
+        text: &str,
+        allowed: Allowed<'_>,
+        out: &mut Vec<Rank>,
+    ) -> Result<()> {
+        let mut cache = self.model.cache();
+        let mut engine_cache = enc.cache.local();
+        let mut buf = Vec::new();
+        let active = |ti: usize| self.active(ti, allowed);
+        let mut segment = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
+            let norm: Cow<'_, str> = match &self.normalizer {
+                Some(n) if !n.leaves(s) => {
+                    let mut ns = NString::identity(s, 0, false);
+                    n.apply(&mut ns, false);
+                    Cow::Owned(ns.text)
+                }
+                _ => Cow::Borrowed(s),
+            };
+            let mut model = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
+                if let Some(re) = self.pretok.single_scan() {
+                    // One isolating scan, then bytes: the pieces straight from the scanner.
+                    let text = s.as_bytes();
+                    let base = s.as_ptr() as usize;
+                    let mut prev = 0;
+                    let (vocab, model) = (&enc.vocab, &self.model);
+                    re.for_each_piece(s, |m| {
+                        let at = m.as_ptr() as usize - base;
+                        if prev < at {
+                            let gap = &text[prev..at];
+                            model.encode_word(
+                                vocab,
+                                text,
+                                gap,
+                                &mut cache,
+                                &mut engine_cache,
+                                out,
+                            )?;
+                        }
+                        prev = at + m.len();
+                        let w = m.as_bytes();
+                        model.encode_word(vocab, text, w, &mut cache, &mut engine_cache, out)
+                    })?;
+                    if prev < text.len() {
+                        let rest = &text[prev..];
+                        model.encode_word(vocab, text, rest, &mut cache, &mut engine_cache, out)?;
+                    }
+                    return Ok(());
+                }
+                self.pretok.for_each_piece(s, &mut |p| {
+                    let (w, whole) = if p.space {
+                        let w = piece_bytes(s, &p, &mut buf);
+                        (w, w)
+                    } else {
+                        (&s.as_bytes()[p.start..p.end], s.as_bytes())
+                    };
+                    self.model
+                        .encode_word(&enc.vocab, whole, w, &mut cache, &mut engine_cache, out)
+                })
+            };
+            if self.normalized_matters(allowed) && self.added.occurs_in(&norm, Which::Normalized) {
+                for c in self.added.split(&norm, Which::Normalized, &active) {
+                    match c.token {
+                        Some(ti) => out.push(self.added.tokens[ti].id),
+                        None => model(&norm[c.start..c.end], out)?,
+                    }
+                }
+                Ok(())
+            } else {
+                model(&norm, out)
+            }
+        };
+        if self.raw_matters(allowed) && self.added.occurs_in(text, Which::Raw) {
+            for c in self.added.split(text, Which::Raw, &active) {
+                match c.token {
+                    Some(ti) => out.push(self.added.tokens[ti].id),
+                    None => segment(&text[c.start..c.end], out)?,
+                }
+            }
+            Ok(())
+        } else {
+            segment(text, out)
+        }
+    }
+
+    /// HF's `encode(text, add_special_tokens=False)` as (id, char start, char end, word
+    /// index) per token (see the module docs).
+    pub fn encode_detail(&self, text: &str) -> Result<Vec<Detail>> {
+        let mut out: Vec<(u32, usize, usize, u32)> = Vec::new();
+        let mut word = 0u32;
+        let all = |_: usize| true;
+        let mut pieces = Vec::new();
+        let mut buf = Vec::new();
+        let (mut ids, mut lens) = (Vec::new(), Vec::new());
+        for c in self.added.split(text, Which::Raw, &all) {
+            if let Some(ti) = c.token {
+                out.push((self.added.tokens[ti].id, c.start, c.end, word));
+                word += 1;
+                continue;
+            }
+            let mut ns = NString::identity(&text[c.start..c.end], c.start, true);
+            if let Some(n) = &self.normalizer {
+                n.apply(&mut ns, true);
+            }
+            let span = |a: usize, b: usize| -> (usize, usize) {
+                if a >= b {
+                    let o = ns.align.get(a).map_or(c.end, |x| x.0);
+                    (o, o)
+                } else {
+                    (ns.align[a].0, ns.align[b - 1].1)
+                }
+            };
+            for nc in self.added.split(&ns.text, Which::Normalized, &all) {
+                if let Some(ti) = nc.token {
+                    let (s, e) = span(nc.start, nc.end);
+                    out.push((self.added.tokens[ti].id, s, e, word));
+                    word += 1;
+                    continue;
+                }
+                let sub = &ns.text[nc.start..nc.end];
+                pieces.clear();
+                self.pretok.pieces(sub, &mut pieces)?;
+                for p in &pieces {
+                    let w = piece_bytes(sub, p, &mut buf);
+                    ids.clear();
+                    lens.clear();
+                    self.model.encode_word_with_lens(w, &mut ids, &mut lens);
+                    // Byte k of `w` is the virtual space if `p.space` and k = 0.
+                    let sp = usize::from(p.space);
+                    let mut k = 0usize;
+                    for (&id, &len) in ids.iter().zip(&lens) {
+                        let (a, b) = (k, k + len as usize);
+                        k = b;
+                        let ra = nc.start + p.start + a.saturating_sub(sp);
+                        let rb = nc.start + p.start + b.saturating_sub(sp);
+                        let (s, e) = if a < sp {
+                            // Starts at the virtual space: HF aligns it to the piece's start.
+                            let o = ns.align.get(nc.start + p.start).map_or(c.end, |x| x.0);
+                            let e = if rb > ra { span(ra, rb).1 } else { o };
+                            (o, e)
+                        } else {
+                            span(ra, rb)
+                        };
+                        out.push((id, s, e, word));
+                    }
+                    word += 1;
+                }
+            }
+        }
+        // Byte offsets into `text` -> char offsets, as HF's `BytesToCharOffsetConverter`.
+        let mut char_at = vec![0usize; text.len()];
+        for (i, (b, ch)) in text.char_indices().enumerate() {
+            char_at[b..b + ch.len_utf8()].fill(i);
+        }
+        for t in &mut out {
+            let (s, e) = (t.1, t.2);
+            let conv = match (char_at.get(s), char_at.get(e)) {
+                (Some(&cs), Some(&ce)) => Some((cs, ce)),
+                (Some(&cs), None) => {
+                    let last = e
+                        .checked_sub(1)
+                        .and_then(|i| char_at.get(i))
+                        .map_or(cs + 1, |&x| x);
+                    Some((cs, last + 1))
+                }
+                _ => None,
+            };
+            if let Some((cs, ce)) = conv {
+                t.1 = cs;
+                t.2 = ce;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Pipeline {
+    /// The paths this pipeline runs on, for tests and benchmarks: the model's fast paths
+    /// and each `Split` step's splitter.
+    pub fn paths(&self) -> Vec<&'static str> {
+        let mut v = self.model.paths();
+        v.extend(self.pretok.splitter_kinds());
+        v
+    }
+}
+
+/// The bytes of piece `p` of `s`: a slice, or in `buf` with the virtual space first.
+fn piece_bytes<'a>(s: &'a str, p: &Piece, buf: &'a mut Vec<u8>) -> &'a [u8] {
+    let b = &s.as_bytes()[p.start..p.end];
+    if p.space {
+        buf.clear();
+        buf.push(b' ');
+        buf.extend_from_slice(b);
+        buf
+    } else {
+        b
+    }
+}
+
+/// An encoder for a HuggingFace `tokenizer.json` (its text): the vocabulary for decoding and
+/// special tokens as ferrotok's [`Encoder`] keeps them, and the pipeline that encodes.
+/// Returns the encoder and the name the file gives its model, if any.
+pub fn encoder_from_json(json: &str) -> Result<Encoder> {
+    let root: Value =
+        serde_json::from_str(json).map_err(|e| bad(&format!("not valid JSON: {e}")))?;
+    if !root.is_object() {
+        return Err(bad("the top level is not an object"));
+    }
+    let model_json = root.get("model").ok_or_else(|| bad("no `model`"))?;
+    let normalizer = Normalizer::from_json(root.get("normalizer").unwrap_or(&Value::Null))?;
+    let pretok = PreTokenizer::from_json(root.get("pre_tokenizer").unwrap_or(&Value::Null))?;
+    let kind = model_json
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("BPE");
+    if kind != "BPE" {
+        return Err(unsupported(&format!("model {kind}")));
+    }
+    let (model, vocab) = HfBpe::from_json(model_json)?;
+    if !pretok.is_byte_level() {
+        return Err(unsupported(
+            "a BPE model without a ByteLevel pre-tokenizer (not byte-level BPE)",
+        ));
+    }
+    check_decoder(root.get("decoder").unwrap_or(&Value::Null))?;
+    check_post_processor(root.get("post_processor").unwrap_or(&Value::Null))?;
+    let added = AddedVocab::from_json(
+        root.get("added_tokens").unwrap_or(&Value::Null),
+        normalizer.as_ref(),
+    )?;
+
+    // The ids' bytes: ordinary tokens from the vocab (byte-level strings), special added
+    // tokens as their text; non-special added tokens outside the vocab as their text.
+    let special_ids: FxHashMap<u32, &str> = added
+        .tokens
+        .iter()
+        .filter(|t| t.special)
+        .map(|t| (t.id, t.content.as_str()))
+        .collect();
+    let mut ranks: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
+    ranks.reserve(vocab.len());
+    let mut entries: Vec<(&String, u32)> = vocab.iter().map(|(t, &id)| (t, id)).collect();
+    entries.sort_by_key(|&(_, id)| id);
+    let mut seen_ids = rustc_hash::FxHashSet::default();
+    for (t, id) in entries {
+        if special_ids.contains_key(&id) {
+            continue;
+        }
+        let bytes = byte_level::token_bytes(t).unwrap_or_else(|| t.as_bytes().to_vec());
+        if !bytes.is_empty() && !ranks.contains_key(&bytes) {
+            ranks.insert(bytes, id);
+            seen_ids.insert(id);
+        }
+    }
+    for t in added.tokens.iter().filter(|t| !t.special) {
+        if !seen_ids.contains(&t.id) && !vocab.values().any(|&v| v == t.id) {
+            let bytes = t.content.as_bytes().to_vec();
+            if !ranks.contains_key(&bytes) {
+                ranks.insert(bytes, t.id);
+            }
+        }
+    }
+    let mut specials: Vec<(String, Rank)> = Vec::new();
+    for t in added.tokens.iter().filter(|t| t.special) {
+        if !specials.iter().any(|(s, _)| s == &t.content) {
+            specials.push((t.content.clone(), t.id));
+        }
+    }
+    let mut enc = Encoder::new(ranks, specials, crate::encode::pretok::R50K_PATTERN)?;
+    let mut model = model;
+    model.choose_paths(&enc.vocab)?;
+    let special_index = added
+        .tokens
+        .iter()
+        .map(|t| {
+            if t.special {
+                enc.specials
+                    .tokens
+                    .binary_search_by(|x| x.as_str().cmp(&t.content))
+                    .ok()
+            } else {
+                None
+            }
+        })
+        .collect();
+    enc.hf = Some(Box::new(Pipeline {
+        normalizer,
+        added,
+        special_index,
+        pretok,
+        model,
+    }));
+    Ok(enc)
+}
+
+fn check_decoder(v: &Value) -> Result<()> {
+    if v.is_null() {
+        return Ok(());
+    }
+    match v.get("type").and_then(Value::as_str).unwrap_or("?") {
+        "ByteLevel" => Ok(()),
+        "Sequence" => {
+            for d in v
+                .get("decoders")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                check_decoder(d)?;
+            }
+            Ok(())
+        }
+        other => Err(unsupported(&format!("decoder {other}"))),
+    }
+}
+
+fn check_post_processor(v: &Value) -> Result<()> {
+    if v.is_null() {
+        return Ok(());
+    }
+    match v.get("type").and_then(Value::as_str).unwrap_or("?") {
+        "ByteLevel" | "TemplateProcessing" | "RobertaProcessing" | "BertProcessing" => Ok(()),
+        "Sequence" => {
+            for d in v
+                .get("processors")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                check_post_processor(d)?;
+            }
+            Ok(())
+        }
+        other => Err(unsupported(&format!("post-processor {other}"))),
+    }
+}

@@ -1,0 +1,105 @@
+//! The regex splitters of `Split` pre-tokenizers: ferrotok's own scanners where a pattern is
+//! provably one of theirs up to a stated difference, else `Splitter::new`'s choice.
+//!
+//! Invariant: `PieceSplitter::for_each_piece` yields exactly the matches the pattern's
+//! leftmost-first search yields (as `Splitter::for_each_piece` promises for its patterns).
+//!
+//! Llama 3's pattern is cl100k_base's but for one alternative: cl100k has `\s++$` first
+//! among its whitespace alternatives, Llama 3 has not. They differ only on the whitespace
+//! run that ends the text (pieces before it are the same: every alternative but the
+//! whitespace ones needs a non-space char). On that run cl100k takes it whole; Llama 3 takes
+//! it up to and including its last `\r`/`\n` (`\s*[\r\n]+`; `\s*[\r\n]` of cl100k is the
+//! same), then the rest (`\s+(?!\S)` at the end of the text). So cl100k's scanner, with its
+//! last piece cut after the last newline when whitespace follows that newline, is Llama 3's.
+//! (`\s+(?!\S)|\s+` against cl100k's `\s+(?!\S)|\s`, and the possessives, give the same
+//! matches: see `pretok/general.rs`.)
+
+use crate::encode::pretok::{Splitter, CL100K_PATTERN};
+use crate::error::Result;
+
+pub const LLAMA3_PATTERN: &str = concat!(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+pub enum PieceSplitter {
+    Plain(Splitter),
+    /// Llama 3's pattern, run by cl100k's scanner (see the module docs).
+    Llama3(Splitter),
+}
+
+impl PieceSplitter {
+    pub fn new(pattern: &str) -> Result<PieceSplitter> {
+        if pattern == LLAMA3_PATTERN {
+            return Ok(PieceSplitter::Llama3(Splitter::new(CL100K_PATTERN)?));
+        }
+        Ok(PieceSplitter::Plain(Splitter::new(pattern)?))
+    }
+
+    /// Which path splits: the `Splitter` kind, or `"llama3"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PieceSplitter::Plain(s) => s.kind(),
+            PieceSplitter::Llama3(_) => "llama3",
+        }
+    }
+
+    #[inline]
+    pub fn for_each_piece<'t>(
+        &self,
+        text: &'t str,
+        mut f: impl FnMut(&'t str) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            PieceSplitter::Plain(s) => s.for_each_piece(text, f),
+            PieceSplitter::Llama3(s) => {
+                let end = text.as_ptr() as usize + text.len();
+                s.for_each_piece(text, |p| {
+                    if p.as_ptr() as usize + p.len() == end && p.chars().all(char::is_whitespace) {
+                        if let Some(k) = p.rfind(['\r', '\n']) {
+                            if k + 1 < p.len() {
+                                f(&p[..k + 1])?;
+                                return f(&p[k + 1..]);
+                            }
+                        }
+                    }
+                    f(p)
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(s: &PieceSplitter, text: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        s.for_each_piece(text, |p| {
+            v.push(p.to_string());
+            Ok(())
+        })
+        .unwrap();
+        v
+    }
+
+    #[test]
+    fn llama3_equals_its_pattern_on_the_reference_engine() {
+        let fast = PieceSplitter::new(LLAMA3_PATTERN).unwrap();
+        assert_eq!(fast.kind(), "llama3");
+        let reference = PieceSplitter::Plain(Splitter::reference(LLAMA3_PATTERN).unwrap());
+        for t in [
+            "hello world\n  ",
+            "x\n\n \t",
+            "a \n",
+            "  ",
+            "\n",
+            "it's 2024!!\r\n  done \u{3000}\n\u{a0}",
+            "tabs\t\t\n\t",
+            "1234567 don't\n\n\nWE'LL",
+        ] {
+            assert_eq!(pieces(&fast, t), pieces(&reference, t), "{t:?}");
+        }
+    }
+}
