@@ -39,7 +39,7 @@ def _name_for(p: Path) -> str:
     """The encoding's name: the directory's name for `dir/tokenizer.json`, else the file's
     stem without a `.tokenizer` suffix (`gpt-2.tokenizer.json` → `gpt-2`)."""
     if p.name == "tokenizer.json":
-        return p.resolve().parent.name or "tokenizer"
+        return p.absolute().parent.name or "tokenizer"
     stem = p.stem
     return stem[: -len(".tokenizer")] if stem.endswith(".tokenizer") else stem
 
@@ -59,9 +59,8 @@ def from_hf_json(text: str, name: str) -> Encoding:
     except json.JSONDecodeError as e:
         raise ValueError(f"tokenizer.json: not valid JSON: {e}") from None
     core = _core.CoreBPE.from_hf_json(text)
-    special_tokens = {
-        t["content"]: t["id"] for t in config.get("added_tokens") or [] if t.get("special")
-    }
+    # The ids HF gives the added tokens when it loads the file (not the file's `id`s).
+    special_tokens = {text: i for text, i, special in core.hf_added_tokens() if special}
     enc = Encoding.__new__(Encoding)
     enc._setup(name, "", None, special_tokens, None, core)
     enc._hf_config = config

@@ -58,14 +58,22 @@ fn flag(v: &Value, k: &str) -> bool {
 }
 
 impl AddedVocab {
-    pub fn from_json(list: &Value, normalizer: Option<&Normalizer>) -> Result<AddedVocab> {
-        let mut tokens = Vec::new();
+    /// The added tokens of a `tokenizer.json`, with the ids HF gives them when it loads the
+    /// file (its `add_tokens`; the file's own `id` fields are not read): a token whose text
+    /// is in the model's `vocab` (or added before) takes that id, any other the next id from
+    /// the vocabulary's size on. A later token with the same text replaces the earlier one's
+    /// flags. A token is special if any token with its text is.
+    pub fn from_json(
+        list: &Value,
+        normalizer: Option<&Normalizer>,
+        vocab: &rustc_hash::FxHashMap<String, u32>,
+    ) -> Result<AddedVocab> {
+        let mut by_content: rustc_hash::FxHashMap<String, u32> = Default::default();
+        let mut by_id: std::collections::BTreeMap<u32, AddedToken> = Default::default();
+        let mut specials: rustc_hash::FxHashSet<String> = Default::default();
+        let mut next_id = u32::try_from(vocab.len()).map_err(|_| bad("vocab too large"))?;
         if let Some(items) = list.as_array() {
             for t in items {
-                let id = t
-                    .get("id")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| bad("an added token without an id"))?;
                 let content = t
                     .get("content")
                     .and_then(Value::as_str)
@@ -73,18 +81,34 @@ impl AddedVocab {
                 if content.is_empty() {
                     continue;
                 }
-                tokens.push(AddedToken {
-                    id: u32::try_from(id).map_err(|_| bad("an added token id is too large"))?,
+                let id = match by_content.get(content).or_else(|| vocab.get(content)) {
+                    Some(&id) => id,
+                    None => {
+                        next_id += 1;
+                        next_id - 1
+                    }
+                };
+                let token = AddedToken {
+                    id,
                     content: content.to_owned(),
                     single_word: flag(t, "single_word"),
                     lstrip: flag(t, "lstrip"),
                     rstrip: flag(t, "rstrip"),
                     normalized: flag(t, "normalized"),
                     special: flag(t, "special"),
-                });
+                };
+                if token.special {
+                    specials.insert(token.content.clone());
+                }
+                by_content.insert(token.content.clone(), id);
+                by_id.insert(id, token);
             }
         } else if !list.is_null() {
             return Err(bad("`added_tokens` is not a list"));
+        }
+        let mut tokens: Vec<AddedToken> = by_id.into_values().collect();
+        for t in &mut tokens {
+            t.special = specials.contains(&t.content);
         }
         let build = |normalized: bool| -> Result<Option<Trie>> {
             let mut pats = Vec::new();

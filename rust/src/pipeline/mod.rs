@@ -250,6 +250,15 @@ impl Pipeline {
 }
 
 impl Pipeline {
+    /// The added tokens as HF numbers them: (text, id, special).
+    pub fn added_tokens(&self) -> Vec<(String, u32, bool)> {
+        self.added
+            .tokens
+            .iter()
+            .map(|t| (t.content.clone(), t.id, t.special))
+            .collect()
+    }
+
     /// The paths this pipeline runs on, for tests and benchmarks: the model's fast paths
     /// and each `Split` step's splitter.
     pub fn paths(&self) -> Vec<&'static str> {
@@ -302,6 +311,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let added = AddedVocab::from_json(
         root.get("added_tokens").unwrap_or(&Value::Null),
         normalizer.as_ref(),
+        &vocab,
     )?;
 
     // The ids' bytes: ordinary tokens from the vocab (byte-level strings), special added
@@ -327,11 +337,25 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             seen_ids.insert(id);
         }
     }
+    // An id without bytes of its own (its text's bytes belong to another id: GPT-NeoX's
+    // runs of spaces are both added tokens and byte-level tokens) decodes as a special
+    // token's text would.
+    let mut shared_bytes: Vec<(String, Rank)> = Vec::new();
+    for (t, &id) in &vocab {
+        if !seen_ids.contains(&id) && !special_ids.contains_key(&id) {
+            let text = byte_level::token_bytes(t)
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_else(|| t.clone());
+            shared_bytes.push((text, id));
+        }
+    }
     for t in added.tokens.iter().filter(|t| !t.special) {
         if !seen_ids.contains(&t.id) && !vocab.values().any(|&v| v == t.id) {
             let bytes = t.content.as_bytes().to_vec();
-            if !ranks.contains_key(&bytes) {
-                ranks.insert(bytes, t.id);
+            if let std::collections::hash_map::Entry::Vacant(e) = ranks.entry(bytes) {
+                e.insert(t.id);
+            } else {
+                shared_bytes.push((t.content.clone(), t.id));
             }
         }
     }
@@ -341,6 +365,9 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             specials.push((t.content.clone(), t.id));
         }
     }
+    // After the real specials, so a text that is both keeps the special's id.
+    shared_bytes.sort_by_key(|&(_, id)| id);
+    specials.extend(shared_bytes);
     let mut enc = Encoder::new(ranks, specials, crate::encode::pretok::R50K_PATTERN)?;
     let mut model = model;
     model.choose_paths(&enc.vocab)?;

@@ -198,6 +198,15 @@ impl PyCoreBPE {
         Ok(PyCoreBPE::wrap(inner))
     }
 
+    /// A HuggingFace pipeline's added tokens as HF numbers them: (text, id, special).
+    fn hf_added_tokens(&self) -> Vec<(String, u32, bool)> {
+        self.inner
+            .hf
+            .as_ref()
+            .map(|h| h.added_tokens())
+            .unwrap_or_default()
+    }
+
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).
     fn hf_paths(&self) -> Vec<&'static str> {
         self.inner

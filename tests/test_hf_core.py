@@ -1,0 +1,449 @@
+"""`Encoding.from_hf`: a HuggingFace `tokenizer.json` gives HuggingFace `tokenizers`' ids.
+
+HF `tokenizers` 0.23 is the oracle: every shared byte-level model's reference vectors, a
+sample of ~4 KB corpus documents (adversarial ones included) through every encode entry
+point, HF's offsets and word ids (`_encode_hf_detail`), pipelines built to reach each
+pre-tokenizer behavior and added-token flag, and a refusal naming each component ferrotok
+does not implement.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import pickle
+import random
+from pathlib import Path
+from typing import Any
+
+import ferrotok
+import numpy as np
+import pytest
+from oracle import SHARED, corpus_file
+from tokenizers import Tokenizer
+
+TOKENIZERS = SHARED / "tokenizers"
+BYTE_LEVEL = [
+    "gpt-2",
+    "llama-bpe",
+    "qwen2",
+    "deepseek-llm",
+    "falcon",
+    "starcoder",
+    "gpt-neox",
+    "tekken_240911",
+]
+
+
+def path_of(model: str) -> Path:
+    return TOKENIZERS / f"{model}.tokenizer.json"
+
+
+@functools.cache
+def ours(model: str) -> ferrotok.Encoding:
+    return ferrotok.Encoding.from_hf(path_of(model))
+
+
+@functools.cache
+def config(model: str) -> dict[str, Any]:
+    cfg: dict[str, Any] = json.loads(path_of(model).read_text(encoding="utf-8"))
+    return cfg
+
+
+@functools.cache
+def theirs(model: str) -> Tokenizer:
+    return Tokenizer.from_file(str(path_of(model)))
+
+
+@functools.cache
+def theirs_untrimmed(model: str) -> Tokenizer:
+    """HF's tokenizer without its post-processor: offsets as the pipeline gives them."""
+    cfg = copy.deepcopy(config(model))
+    cfg["post_processor"] = None
+    return Tokenizer.from_str(json.dumps(cfg))
+
+
+@functools.cache
+def sample_docs() -> tuple[str, ...]:
+    docs = []
+    for name in ("english.txt", "code.txt", "multilingual.txt"):
+        data = corpus_file(name).read_text(encoding="utf-8")
+        rnd = random.Random(name)
+        for _ in range(3):
+            i = rnd.randrange(0, len(data) - 4096)
+            docs.append(data[i : i + 4096])
+    adversarial = corpus_file("adversarial")
+    for p in sorted(adversarial.iterdir()):
+        try:
+            data = p.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, IsADirectoryError):
+            continue
+        docs.append(data[:4096])
+    return tuple(docs)
+
+
+@pytest.mark.parametrize("model", BYTE_LEVEL)
+def test_reference_vectors(model: str) -> None:
+    enc = ours(model)
+    hf = theirs(model)
+    lines = (TOKENIZERS / "vectors" / f"{model}.jsonl").read_text(encoding="utf-8").splitlines()
+    assert lines
+    for line in lines:
+        v = json.loads(line)
+        text, ids = v["text"], v["ids"]
+        assert enc.encode(text, allowed_special="all") == ids, text
+        if not any(s in text for s in enc.special_tokens_set):
+            assert enc.encode_ordinary(text) == ids, text
+            assert enc.encode(text) == ids, text
+        # BOS/EOS as the model's post-processor adds them.
+        with_specials = hf.encode(text, add_special_tokens=True).ids
+        assert enc.encode(text, allowed_special="all", add_special_tokens=True) == with_specials
+
+
+@pytest.mark.parametrize("model", BYTE_LEVEL)
+def test_corpus_sample_matches_hf(model: str) -> None:
+    enc = ours(model)
+    hf = theirs(model)
+    docs = list(sample_docs())
+    want = [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
+    for doc, ids in zip(docs, want):
+        assert enc.encode(doc, allowed_special="all") == ids
+    ordinary = [d for d in docs if not any(s in d for s in enc.special_tokens_set)]
+    ordinary_want = [w for d, w in zip(docs, want) if d in ordinary]
+    assert enc.encode_ordinary_batch(ordinary) == ordinary_want
+    assert enc.encode_batch(docs, allowed_special="all") == want
+    flat, offsets = enc.encode_batch_to_numpy(docs, allowed_special="all")
+    assert flat.tolist() == [i for ids in want for i in ids]
+    assert offsets.tolist() == list(np.cumsum([0] + [len(w) for w in want]))
+    assert enc.encode_to_numpy(docs[0], allowed_special="all").tolist() == want[0]
+    assert enc.count(docs[0], allowed_special="all") == len(want[0])
+    with_specials = hf.encode(docs[0], add_special_tokens=True).ids
+    assert enc.encode_batch(docs[:1], allowed_special="all", add_special_tokens=True) == [
+        with_specials
+    ]
+    assert (
+        enc.encode_to_numpy(docs[0], allowed_special="all", add_special_tokens=True).tolist()
+        == with_specials
+    )
+    # Decoding gives the text back where HF's byte-level decoder does.
+    for doc, ids in zip(docs, want):
+        text = hf.decode(ids, skip_special_tokens=False)
+        assert enc.decode(ids) == text
+        if text == doc:
+            assert enc.decode(enc.encode(doc, allowed_special="all")) == doc
+
+
+@pytest.mark.parametrize("model", BYTE_LEVEL)
+def test_offsets_and_word_ids_match_hf(model: str) -> None:
+    enc = ours(model)
+    hf = theirs_untrimmed(model)
+    texts = list(sample_docs())[:6] + [
+        "  Hello   world\n\n  x ",
+        "e\u0301te\u0301 \u212b\u00c5 caf\u00e9",
+        "ied 4 \u00bd months 12345",
+    ]
+    for text in texts:
+        e = hf.encode(text, add_special_tokens=False)
+        ids, offsets, words = enc._encode_hf_detail(text)
+        assert ids == e.ids
+        assert offsets == e.offsets
+        assert words == e.word_ids
+
+
+def test_special_tokens_as_tiktoken_treats_them() -> None:
+    enc = ours("llama-bpe")
+    hf = theirs("llama-bpe")
+    text = "hi<|begin_of_text|>there"
+    with pytest.raises(ValueError, match="disallowed special token"):
+        enc.encode(text)
+    assert enc.encode(text, allowed_special="all") == hf.encode(text).ids[1:]
+    assert 128000 in enc.encode(text, allowed_special={"<|begin_of_text|>"})
+    assert 128000 not in enc.encode(text, disallowed_special=())
+    assert enc.is_special_token(128000)
+    assert enc.decode([128000]) == "<|begin_of_text|>"
+    assert enc.name == "llama-bpe"
+
+
+def test_non_special_added_tokens_are_ordinary_text() -> None:
+    # GPT-NeoX's runs of spaces are added tokens cut out before BPE.
+    enc = ours("gpt-neox")
+    assert enc.encode_ordinary("   Hello") == [50275, 12092]
+    assert enc.encode("   Hello") == theirs("gpt-neox").encode("   Hello").ids
+
+
+@functools.cache
+def tiny_gpt2() -> dict[str, Any]:
+    """GPT-2's pipeline with its first 3,000 merges only (ids renumbered from 0): a real
+    byte-level BPE that loads in milliseconds, for the pipeline-variant tests."""
+    cfg = config("gpt-2")
+    model = cfg["model"]
+    by_id = sorted(model["vocab"].items(), key=lambda kv: kv[1])
+    vocab: dict[str, int] = {}
+    for token, _ in by_id[:256]:
+        vocab[token] = len(vocab)
+    merges = model["merges"][:3000]
+    for m in merges:
+        a, b = m if isinstance(m, list) else m.split(" ", 1)
+        vocab.setdefault(a + b, len(vocab))
+    vocab.setdefault("<|endoftext|>", len(vocab))
+    tiny = copy.deepcopy({k: v for k, v in cfg.items() if k != "model"})
+    tiny["model"] = {**{k: v for k, v in model.items()}, "vocab": vocab, "merges": merges}
+    tiny["added_tokens"] = [{**t, "id": vocab["<|endoftext|>"]} for t in cfg["added_tokens"]]
+    return tiny
+
+
+def _gpt2_with(**changes: Any) -> str:
+    cfg = copy.deepcopy(tiny_gpt2())
+    cfg.update(changes)
+    return json.dumps(cfg)
+
+
+def _both(cfg_json: str) -> tuple[ferrotok.Encoding, Tokenizer]:
+    from ferrotok.hf_json import from_hf_json
+
+    return from_hf_json(cfg_json, "custom"), Tokenizer.from_str(cfg_json)
+
+
+VARIANT_TEXTS = [
+    "Hello, world!! It's 2024... ok?  \n\n  Tabs\there -- e.g. x=1,234,567.",
+    "caf\u00e9 \u212b \ufb01ne \u00bd 42nd 3.14 \u0661\u0662\u0663",
+    "  leading and trailing  ",
+    "",
+    "a",
+]
+
+
+def _split(pattern: dict[str, str], behavior: str, invert: bool = False) -> dict[str, Any]:
+    return {"type": "Split", "pattern": pattern, "behavior": behavior, "invert": invert}
+
+
+BYTE_LEVEL_STEP = {
+    "type": "ByteLevel",
+    "add_prefix_space": False,
+    "use_regex": True,
+    "trim_offsets": False,
+}
+PRE_TOKENIZERS: list[dict[str, Any]] = [
+    {"type": "ByteLevel", "add_prefix_space": True, "use_regex": True, "trim_offsets": False},
+    {"type": "ByteLevel", "add_prefix_space": True, "use_regex": False, "trim_offsets": False},
+    *[
+        {
+            "type": "Sequence",
+            "pretokenizers": [_split({"String": " "}, behavior, invert), BYTE_LEVEL_STEP],
+        }
+        for behavior in [
+            "Removed",
+            "Isolated",
+            "MergedWithPrevious",
+            "MergedWithNext",
+            "Contiguous",
+        ]
+        for invert in (False, True)
+    ],
+    {
+        "type": "Sequence",
+        "pretokenizers": [_split({"Regex": r"\p{N}{1,3}+"}, "Isolated"), BYTE_LEVEL_STEP],
+    },
+    {
+        "type": "Sequence",
+        "pretokenizers": [{"type": "Digits", "individual_digits": True}, BYTE_LEVEL_STEP],
+    },
+    *[
+        {
+            "type": "Sequence",
+            "pretokenizers": [{"type": "Punctuation", "behavior": b}, BYTE_LEVEL_STEP],
+        }
+        for b in ["Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"]
+    ],
+    {
+        "type": "Sequence",
+        "pretokenizers": [
+            BYTE_LEVEL_STEP,
+            {"type": "Digits", "individual_digits": False},
+            _split({"Regex": "[0-9][0-9]"}, "MergedWithNext"),
+            {"type": "Punctuation", "behavior": "Contiguous"},
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize("pre", PRE_TOKENIZERS, ids=lambda p: json.dumps(p)[:80])
+def test_pre_tokenizer_variants_match_hf(pre: dict[str, Any]) -> None:
+    enc, hf = _both(_gpt2_with(pre_tokenizer=pre, post_processor=None))
+    for text in VARIANT_TEXTS:
+        e = hf.encode(text, add_special_tokens=False)
+        assert enc.encode_ordinary(text) == e.ids, text
+        ids, offsets, words = enc._encode_hf_detail(text)
+        assert (ids, offsets, words) == (e.ids, e.offsets, e.word_ids), text
+
+
+@pytest.mark.parametrize(
+    "normalizer",
+    [
+        {"type": "NFC"},
+        {"type": "NFKC"},
+        {"type": "NFD"},
+        {"type": "NFKD"},
+        {"type": "Lowercase"},
+        {"type": "Sequence", "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}]},
+    ],
+    ids=lambda n: json.dumps(n),
+)
+def test_normalizers_match_hf(normalizer: dict[str, Any]) -> None:
+    enc, hf = _both(_gpt2_with(normalizer=normalizer, post_processor=None))
+    for text in VARIANT_TEXTS + ["e\u0301\u0323 \u1e0b\u0323 \u0130stanbul \u00df \u2460"]:
+        e = hf.encode(text, add_special_tokens=False)
+        assert enc.encode_ordinary(text) == e.ids, text
+        ids, offsets, words = enc._encode_hf_detail(text)
+        assert (ids, offsets, words) == (e.ids, e.offsets, e.word_ids), text
+
+
+def test_added_token_flags_match_hf() -> None:
+    def added(i: int, content: str, **flags: bool) -> dict[str, Any]:
+        base = {"single_word": False, "lstrip": False, "rstrip": False}
+        base.update({"normalized": False, "special": False})
+        base.update(flags)
+        return {"id": i, "content": content, **base}
+
+    cfg = json.loads(_gpt2_with(post_processor=None, normalizer={"type": "Lowercase"}))
+    # The file's ids are not read: HF numbers added tokens itself (a text in the vocab
+    # keeps its id), so these are deliberately off.
+    cfg["added_tokens"] += [
+        added(9000, "<mask>", lstrip=True, special=True),
+        added(9001, "foo", single_word=True, normalized=True),
+        added(9002, "BAR", rstrip=True),
+        added(9003, "[both]", lstrip=True, rstrip=True),
+        added(9004, "Hey", normalized=True),  # normalized: matched as "hey"
+        added(9005, "the", special=True),  # in the vocab: keeps the vocab's id
+    ]
+    enc, hf = _both(json.dumps(cfg))
+    texts = [
+        "a <mask> b   <mask>",
+        "foo food foo_ x-foo foo",
+        "BAR   next BARx  BAR",
+        "x  [both]  y[both]z",
+        "HEY hey Hey",
+        "the theme",
+    ]
+    for text in texts:
+        e = hf.encode(text, add_special_tokens=False)
+        assert enc.encode(text, allowed_special="all") == e.ids, text
+        ids, offsets, words = enc._encode_hf_detail(text)
+        assert (ids, offsets, words) == (e.ids, e.offsets, e.word_ids), text
+    # With <mask> not allowed its text is ordinary text (HF: encode_special_tokens).
+    hf.encode_special_tokens = True
+    assert enc.encode("a <mask> b", disallowed_special=()) == hf.encode("a <mask> b").ids
+
+
+def test_onig_interval_plus_is_a_repeat() -> None:
+    # Oniguruma reads `\p{N}{1,3}+` as `(?:\p{N}{1,3})+`: " 2021" keeps 2021 whole.
+    pre = {
+        "type": "Sequence",
+        "pretokenizers": [
+            _split({"Regex": r" ?\p{N}{1,3}+|\s+|[^\s\p{N}]+"}, "Isolated"),
+            {
+                "type": "ByteLevel",
+                "add_prefix_space": False,
+                "use_regex": False,
+                "trim_offsets": False,
+            },
+        ],
+    }
+    enc, hf = _both(_gpt2_with(pre_tokenizer=pre, post_processor=None))
+    assert enc.encode_ordinary(" 2021") == hf.encode(" 2021").ids
+
+
+@pytest.mark.parametrize(
+    ("change", "component"),
+    [
+        ({"model": {"type": "WordPiece", "vocab": {}}}, "model WordPiece"),
+        ({"model": {"type": "Unigram", "vocab": []}}, "model Unigram"),
+        ({"normalizer": {"type": "BertNormalizer"}}, "normalizer BertNormalizer"),
+        ({"normalizer": {"type": "Replace"}}, "normalizer Replace"),
+        ({"pre_tokenizer": {"type": "Metaspace"}}, "pre-tokenizer Metaspace"),
+        ({"pre_tokenizer": {"type": "Whitespace"}}, "pre-tokenizer Whitespace"),
+        ({"decoder": {"type": "WordPiece"}}, "decoder WordPiece"),
+        ({"post_processor": {"type": "Mystery"}}, "post-processor Mystery"),
+        ({"pre_tokenizer": None}, "without a ByteLevel pre-tokenizer"),
+    ],
+)
+def test_unsupported_components_are_refused(change: dict[str, Any], component: str) -> None:
+    cfg = json.loads(_gpt2_with(**change))
+    with pytest.raises(ValueError, match=component):
+        _load(json.dumps(cfg))
+
+
+@pytest.mark.parametrize(
+    ("model_change", "component"),
+    [
+        ({"dropout": 0.1}, "dropout"),
+        ({"byte_fallback": True}, "byte_fallback"),
+        ({"continuing_subword_prefix": "##"}, "continuing_subword_prefix"),
+        ({"end_of_word_suffix": "</w>"}, "end_of_word_suffix"),
+    ],
+)
+def test_unsupported_model_options_are_refused(
+    model_change: dict[str, Any], component: str
+) -> None:
+    cfg = json.loads(_gpt2_with())
+    cfg["model"].update(model_change)
+    with pytest.raises(ValueError, match=component):
+        _load(json.dumps(cfg))
+
+
+@pytest.mark.parametrize("model", ["llama-spm", "mistral-v1-spm", "bert-bge"])
+def test_shared_non_byte_level_files_are_refused(model: str) -> None:
+    with pytest.raises(ValueError, match="not supported by ferrotok"):
+        ferrotok.Encoding.from_hf(path_of(model))
+
+
+def _load(text: str) -> ferrotok.Encoding:
+    from ferrotok.hf_json import from_hf_json
+
+    return from_hf_json(text, "custom")
+
+
+def test_bad_files_raise_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        ferrotok.Encoding.from_hf(tmp_path)  # a directory without tokenizer.json
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="JSON"):
+        ferrotok.Encoding.from_hf(bad)
+    with pytest.raises(ValueError, match="not in the vocab"):
+        cfg = tiny_gpt2()
+        _load(json.dumps({**cfg, "model": {**cfg["model"], "merges": ["zzzq zzzr"]}}))
+
+
+def test_get_encoding_takes_paths(tmp_path: Path) -> None:
+    checkout = tmp_path / "my-model"
+    checkout.mkdir()
+    os.symlink(path_of("gpt-2"), checkout / "tokenizer.json")
+    for where in (str(path_of("gpt-2")), path_of("gpt-2"), str(checkout)):
+        enc = ferrotok.get_encoding(where)  # type: ignore[arg-type]
+        assert enc.encode("hello world") == [31373, 995]
+        assert enc.n_vocab == 50257
+    assert ferrotok.get_encoding(str(checkout)).name == "my-model"
+    trained = ferrotok.train(["hello world"] * 3, 260, progress=False)
+    saved = tmp_path / "mine.tiktoken"
+    trained.save(saved)
+    assert ferrotok.get_encoding(str(saved)).encode("hello world") == trained.encode("hello world")
+
+
+def test_pickle_round_trip() -> None:
+    enc = ours("qwen2")
+    again = pickle.loads(pickle.dumps(enc))
+    text = sample_docs()[0]
+    assert again.encode_ordinary(text) == enc.encode_ordinary(text)
+    assert again._hf_config == enc._hf_config
+
+
+def test_fast_paths_are_taken() -> None:
+    # Llama 3 and Tekken: tiktoken's rule provably gives HF's merges (engine), and Llama 3's
+    # pattern runs on cl100k's scanner.
+    assert ours("llama-bpe")._core_bpe.hf_paths() == ["vocab_lookup", "engine", "split:llama3"]
+    assert "engine" in ours("tekken_240911")._core_bpe.hf_paths()
+    # HF-trained vocabularies list one merge per token: the engine's rule would differ.
+    assert "engine" not in ours("gpt-2")._core_bpe.hf_paths()
