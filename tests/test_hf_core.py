@@ -447,3 +447,16 @@ def test_fast_paths_are_taken() -> None:
     assert "engine" in ours("tekken_240911")._core_bpe.hf_paths()
     # HF-trained vocabularies list one merge per token: the engine's rule would differ.
     assert "engine" not in ours("gpt-2")._core_bpe.hf_paths()
+
+
+def test_cli_takes_a_tokenizer_json() -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "ferrotok", "encode", "-e", str(path_of("gpt-2"))],
+        input=b"hello world",
+        capture_output=True,
+        check=True,
+    )
+    assert run.stdout.split() == [b"31373", b"995"]

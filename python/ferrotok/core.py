@@ -172,10 +172,10 @@ class Encoding:
         """
         if add_special_tokens and self._hf_template != ([], []):
             before, after = self._hf_template
-            ids = self.encode(
+            inner = self.encode(
                 text, allowed_special=allowed_special, disallowed_special=disallowed_special
             )
-            return before + ids + after
+            return before + inner + after
         if not allowed_special and disallowed_special == "all" and allowed_special.__class__ is set:
             # The default call (with a set: an empty list or None is tiktoken's TypeError,
             # raised below). Where no special token's text occurs, it is encode_ordinary;

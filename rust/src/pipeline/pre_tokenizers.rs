@@ -667,7 +667,7 @@ fn unchanged(step: &Step, seg: &str, p: Piece, mapped: bool) -> bool {
     let bytes = &seg.as_bytes()[p.start..p.end];
     let none = |pred: fn(char) -> bool| {
         if mapped {
-            !(p.space && pred('Ġ')) && !bytes.iter().any(|&b| pred(char_of(b)))
+            !(bytes.iter().any(|&b| pred(char_of(b))) || p.space && pred('Ġ'))
         } else {
             !seg[p.start..p.end].chars().any(pred)
         }
@@ -678,7 +678,7 @@ fn unchanged(step: &Step, seg: &str, p: Piece, mapped: bool) -> bool {
         Step::Split {
             mapped_bytes: Some(set),
             ..
-        } if mapped => !(p.space && set[256]) && !bytes.iter().any(|&b| set[b as usize]),
+        } if mapped => !(bytes.iter().any(|&b| set[b as usize]) || p.space && set[256]),
         _ => false,
     }
 }
