@@ -210,6 +210,7 @@ VARIANT_TEXTS = [
     "Hello, world!! It's 2024... ok?  \n\n  Tabs\there -- e.g. x=1,234,567.",
     "caf\u00e9 \u212b \ufb01ne \u00bd 42nd 3.14 \u0661\u0662\u0663",
     "  leading and trailing  ",
+    "lines  \n  and more \n\n",
     "",
     "a",
 ]
@@ -249,6 +250,11 @@ PRE_TOKENIZERS: list[dict[str, Any]] = [
     {
         "type": "Sequence",
         "pretokenizers": [{"type": "Digits", "individual_digits": True}, BYTE_LEVEL_STEP],
+    },
+    {
+        # Oniguruma's `$` is an end of line.
+        "type": "Sequence",
+        "pretokenizers": [_split({"Regex": r"\s+$"}, "Isolated"), BYTE_LEVEL_STEP],
     },
     *[
         {

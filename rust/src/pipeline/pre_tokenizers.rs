@@ -53,9 +53,8 @@ pub enum Step {
         splitter: PieceSplitter,
         behavior: Behavior,
         invert: bool,
-        /// Bytes whose byte-level char the pattern can match (`None`: any may): after
-        /// ByteLevel, a piece with none of them has no match and is left whole.
-        mapped_bytes: Option<Box<[bool; 257]>>,
+        /// Chars every match holds one of (see [`Required`]): a piece with none is whole.
+        required: Option<Box<Required>>,
     },
     /// `char::is_numeric` chars: each alone (`individual`) or runs of them.
     Digits { individual: bool },
@@ -84,8 +83,8 @@ fn flag(v: &Value, k: &str, default: bool) -> bool {
 /// HF's regex (Oniguruma, Ruby syntax) in fancy-regex's syntax: the same matches.
 ///
 /// Where they differ for tokenizer patterns: Oniguruma reads `X{n,m}+` (and `{n}+`, `{n,}+`)
-/// not as a possessive interval, as fancy-regex does, but as `(?:X{n,m})+`. Possessive
-/// `*+`, `++`, `?+` mean the same in both.
+/// not as a possessive interval, as fancy-regex does, but as `(?:X{n,m})+`; and `^`/`$`
+/// are always line anchors. Possessive `*+`, `++`, `?+` mean the same in both.
 pub fn onig_to_fancy(p: &str) -> String {
     let chars: Vec<char> = p.chars().collect();
     let mut out: Vec<String> = Vec::new(); // one entry per atom or literal piece
@@ -194,6 +193,15 @@ pub fn onig_to_fancy(p: &str) -> String {
                 out.push("|".into());
                 i += 1;
             }
+            // Ruby syntax: `^` and `$` are line anchors (fancy-regex's multi-line ones).
+            '^' => {
+                out.push("(?m:^)".into());
+                i += 1;
+            }
+            '$' => {
+                out.push("(?m:$)".into());
+                i += 1;
+            }
             '*' | '+' | '?' => {
                 out.push(c.to_string());
                 i += 1;
@@ -271,7 +279,11 @@ impl PreTokenizer {
                     splitter: PieceSplitter::new(&re)?,
                     behavior: Behavior::from_json(v.get("behavior"))?,
                     invert,
-                    mapped_bytes: if invert { None } else { matchable_bytes(&re) },
+                    required: if invert {
+                        None
+                    } else {
+                        Required::of(&re).map(Box::new)
+                    },
                 });
             }
             "Digits" => steps.push(Step::Digits {
@@ -382,6 +394,9 @@ impl PreTokenizer {
             _ => None,
         };
         let now_mapped = mapped || matches!(step, Step::ByteLevel { .. });
+        if unchanged(step, seg, p, mapped) {
+            return self.walk(rest, seg, p, now_mapped, f);
+        }
         if let (Some(re), false, false) = (isolating, mapped, p.space) {
             let text = &seg[p.start..p.end];
             let base = text.as_ptr() as usize;
@@ -413,9 +428,6 @@ impl PreTokenizer {
                 self.walk(rest, seg, gap, now_mapped, f)?;
             }
             return Ok(());
-        }
-        if unchanged(step, seg, p, mapped) {
-            return self.walk(rest, seg, p, now_mapped, f);
         }
         let mut parts = Vec::new();
         self.run_step(step, seg, p, mapped, &mut parts)?;
@@ -616,47 +628,94 @@ impl PreTokenizer {
     }
 }
 
-/// The raw bytes whose byte-level chars `pattern` can match (index 256: the char `Ġ` of a
-/// virtual space), when the pattern is plain enough to tell: every char a match consumes is
-/// matched by one of its literals or classes, so a text with no char in their union has no
-/// non-empty match. `None` where the pattern does not parse as a plain regex.
-fn matchable_bytes(pattern: &str) -> Option<Box<[bool; 257]>> {
-    use regex_syntax::hir::{Class, Hir, HirKind};
-    fn chars(h: &Hir, set: &mut Vec<(char, char)>) -> bool {
-        match h.kind() {
-            HirKind::Empty | HirKind::Look(_) => true,
-            HirKind::Literal(l) => match std::str::from_utf8(&l.0) {
-                Ok(s) => {
-                    set.extend(s.chars().map(|c| (c, c)));
-                    true
+/// Chars of which every non-empty match of a pattern holds at least one: a piece without
+/// any has no match, and a `Split` leaves it whole. Read from the pattern's syntax tree: a
+/// class or literal that a match must consume (a repetition of at least one, the first such
+/// element of a concatenation, every branch of an alternation). `None` where no such set
+/// can be told (look-arounds regex-syntax cannot parse, an optional whole, ...).
+pub struct Required {
+    ascii: [bool; 128],
+    /// Ranges of chars from U+0080 on, sorted.
+    wide: Vec<(char, char)>,
+    /// By raw byte: whether its byte-level char is required (index 256: `Ġ`, a virtual space).
+    mapped: [bool; 257],
+}
+
+impl Required {
+    fn of(pattern: &str) -> Option<Required> {
+        use regex_syntax::hir::{Class, Hir, HirKind};
+        fn req(h: &Hir) -> Option<Vec<(char, char)>> {
+            match h.kind() {
+                HirKind::Literal(l) => {
+                    let c = std::str::from_utf8(&l.0).ok()?.chars().next()?;
+                    Some(vec![(c, c)])
                 }
-                Err(_) => false,
-            },
-            HirKind::Class(Class::Unicode(c)) => {
-                set.extend(c.ranges().iter().map(|r| (r.start(), r.end())));
-                true
+                HirKind::Class(Class::Unicode(c)) => {
+                    Some(c.ranges().iter().map(|r| (r.start(), r.end())).collect())
+                }
+                HirKind::Repetition(r) if r.min >= 1 => req(&r.sub),
+                HirKind::Capture(c) => req(&c.sub),
+                HirKind::Concat(v) => v.iter().find_map(req),
+                HirKind::Alternation(v) => {
+                    let mut all = Vec::new();
+                    for b in v {
+                        all.extend(req(b)?);
+                    }
+                    Some(all)
+                }
+                _ => None,
             }
-            HirKind::Class(Class::Bytes(_)) => false,
-            HirKind::Repetition(r) => chars(&r.sub, set),
-            HirKind::Capture(c) => chars(&c.sub, set),
-            HirKind::Concat(v) | HirKind::Alternation(v) => v.iter().all(|h| chars(h, set)),
+        }
+        let hir = regex_syntax::ParserBuilder::new()
+            .build()
+            .parse(pattern)
+            .ok()?;
+        let mut set = req(&hir)?;
+        set.sort_unstable();
+        let hit = |c: char| set.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+        let mut ascii = [false; 128];
+        for (b, slot) in ascii.iter_mut().enumerate() {
+            *slot = hit(char::from(b as u8));
+        }
+        let mut mapped = [false; 257];
+        for b in 0..=255u8 {
+            mapped[b as usize] = hit(char_of(b));
+        }
+        mapped[256] = hit('Ġ');
+        let wide = set
+            .iter()
+            .filter(|&&(_, hi)| hi >= '\u{80}')
+            .map(|&(lo, hi)| (lo.max('\u{80}'), hi))
+            .collect();
+        Some(Required {
+            ascii,
+            wide,
+            mapped,
+        })
+    }
+
+    #[inline]
+    fn has(&self, c: char) -> bool {
+        let i = c as usize;
+        if i < 128 {
+            self.ascii[i]
+        } else {
+            self.wide.iter().any(|&(lo, hi)| lo <= c && c <= hi)
         }
     }
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(pattern)
-        .ok()?;
-    let mut set = Vec::new();
-    if !chars(&hir, &mut set) {
-        return None;
+
+    /// Whether piece `p` of `seg` holds a required char (as byte-level chars if `mapped`).
+    #[inline]
+    fn in_piece(&self, seg: &str, p: Piece, mapped: bool) -> bool {
+        let bytes = &seg.as_bytes()[p.start..p.end];
+        if mapped {
+            return bytes.iter().any(|&b| self.mapped[b as usize]) || (p.space && self.mapped[256]);
+        }
+        if bytes.is_ascii() {
+            return bytes.iter().any(|&b| self.ascii[b as usize]);
+        }
+        seg[p.start..p.end].chars().any(|c| self.has(c))
     }
-    let mut out = Box::new([false; 257]);
-    let hit = |c: char| set.iter().any(|&(lo, hi)| lo <= c && c <= hi);
-    for b in 0..=255u8 {
-        out[b as usize] = hit(char_of(b));
-    }
-    out[256] = hit('Ġ');
-    Some(out)
 }
 
 /// Whether `step` leaves piece `p` whole, known without running it: a char-class step
@@ -676,9 +735,8 @@ fn unchanged(step: &Step, seg: &str, p: Piece, mapped: bool) -> bool {
         Step::Digits { .. } => none(char::is_numeric),
         Step::Punctuation { .. } => none(is_punctuation),
         Step::Split {
-            mapped_bytes: Some(set),
-            ..
-        } if mapped => !(bytes.iter().any(|&b| set[b as usize]) || p.space && set[256]),
+            required: Some(r), ..
+        } => !r.in_piece(seg, p, mapped),
         _ => false,
     }
 }
@@ -862,6 +920,7 @@ mod tests {
         assert_eq!(onig_to_fancy(r"a++|[a-z]{2}+"), r"a++|(?:[a-z]{2})+");
         assert_eq!(onig_to_fancy(r"(ab){1,2}+x"), r"(?:(ab){1,2})+x");
         assert_eq!(onig_to_fancy(r"\p{L}+"), r"\p{L}+");
+        assert_eq!(onig_to_fancy(r"\s+$|[^a]"), r"\s+(?m:$)|[^a]");
     }
 
     #[test]
