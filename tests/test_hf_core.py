@@ -60,9 +60,9 @@ def theirs(model: str) -> Tokenizer:
 @functools.cache
 def theirs_untrimmed(model: str) -> Tokenizer:
     """HF's tokenizer without its post-processor: offsets as the pipeline gives them."""
-    cfg = copy.deepcopy(config(model))
-    cfg["post_processor"] = None
-    return Tokenizer.from_str(json.dumps(cfg))
+    tok = Tokenizer.from_file(str(path_of(model)))
+    tok.post_processor = None
+    return tok
 
 
 @functools.cache

@@ -682,11 +682,15 @@ impl Required {
             mapped[b as usize] = hit(char_of(b));
         }
         mapped[256] = hit('Ġ');
-        let wide = set
-            .iter()
-            .filter(|&&(_, hi)| hi >= '\u{80}')
-            .map(|&(lo, hi)| (lo.max('\u{80}'), hi))
-            .collect();
+        // Sorted and merged, for a binary search.
+        let mut wide: Vec<(char, char)> = Vec::new();
+        for &(lo, hi) in set.iter().filter(|&&(_, hi)| hi >= '\u{80}') {
+            let lo = lo.max('\u{80}');
+            match wide.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => wide.push((lo, hi)),
+            }
+        }
         Some(Required {
             ascii,
             wide,
@@ -700,7 +704,9 @@ impl Required {
         if i < 128 {
             self.ascii[i]
         } else {
-            self.wide.iter().any(|&(lo, hi)| lo <= c && c <= hi)
+            // The last range starting at or before `c` is the only one that can hold it.
+            let k = self.wide.partition_point(|&(lo, _)| lo <= c);
+            k > 0 && c <= self.wide[k - 1].1
         }
     }
 
