@@ -451,6 +451,8 @@ def test_fast_paths_are_taken() -> None:
     # pattern runs on cl100k's scanner.
     assert ours("llama-bpe")._core_bpe.hf_paths() == ["vocab_lookup", "engine", "split:llama3"]
     assert "engine" in ours("tekken_240911")._core_bpe.hf_paths()
+    # Qwen2's pattern runs on cl100k's scanner too (numbers cut into digits).
+    assert "split:qwen2" in ours("qwen2")._core_bpe.hf_paths()
     # HF-trained vocabularies list one merge per token: the engine's rule would differ.
     assert "engine" not in ours("gpt-2")._core_bpe.hf_paths()
 

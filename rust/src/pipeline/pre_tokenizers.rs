@@ -307,6 +307,7 @@ impl PreTokenizer {
             .filter_map(|s| match s {
                 Step::Split { splitter, .. } => Some(match splitter.kind() {
                     "llama3" => "split:llama3",
+                    "qwen2" => "split:qwen2",
                     "general" => "split:general",
                     "fancy-regex" => "split:fancy-regex",
                     "cl100k" => "split:cl100k",

@@ -13,6 +13,12 @@
 //! last piece cut after the last newline when whitespace follows that newline, is Llama 3's.
 //! (`\s+(?!\S)|\s+` against cl100k's `\s+(?!\S)|\s`, and the possessives, give the same
 //! matches: see `pretok/general.rs`.)
+//!
+//! Qwen2's pattern is Llama 3's with `\p{N}` for `\p{N}{1,3}`. No other alternative of
+//! either consumes a `\p{N}` char (the optional first char of the letters alternative
+//! excludes them, the others are letters, punctuation or whitespace), so a `\p{N}` char
+//! only ever starts a numbers piece, which is 1-3 of them in Llama 3 and one in Qwen2:
+//! Llama 3's pieces with each numbers piece cut into its chars are Qwen2's.
 
 use crate::encode::pretok::{Splitter, CL100K_PATTERN};
 use crate::error::Result;
@@ -22,16 +28,26 @@ pub const LLAMA3_PATTERN: &str = concat!(
     r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
+pub const QWEN2_PATTERN: &str = concat!(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
 pub enum PieceSplitter {
     Plain(Splitter),
     /// Llama 3's pattern, run by cl100k's scanner (see the module docs).
     Llama3(Splitter),
+    /// Qwen2's pattern: Llama 3's pieces, numbers one char a piece (see the module docs).
+    Qwen2(Splitter),
 }
 
 impl PieceSplitter {
     pub fn new(pattern: &str) -> Result<PieceSplitter> {
         if pattern == LLAMA3_PATTERN {
             return Ok(PieceSplitter::Llama3(Splitter::new(CL100K_PATTERN)?));
+        }
+        if pattern == QWEN2_PATTERN {
+            return Ok(PieceSplitter::Qwen2(Splitter::new(CL100K_PATTERN)?));
         }
         Ok(PieceSplitter::Plain(Splitter::new(pattern)?))
     }
@@ -41,6 +57,7 @@ impl PieceSplitter {
         match self {
             PieceSplitter::Plain(s) => s.kind(),
             PieceSplitter::Llama3(_) => "llama3",
+            PieceSplitter::Qwen2(_) => "qwen2",
         }
     }
 
@@ -52,22 +69,56 @@ impl PieceSplitter {
     ) -> Result<()> {
         match self {
             PieceSplitter::Plain(s) => s.for_each_piece(text, f),
-            PieceSplitter::Llama3(s) => {
-                let end = text.as_ptr() as usize + text.len();
-                s.for_each_piece(text, |p| {
-                    if p.as_ptr() as usize + p.len() == end && p.chars().all(char::is_whitespace) {
-                        if let Some(k) = p.rfind(['\r', '\n']) {
-                            if k + 1 < p.len() {
-                                f(&p[..k + 1])?;
-                                return f(&p[k + 1..]);
-                            }
-                        }
+            PieceSplitter::Llama3(s) => llama3_pieces(s, text, f),
+            PieceSplitter::Qwen2(s) => llama3_pieces(s, text, |p| {
+                if p.chars().next().is_some_and(is_number) {
+                    for (i, c) in p.char_indices() {
+                        f(&p[i..i + c.len_utf8()])?;
                     }
+                    Ok(())
+                } else {
                     f(p)
-                })
-            }
+                }
+            }),
         }
     }
+}
+
+/// `\p{N}` as the scanners' tables have it (regex-syntax's Unicode tables).
+fn is_number(c: char) -> bool {
+    use std::sync::OnceLock;
+    static N: OnceLock<Option<regex_automata::meta::Regex>> = OnceLock::new();
+    if c.is_ascii() {
+        return c.is_ascii_digit();
+    }
+    match N.get_or_init(|| regex_automata::meta::Regex::new(r"^\p{N}$").ok()) {
+        Some(re) => {
+            let mut buf = [0u8; 4];
+            re.is_match(c.encode_utf8(&mut buf).as_bytes())
+        }
+        None => c.is_numeric(),
+    }
+}
+
+/// Llama 3's pieces of `text`, from cl100k's scanner `s` (see the module docs).
+#[inline]
+fn llama3_pieces<'t>(
+    s: &Splitter,
+    text: &'t str,
+    mut f: impl FnMut(&'t str) -> Result<()>,
+) -> Result<()> {
+    let end = text.as_ptr() as usize + text.len();
+    s.for_each_piece(text, |p| {
+        if p.as_ptr() as usize + p.len() == end && p.chars().all(char::is_whitespace) {
+            if let Some(k) = p.rfind(['\r', '\n']) {
+                if k + 1 < p.len() {
+                    f(&p[..k + 1])?;
+                    return f(&p[k + 1..]);
+                }
+            }
+        }
+        f(p)
+    })
 }
 
 #[cfg(test)]
@@ -98,6 +149,20 @@ mod tests {
             "it's 2024!!\r\n  done \u{3000}\n\u{a0}",
             "tabs\t\t\n\t",
             "1234567 don't\n\n\nWE'LL",
+        ] {
+            assert_eq!(pieces(&fast, t), pieces(&reference, t), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn qwen2_equals_its_pattern_on_the_reference_engine() {
+        let fast = PieceSplitter::new(QWEN2_PATTERN).unwrap();
+        assert_eq!(fast.kind(), "qwen2");
+        let reference = PieceSplitter::Plain(Splitter::reference(QWEN2_PATTERN).unwrap());
+        for t in [
+            "year 2024, 1234567 and \u{661}\u{662}\u{663} \u{bd}x\u{b2}",
+            "a1b22c333 x\n\n \t",
+            "it's 42!!\r\n  done",
         ] {
             assert_eq!(pieces(&fast, t), pieces(&reference, t), "{t:?}");
         }
