@@ -1,8 +1,9 @@
 """Progress on stderr: one line, redrawn in place, drawn only when stderr is a terminal.
 
 `Percent` is the command line's (`encoding FILE: 42%`), `Phases` training's (a bar per phase:
-counting, then merging). One line is open at a time: `end_line` ends it, and is called before
-any message is printed, so that a message never lands at the end of a progress line.
+counting, then merging); `ferrotok.data`'s `JobProgress` draws through a `Line` too. One
+line is open at a time: `end_line` ends it, and is called before any message is printed, so
+that a message never lands at the end of a progress line.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..progress import end_line
+
 
 def register(
     subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -111,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
         )
     except KeyboardInterrupt:
+        end_line()
         print("ferrotok tokenize: interrupted (complete shards kept; run the same command "
               "again to resume)", file=sys.stderr)
         return 130
@@ -125,5 +128,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _fail(msg: str) -> int:
+    end_line()  # the progress line, if one is open
     print(f"ferrotok tokenize: error: {msg}", file=sys.stderr)
     return 2

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from ..progress import Line, end_line
 from .readers import Batch, Position, Skipped, expand_inputs, iter_batches
 from .readers import input_format as _input_format
 from .writers import FORMATS, ShardWriter, dtype_for_vocab
@@ -161,14 +162,18 @@ def write_manifest(directory: str, manifest: dict[str, Any]) -> None:
 
 
 class JobProgress:
-    """Bytes, documents, tokens and MB/s on stderr, at most twice a second."""
+    """Bytes, documents, tokens and MB/s on stderr: on a terminal one line redrawn in place
+    at most twice a second (a :class:`ferrotok.progress.Line`, so that a message printed
+    after :func:`ferrotok.progress.end_line` starts a line of its own), elsewhere a line
+    every 10 seconds."""
 
     def __init__(self, enabled: bool, total_bytes: int) -> None:
         self.enabled = enabled
         self.total = total_bytes
         self.t0 = time.monotonic()
         self.last = 0.0
-        self.tty = sys.stderr.isatty()
+        self.line = Line(enabled)
+        self.tty = self.line.enabled
         self.shown_at = (-1, -1, -1)
 
     def __call__(self, nbytes: int, docs: int, tokens: int, final: bool = False) -> None:
@@ -178,8 +183,7 @@ class JobProgress:
         if not final and now - self.last < (0.5 if self.tty else 10.0):
             return
         if final and self.shown_at == (nbytes, docs, tokens):
-            if self.tty:
-                sys.stderr.write("\n")
+            end_line()  # the last line drawn says it already
             return
         self.last = now
         self.shown_at = (nbytes, docs, tokens)
@@ -190,9 +194,13 @@ class JobProgress:
             f"tokenize: {mb:,.1f} MB{pct}, {docs:,} docs, {tokens:,} tokens, "
             f"{mb / dt:,.1f} MB/s, {tokens / dt / 1e6:,.2f} M tokens/s"
         )
-        end = "\n" if final or not self.tty else ""
-        sys.stderr.write(("\r" if self.tty else "") + line + end)
-        sys.stderr.flush()
+        if self.tty:
+            self.line.draw(line)
+            if final:
+                end_line()
+        else:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
 
 
 class WriteStage:
