@@ -468,3 +468,11 @@ def test_cli_takes_a_tokenizer_json() -> None:
         check=True,
     )
     assert run.stdout.split() == [b"31373", b"995"]
+
+
+def test_save_refuses_a_tokenizer_json_model(tmp_path: Path) -> None:
+    # A .tiktoken file would keep tiktoken's merge rule and drop the pipeline: refused, and
+    # nothing is written.
+    with pytest.raises(ValueError, match="tokenizer.json"):
+        ours("gpt-2").save(tmp_path / "gpt2.tiktoken")
+    assert list(tmp_path.iterdir()) == []

@@ -611,6 +611,15 @@ class Encoding:
         >>> sorted(os.listdir(os.path.dirname(path)))
         ['cl100k.tiktoken', 'cl100k.tiktoken.json']
         """
+        if self._hf_config is not None:
+            # A .tiktoken file keeps tiktoken's merge rule (any split of a token merges); a
+            # tokenizer.json model merges only its listed pairs, after its own normalizer and
+            # pre-tokenizers, so a .tiktoken copy would encode differently: refuse it.
+            raise ValueError(
+                f"{self.name!r} was loaded from a tokenizer.json, which a .tiktoken file cannot "
+                "hold (its merges, normalizer and pre-tokenizers would be lost): keep the "
+                "tokenizer.json, or write one with Encoding.to_hf(path)"
+            )
         from .persist import save
 
         save(
