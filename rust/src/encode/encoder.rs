@@ -127,7 +127,9 @@ impl Encoder {
             return hf.encode_into(self, text, Allowed::None, out);
         }
         let (vocab, mut cache) = (&self.vocab, self.cache.local());
+        let mut tick = Tick::default();
         self.splitter.for_each_piece(text, |piece| {
+            tick.poll()?;
             encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), &mut cache, out)
         })
     }
@@ -227,7 +229,9 @@ impl Encoder {
     fn encode_tracking_last(&self, text: &str, out: &mut Vec<Rank>) -> Result<usize> {
         let (vocab, mut cache) = (&self.vocab, self.cache.local());
         let mut last = 0;
+        let mut tick = Tick::default();
         self.splitter.for_each_piece(text, |piece| {
+            tick.poll()?;
             let before = out.len();
             encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), &mut cache, out)?;
             last = out.len() - before;
@@ -370,6 +374,10 @@ impl Encoder {
         let vocab = &self.vocab;
         let sorted = vocab.sorted_ranks();
         let bytes_of = |i: usize| vocab.ordinary_bytes(sorted[i]).unwrap_or_default();
+        if unstable.len() > 256 {
+            // Shorter tails cannot pass the limit with any vocabulary tiktoken loads quickly.
+            self.check_unstable_work(&unstable, sorted)?;
+        }
         // Every single token that starts with the unstable bytes.
         let mut point = sorted.partition_point(|&r| {
             vocab.ordinary_bytes(r).unwrap_or_default() < unstable.as_slice()
@@ -385,6 +393,7 @@ impl Encoder {
             let mut point =
                 sorted.partition_point(|&r| vocab.ordinary_bytes(r).unwrap_or_default() < suffix);
             while point < sorted.len() && bytes_of(point).starts_with(suffix) {
+                crate::runtime::interrupt::poll()?;
                 let possibility = [prefix, bytes_of(point)].concat();
                 let encoded = match std::str::from_utf8(&possibility) {
                     Ok(s) => self.encode_ordinary(s)?,
@@ -415,6 +424,72 @@ impl Encoder {
             }
         }
         Ok((tokens, completions))
+    }
+}
+
+/// Bytes `encode_with_unstable` may re-encode for its completions (see
+/// [`Encoder::check_unstable_work`]).
+pub const UNSTABLE_WORK_LIMIT: usize = 1 << 27;
+
+impl Encoder {
+    /// Refuses an unstable tail whose completions would take more than
+    /// [`UNSTABLE_WORK_LIMIT`] bytes of re-encoding (each is the tail's prefix and a token,
+    /// encoded whole), before any is encoded.
+    ///
+    /// Why: after `'x' + ' ' * 100000` the whole whitespace run is unstable, and each of the
+    /// ~44,000 cl100k tokens that begin with a space completes it: 4.4 GB of encoding (21 s),
+    /// and ~55 million ids of completions, over 1 GB as Python lists. tiktoken runs the same
+    /// algorithm (75 s for 1,000 spaces); a tail past the limit is an error naming it.
+    fn check_unstable_work(&self, unstable: &[u8], sorted: &[Rank]) -> Result<()> {
+        let vocab = &self.vocab;
+        let bytes_of = |i: usize| vocab.ordinary_bytes(sorted[i]).unwrap_or_default();
+        let longest = (0..sorted.len())
+            .map(|i| bytes_of(i).len())
+            .max()
+            .unwrap_or(0);
+        let mut work = 0usize;
+        for i in 1..unstable.len() {
+            let suffix = &unstable[i..];
+            if suffix.len() > longest {
+                continue; // no token starts with it
+            }
+            let lo =
+                sorted.partition_point(|&r| vocab.ordinary_bytes(r).unwrap_or_default() < suffix);
+            let hi = lo
+                + sorted[lo..].partition_point(|&r| {
+                    vocab
+                        .ordinary_bytes(r)
+                        .unwrap_or_default()
+                        .starts_with(suffix)
+                });
+            work = work.saturating_add((hi - lo).saturating_mul(i + longest));
+        }
+        if work > UNSTABLE_WORK_LIMIT {
+            return Err(Error::Input(format!(
+                "encode_with_unstable: the last {} bytes of the text are unstable, and their \
+                 completions would take about {work} bytes of encoding, past the limit of \
+                 {UNSTABLE_WORK_LIMIT}; end the text elsewhere (long runs of whitespace at the \
+                 end are all unstable)",
+                unstable.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Polls for Ctrl-C (see [`crate::runtime::interrupt::poll`]) every 4,096 pieces (~0.1 ms of text;
+/// a counter per piece otherwise).
+#[derive(Default)]
+struct Tick(u32);
+
+impl Tick {
+    #[inline(always)]
+    fn poll(&mut self) -> Result<()> {
+        self.0 = self.0.wrapping_add(1);
+        if self.0 % 4096 == 0 {
+            crate::runtime::interrupt::poll()?;
+        }
+        Ok(())
     }
 }
 
