@@ -700,8 +700,8 @@ def _as_sequence(items: Iterable[_T]) -> Sequence[_T]:
     keys, even a string's characters), so any iterable is taken here too, once, in order.
     """
     # Exactly a list or tuple: a subclass's `__len__` may lie (10**12), and the Rust side
-    # would reserve that much; `list()` copies its items at their real count.
-    return items if items.__class__ in (list, tuple) else list(items)
+    # would reserve that much; `list()` of its iterator copies them at their real count.
+    return items if items.__class__ in (list, tuple) else list(iter(items))
 
 
 def _thread_count(num_threads: int) -> int:

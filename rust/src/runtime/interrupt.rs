@@ -5,7 +5,7 @@
 //!   [`with_hook`] on this thread said to stop; with no hook (the Rust API, batch helper
 //!   threads) it is `Ok` and costs a thread-local read. The hook runs at most once every
 //!   [`POLL_EVERY`], however often `poll` is called, so callers may call it per item of work.
-//! - [`PatternBudget::spend`] fails once the splitting it guards has run for longer than
+//! - [`PatternBudget::spend`] fails once the splitting it guards has used more CPU time than
 //!   [`PatternBudget::allowed`] for the text's length: a pattern that rescans the rest of the
 //!   text at each position (quadratic or worse) becomes a `ValueError` naming the limit
 //!   instead of running for minutes, while any pattern that splits at a sane speed (the
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 pub const POLL_EVERY: Duration = Duration::from_millis(20);
 
 /// Time a custom pattern may take to split a text, beyond [`PATTERN_PER_BYTE`] per byte.
-pub const PATTERN_BASE: Duration = Duration::from_millis(500);
+pub const PATTERN_BASE: Duration = Duration::from_millis(1000);
 /// Time a custom pattern may take per byte of text, on top of [`PATTERN_BASE`] (1 us: 1 MB/s).
 pub const PATTERN_PER_BYTE: Duration = Duration::from_micros(1);
 
@@ -90,10 +90,28 @@ pub fn has_hook() -> bool {
     })
 }
 
+/// CPU time this thread has used (where the platform tells it; else time since an arbitrary
+/// start), so that a busy machine does not make a budget run out sooner.
+fn thread_time() -> Duration {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec; the call only writes it.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+            return Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32);
+        }
+    }
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed()
+}
+
 /// The time budget of one split of one text by a custom pattern (see the module docs), and
 /// the Ctrl-C poll that goes with it.
 pub struct PatternBudget {
-    start: Instant,
+    start: Duration,
     allowed: Duration,
     len: usize,
     /// Calls until the clock is read again.
@@ -107,7 +125,7 @@ impl PatternBudget {
     /// cheap).
     pub fn new(len: usize, every: u32) -> Self {
         PatternBudget {
-            start: Instant::now(),
+            start: thread_time(),
             allowed: Self::allowed(len),
             len,
             countdown: every.max(1),
@@ -134,10 +152,10 @@ impl PatternBudget {
 
     #[cold]
     fn check(&mut self) -> Result<()> {
-        let spent = self.start.elapsed();
+        let spent = thread_time().saturating_sub(self.start);
         if spent > self.allowed {
             return Err(Error::Regex(format!(
-                "the pattern took more than {:.1} s to split {} bytes of text (the limit is \
+                "the pattern took more than {:.1} s of CPU time to split {} bytes of text (the limit is \
                  {} ms plus {} us a byte): it backtracks or rescans the text at each position; \
                  make its repetitions possessive or atomic, or avoid look-arounds that scan far",
                 spent.as_secs_f64(),
@@ -179,11 +197,35 @@ mod tests {
         assert!(poll().is_ok());
     }
 
+    /// A long encode on each custom-pattern path and on the scanners' (the encoder's own
+    /// poll) stops when the hook says so.
+    #[test]
+    fn a_long_encode_polls_the_hook() {
+        use rustc_hash::FxHashMap;
+        let ranks: FxHashMap<Vec<u8>, crate::Rank> =
+            (0..=255u8).map(|b| (vec![b], b as crate::Rank)).collect();
+        let text = "ab cd ".repeat(4 << 20);
+        for pattern in [
+            r"\S+|\s+",
+            r"\S+(?=\s)|\s+|\S",
+            crate::pretok::CL100K_PATTERN,
+        ] {
+            let enc = crate::Encoder::new(ranks.clone(), Vec::new(), pattern).unwrap();
+            let r = with_hook(|| true, || enc.encode_ordinary(&text));
+            assert_eq!(r, Err(Error::Interrupted), "{pattern}");
+            let r = with_hook(|| false, || enc.encode_ordinary("ab cd"));
+            assert_eq!(r.map(|ids| ids.len()), Ok(5), "{pattern}");
+        }
+    }
+
     #[test]
     fn a_budget_runs_out() {
         let mut b = PatternBudget::new(0, 1);
         b.allowed = Duration::from_millis(1);
-        std::thread::sleep(Duration::from_millis(5));
+        let until = thread_time() + Duration::from_millis(5);
+        while thread_time() < until {
+            std::hint::black_box(0u64);
+        }
         match b.spend() {
             Err(Error::Regex(m)) => assert!(m.contains("took more than"), "{m}"),
             other => panic!("{other:?}"),
