@@ -11,8 +11,8 @@
 
 #![allow(dead_code)]
 
-use ferrotok::vocab::{id_text, tiktoken_file};
 use ferrotok::train::count::PieceCounts;
+use ferrotok::vocab::{id_text, tiktoken_file};
 use ferrotok::{Allowed, Encoder, Error, Rank};
 use rustc_hash::FxHashMap;
 

@@ -504,3 +504,27 @@ fn last_char(bytes: &[u8]) -> Option<(char, usize)> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    /// A long encode on each custom-pattern path and on the scanners' (the encoder's own
+    /// poll) stops when the hook says so.
+    #[test]
+    fn a_long_encode_polls_the_hook() {
+        use rustc_hash::FxHashMap;
+        let ranks: FxHashMap<Vec<u8>, crate::Rank> =
+            (0..=255u8).map(|b| (vec![b], b as crate::Rank)).collect();
+        let text = "ab cd ".repeat(4 << 20);
+        for pattern in [
+            r"\S+|\s+",
+            r"\S+(?=\s)|\s+|\S",
+            crate::encode::pretok::CL100K_PATTERN,
+        ] {
+            let enc = crate::Encoder::new(ranks.clone(), Vec::new(), pattern).unwrap();
+            let r = crate::runtime::interrupt::with_hook(|| true, || enc.encode_ordinary(&text));
+            assert_eq!(r, Err(crate::Error::Interrupted), "{pattern}");
+            let r = crate::runtime::interrupt::with_hook(|| false, || enc.encode_ordinary("ab cd"));
+            assert_eq!(r.map(|ids| ids.len()), Ok(5), "{pattern}");
+        }
+    }
+}

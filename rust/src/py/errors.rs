@@ -73,7 +73,9 @@ pub(super) fn detached_polled<T: Send>(
     py: Python<'_>,
     f: impl FnOnce() -> Result<T, Error> + Send,
 ) -> PyResult<T> {
-    let r = detached(py, || crate::runtime::interrupt::with_hook(signal_raised, f));
+    let r = detached(py, || {
+        crate::runtime::interrupt::with_hook(signal_raised, f)
+    });
     match SIGNAL_ERROR.with(|s| s.borrow_mut().take()) {
         Some(e) => Err(e),
         None => r,

@@ -197,27 +197,6 @@ mod tests {
         assert!(poll().is_ok());
     }
 
-    /// A long encode on each custom-pattern path and on the scanners' (the encoder's own
-    /// poll) stops when the hook says so.
-    #[test]
-    fn a_long_encode_polls_the_hook() {
-        use rustc_hash::FxHashMap;
-        let ranks: FxHashMap<Vec<u8>, crate::Rank> =
-            (0..=255u8).map(|b| (vec![b], b as crate::Rank)).collect();
-        let text = "ab cd ".repeat(4 << 20);
-        for pattern in [
-            r"\S+|\s+",
-            r"\S+(?=\s)|\s+|\S",
-            crate::pretok::CL100K_PATTERN,
-        ] {
-            let enc = crate::Encoder::new(ranks.clone(), Vec::new(), pattern).unwrap();
-            let r = with_hook(|| true, || enc.encode_ordinary(&text));
-            assert_eq!(r, Err(Error::Interrupted), "{pattern}");
-            let r = with_hook(|| false, || enc.encode_ordinary("ab cd"));
-            assert_eq!(r.map(|ids| ids.len()), Ok(5), "{pattern}");
-        }
-    }
-
     #[test]
     fn a_budget_runs_out() {
         let mut b = PatternBudget::new(0, 1);
