@@ -201,7 +201,9 @@ def test_piece_counts_with_many_special_tokens_read_in_linear_time() -> None:
         back = ferrotok.PieceCounts.from_bytes(table.to_bytes())
         assert back == table and len(back.special_tokens) == 400_000
         print('ok')
-        """
+        """,
+        # Quadratic before: 160k tokens took 10.7 s, so 400k take over a minute.
+        timeout=30,
     )
     assert out.strip() == "ok"
 
@@ -251,7 +253,8 @@ def test_encode_batch_refuses_none_for_disallowed_special_as_tiktoken_does() -> 
         ours.count_batch(["hi"], disallowed_special=None)  # type: ignore[arg-type]
     # `encode` skips a falsy one, in both.
     assert ours.encode("hi", disallowed_special=None) == theirs.encode(  # type: ignore[arg-type]
-        "hi", disallowed_special=None  # type: ignore[arg-type]
+        "hi",
+        disallowed_special=None,  # type: ignore[arg-type]
     )
     assert ours.encode_batch(["hi"], disallowed_special=()) == [[6151]]
 
@@ -293,7 +296,7 @@ def test_ctrl_c_interrupts_one_long_encode() -> None:
     assert out.strip() == "interrupted", err[-2000:]
 
 
-def test_save_load_roundtrip_of_a_long_token_file(tmp_path: os.PathLike[str]) -> None:
+def test_load_of_a_long_token_line() -> None:
     # The `.tiktoken` reader on a long line gives the token back whole.
     path = os.path.join(tempfile.mkdtemp(), "t.tiktoken")
     with open(path, "wb") as f:

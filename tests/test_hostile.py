@@ -53,7 +53,9 @@ def vocabularies(draw: Any) -> dict[bytes, int]:
     for w in words:
         ranks.setdefault(w.encode(), len(ranks))
     for chunk, times in draw(
-        st.lists(st.tuples(st.text(ALPHABET, min_size=1, max_size=3), st.integers(1, 20_000)), max_size=3)
+        st.lists(
+            st.tuples(st.text(ALPHABET, min_size=1, max_size=3), st.integers(1, 20_000)), max_size=3
+        )
     ):
         ranks.setdefault((chunk * times).encode(), len(ranks))
     return ranks
@@ -72,18 +74,28 @@ def special_sets(draw: Any, first_id: int) -> dict[str, int]:
 
 
 patterns = st.one_of(
-    st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=4).map(lambda p: "|".join(p + [r"\S|\s"])),
-    st.sampled_from([2, 64, 65, 500, 3000]).map(lambda n: "|".join(f"w{i}x" for i in range(n)) + r"|\S+|\s+"),
+    st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=4).map(
+        lambda p: "|".join(p + [r"\S|\s"])
+    ),
+    st.sampled_from([2, 64, 65, 500, 3000]).map(
+        lambda n: "|".join(f"w{i}x" for i in range(n)) + r"|\S+|\s+"
+    ),
 )
 
 
-def check(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, texts: list[str]) -> None:
+def check(
+    ranks: dict[bytes, int], specials: dict[str, int], pattern: str, texts: list[str]
+) -> None:
     try:
-        ours = ferrotok.Encoding("h", pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+        ours = ferrotok.Encoding(
+            "h", pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials
+        )
     except ValueError:
         return  # refused, with a message (tiktoken may refuse it too)
     try:
-        theirs = tiktoken.Encoding("h", pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+        theirs = tiktoken.Encoding(
+            "h", pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials
+        )
     except ValueError:
         theirs = None
     some_special = next(iter(specials), "")
@@ -103,7 +115,9 @@ def check(ranks: dict[bytes, int], specials: dict[str, int], pattern: str, texts
                     assert got == want, (pattern[:80], text[:40])
 
 
-def attempt(call: Callable[[Any, str], list[int]], enc: Any, text: str) -> list[int] | BaseException:
+def attempt(
+    call: Callable[[Any, str], list[int]], enc: Any, text: str
+) -> list[int] | BaseException:
     try:
         return call(enc, text)
     except Exception as e:  # tiktoken's regex gives up with a PanicException or ValueError
@@ -137,5 +151,7 @@ def test_the_drawn_cases_reach_the_rows() -> None:
     """The strategies can draw each kind of row 1-6 input (so a soak run can meet them)."""
     assert any("(?>a+)b" in f for f in FRAGMENTS) and any("(?=" in f for f in FRAGMENTS)
     big = "|".join(f"w{i}x" for i in range(20_000)) + r"|\S+|\s+"
-    ours = ferrotok.Encoding("h", pat_str=big, mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
+    ours = ferrotok.Encoding(
+        "h", pat_str=big, mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}
+    )
     assert ours.encode("w19999x") == list(b"w19999x")

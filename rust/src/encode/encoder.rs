@@ -293,14 +293,18 @@ impl Encoder {
         Err(Error::UnknownBytes(bytes.to_vec()))
     }
 
-    /// Appends the bytes of `ids` to `out`.
+    /// Appends the bytes of `ids` to `out`, polling for Ctrl-C every [`DECODE_POLL`] ids.
     pub fn decode_into(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<()> {
-        self.vocab.decode_into(ids, out)
+        for chunk in ids.chunks(DECODE_POLL) {
+            self.vocab.decode_into(chunk, out)?;
+            crate::runtime::interrupt::poll()?;
+        }
+        Ok(())
     }
 
     pub fn decode_bytes(&self, ids: &[Rank]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
-        self.vocab.decode_into(ids, &mut out)?;
+        self.decode_into(ids, &mut out)?;
         Ok(out)
     }
 
@@ -476,6 +480,9 @@ impl Encoder {
         Ok(())
     }
 }
+
+/// Ids decoded between two polls for Ctrl-C (~0.1 ms of decoding).
+const DECODE_POLL: usize = 1 << 16;
 
 /// Polls for Ctrl-C (see [`crate::runtime::interrupt::poll`]) every 4,096 pieces (~0.1 ms of text;
 /// a counter per piece otherwise).

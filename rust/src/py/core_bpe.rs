@@ -505,7 +505,7 @@ impl PyCoreBPE {
                 decode_holding_gil(enc, ids, bytes)?;
                 PyBytes::new(py, bytes)
             } else if shared_decode(ids.len()) {
-                let parts = detached(py, || {
+                let parts = detached_polled(py, || {
                     let pieces: Vec<&[Rank]> = ids.chunks(DECODE_PIECE).collect();
                     batch_map(&pieces, cores(), |ids| enc.decode_bytes(ids))
                 })?;
