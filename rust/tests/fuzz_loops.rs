@@ -84,7 +84,13 @@ fn run(name: &str, seeds: &[&[u8]], max_len: usize, default_inputs: u32, check: 
         }
         let input = mutate(&mut rng, seeds, max_len);
         let began = Instant::now();
-        check(&input);
+        if let Err(panic) = std::panic::catch_unwind(|| check(&input)) {
+            // Kept for a rerun: `cargo fuzz run <target> <file>` or this harness's seed.
+            let path = std::env::temp_dir().join(format!("ferrotok-fuzz-{name}.bin"));
+            let _ = std::fs::write(&path, &input);
+            eprintln!("{name}: failing input written to {}", path.display());
+            std::panic::resume_unwind(panic);
+        }
         let took = began.elapsed();
         // Not a timing assert of the code's speed: a hang guard, two orders of magnitude
         // above what any bounded input takes, so a quadratic path shows up as a failure.
@@ -146,5 +152,18 @@ fn fuzz_encoding() {
         b"\x60\x20\xf0\x03aaa\x10\x00\x02aaaaaaaaaaaaaaaab",
         b"\x02\x40\x01\xe1\x01Z\x00\x40\x01ZZZZ",
     ];
-    run("encoding", seeds, 1 << 13, 400, checks::encoding);
+    run("encoding", seeds, 1 << 13, 200, checks::encoding);
+}
+
+/// Replays one input through every check: `FERROTOK_FUZZ_REPLAY=<file> cargo test --release
+/// --test fuzz_loops replay -- --ignored`.
+#[test]
+#[ignore]
+fn replay() {
+    let path = std::env::var("FERROTOK_FUZZ_REPLAY").expect("set FERROTOK_FUZZ_REPLAY");
+    let input = std::fs::read(path).unwrap();
+    checks::tiktoken_file(&input);
+    checks::piece_counts(&input);
+    checks::id_text(&input);
+    checks::encoding(&input);
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 pub const POLL_EVERY: Duration = Duration::from_millis(20);
 
 /// Time a custom pattern may take to split a text, beyond [`PATTERN_PER_BYTE`] per byte.
-pub const PATTERN_BASE: Duration = Duration::from_millis(1000);
+pub const PATTERN_BASE: Duration = Duration::from_millis(500);
 /// Time a custom pattern may take per byte of text, on top of [`PATTERN_BASE`] (1 us: 1 MB/s).
 pub const PATTERN_PER_BYTE: Duration = Duration::from_micros(1);
 
