@@ -9,6 +9,7 @@ many alternatives, long tokens and special tokens, and runaway patterns are all 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import ferrotok
@@ -41,7 +42,12 @@ ALPHABET = "ab \n9Z<|>é中"
 FAST = settings(
     max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
 )
-SOAK = settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+# A soak run's length: FERROTOK_SOAK_EXAMPLES examples (2,000 unless set).
+SOAK = settings(
+    max_examples=int(os.environ.get("FERROTOK_SOAK_EXAMPLES", "2000")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @st.composite
