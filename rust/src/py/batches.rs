@@ -21,6 +21,10 @@ use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyList;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// How long a batch's calling thread waits for a helper's result before it checks for
+/// Ctrl-C again.
+const SIGNAL_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// `num_threads`, or 1 for a batch of too little text to pay for a helper's wake (see
 /// [`threads_for_text`]).
 pub(super) fn threads_for(texts: &[PyBackedStr], num_threads: usize) -> usize {
@@ -235,16 +239,18 @@ pub(super) fn encode_lists<'py>(
             } else {
                 // Nothing left to take: wait for the helpers (the receiver moves in and
                 // out of the GIL-free closure: it is not `Sync`).
+                // The wait is cut every `SIGNAL_WAIT` so that the loop's top sees Ctrl-C
+                // while a helper encodes a long text.
+                use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
                 let (got, back) = py.detach(move || {
-                    use std::sync::mpsc::{RecvError, TryRecvError};
                     let mut got = Err(TryRecvError::Empty);
                     spin_until(|| {
                         got = rx.try_recv();
                         !matches!(got, Err(TryRecvError::Empty))
                     });
                     let got = match got {
-                        Err(TryRecvError::Empty) => rx.recv(),
-                        got => got.map_err(|_| RecvError),
+                        Err(TryRecvError::Empty) => rx.recv_timeout(SIGNAL_WAIT),
+                        got => got.map_err(|_| RecvTimeoutError::Disconnected),
                     };
                     (got, rx)
                 });
@@ -254,7 +260,8 @@ pub(super) fn encode_lists<'py>(
                         record(i, r);
                         done += 1;
                     }
-                    Err(_) => break,
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
         }
