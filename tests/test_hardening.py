@@ -262,7 +262,16 @@ def test_encode_batch_refuses_none_for_disallowed_special_as_tiktoken_does() -> 
 # Ctrl-C during one long call.
 
 
-def test_ctrl_c_interrupts_one_long_encode() -> None:
+CALLS = {
+    "encode_ordinary": "enc.encode_ordinary(text)",
+    "count": "enc.count(text)",
+    # The calling thread encodes the short text and waits for the helper's long one.
+    "encode_batch": "enc.encode_batch(['a', text], num_threads=2)",
+}
+
+
+@pytest.mark.parametrize("call", list(CALLS))
+def test_ctrl_c_interrupts_one_long_encode(call: str) -> None:
     # A runaway pattern on 30 MB: its budget (~30 s) is past the timeout below, so only the
     # poll for signals can end the call in time.
     code = textwrap.dedent(
@@ -274,12 +283,12 @@ def test_ctrl_c_interrupts_one_long_encode() -> None:
         text = 'a' * 30_000_000
         print('ready', flush=True)
         try:
-            enc.encode_ordinary(text)
+            CALL
             print('finished', flush=True)
         except KeyboardInterrupt:
             print('interrupted', flush=True)
         """
-    )
+    ).replace("CALL", CALLS[call])
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

@@ -6,7 +6,7 @@
 //! order, or the first failing item's error); a Ctrl-C stops every thread after its current
 //! item and its `KeyboardInterrupt` comes out of the call as is.
 
-use super::errors::{detached, panic_error, Stash};
+use super::errors::{detached_polled, panic_error, Stash};
 use super::ints;
 use crate::encode::encoder::Encoder;
 use crate::error::Error;
@@ -143,7 +143,7 @@ pub(super) fn encode_lists<'py>(
     let Some(ends) = shared_ends(texts.len(), num_threads) else {
         let mut lists = Vec::with_capacity(texts.len());
         for t in texts {
-            let ids = detached(py, || encode(t))?;
+            let ids = detached_polled(py, || encode(t))?;
             lists.push(ints::id_list(py, &ids)?);
             py.check_signals()?; // Ctrl-C between texts
         }
@@ -175,14 +175,20 @@ pub(super) fn encode_lists<'py>(
     // One sender per helper, taken when it starts; with the first one dropped here, the
     // receiver sees the end once every helper has finished or died.
     let senders = std::sync::Mutex::new(vec![tx; helpers]);
+    // Set on Ctrl-C: a helper in the middle of a long text stops it (its stop hook).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let help = || {
         let tx = senders.lock().ok().and_then(|mut s| s.pop());
         let Some(tx) = tx else { return };
-        while let Some(i) = ends.back() {
-            if tx.send((i, run(i))).is_err() {
-                break;
+        let stop = stop.clone();
+        let stopped = move || stop.load(std::sync::atomic::Ordering::Relaxed);
+        crate::runtime::interrupt::with_hook(stopped, || {
+            while let Some(i) = ends.back() {
+                if tx.send((i, run(i))).is_err() {
+                    break;
+                }
             }
-        }
+        })
     };
     with_helpers(helpers, help, || {
         // This thread turns the helpers' results into lists (that needs the GIL) and, when
@@ -198,6 +204,7 @@ pub(super) fn encode_lists<'py>(
             // handler's exception is raised.
             if let Err(e) = py.check_signals() {
                 ends.close();
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
                 interrupted = Some(e);
                 break;
             }

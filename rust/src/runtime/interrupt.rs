@@ -29,7 +29,7 @@ pub const PATTERN_BASE: Duration = Duration::from_millis(500);
 pub const PATTERN_PER_BYTE: Duration = Duration::from_micros(1);
 
 struct Hook {
-    check: fn() -> bool,
+    check: Box<dyn Fn() -> bool>,
     next: Instant,
 }
 
@@ -39,7 +39,7 @@ thread_local! {
 
 /// Runs `f` with `check` as this thread's stop hook (see [`poll`]); the previous hook (if
 /// any) is restored afterwards, also when `f` panics.
-pub fn with_hook<T>(check: fn() -> bool, f: impl FnOnce() -> T) -> T {
+pub fn with_hook<T>(check: impl Fn() -> bool + 'static, f: impl FnOnce() -> T) -> T {
     struct Restore(Option<Hook>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -47,7 +47,7 @@ pub fn with_hook<T>(check: fn() -> bool, f: impl FnOnce() -> T) -> T {
         }
     }
     let hook = Hook {
-        check,
+        check: Box::new(check),
         next: Instant::now() + POLL_EVERY,
     };
     let _restore = Restore(HOOK.with(|h| h.replace(Some(hook))));
