@@ -6,7 +6,7 @@
 //! order, or the first failing item's error); a Ctrl-C stops every thread after its current
 //! item and its `KeyboardInterrupt` comes out of the call as is.
 
-use super::errors::{detached_polled, panic_error, Stash};
+use super::errors::{detached_polled, panic_error, signal_raised, take_signal_error, Stash};
 use super::ints;
 use crate::encode::encoder::Encoder;
 use crate::error::Error;
@@ -190,90 +190,96 @@ pub(super) fn encode_lists<'py>(
             }
         })
     };
+    // This thread's texts poll for Ctrl-C as one long text does (`detached_polled`).
     with_helpers(helpers, help, || {
-        // This thread turns the helpers' results into lists (that needs the GIL) and, when
-        // none is waiting, encodes a text itself with the GIL released: list building and
-        // encoding share the cores instead of list building waiting for all the encoding.
-        let mut rx = rx;
-        let mut done = 0;
-        // The clock is read every 16th step (~25 ns a read against ~15 us a 4 KB text).
-        let (mut steps, mut share_at) = (0u32, std::time::Instant::now() + GIL_SHARE_EVERY);
-        while done < n {
-            // Ctrl-C (checked after every text, as the helpers' results can keep this
-            // thread building lists to the end): no thread takes another text, and the
-            // handler's exception is raised.
-            if let Err(e) = py.check_signals() {
-                ends.close();
-                stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                interrupted = Some(e);
-                break;
-            }
-            // Every `GIL_SHARE_EVERY`, one release long enough for another Python thread to
-            // take the GIL: texts from the front until `GIL_SHARE_FOR` is up, if any are left.
-            steps = steps.wrapping_add(1);
-            if steps % 16 == 0 && std::time::Instant::now() >= share_at {
-                share_at = std::time::Instant::now() + GIL_SHARE_EVERY;
-                if let Some(i) = ends.front() {
-                    let mine = py.detach(|| {
-                        let until = std::time::Instant::now() + GIL_SHARE_FOR;
-                        let mut mine = vec![(i, run(i))];
-                        while std::time::Instant::now() < until {
-                            let Some(j) = ends.front() else { break };
-                            mine.push((j, run(j)));
+        crate::runtime::interrupt::with_hook(signal_raised, || {
+            // This thread turns the helpers' results into lists (that needs the GIL) and, when
+            // none is waiting, encodes a text itself with the GIL released: list building and
+            // encoding share the cores instead of list building waiting for all the encoding.
+            let mut rx = rx;
+            let mut done = 0;
+            // The clock is read every 16th step (~25 ns a read against ~15 us a 4 KB text).
+            let (mut steps, mut share_at) = (0u32, std::time::Instant::now() + GIL_SHARE_EVERY);
+            while done < n {
+                // Ctrl-C (checked after every text, as the helpers' results can keep this
+                // thread building lists to the end): no thread takes another text, and the
+                // handler's exception is raised.
+                // A text this thread encoded may have stopped on Ctrl-C (its stop hook below).
+                if let Some(e) = take_signal_error().map_or_else(|| py.check_signals().err(), Some)
+                {
+                    ends.close();
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    interrupted = Some(e);
+                    break;
+                }
+                // Every `GIL_SHARE_EVERY`, one release long enough for another Python thread to
+                // take the GIL: texts from the front until `GIL_SHARE_FOR` is up, if any are left.
+                steps = steps.wrapping_add(1);
+                if steps % 16 == 0 && std::time::Instant::now() >= share_at {
+                    share_at = std::time::Instant::now() + GIL_SHARE_EVERY;
+                    if let Some(i) = ends.front() {
+                        let mine = py.detach(|| {
+                            let until = std::time::Instant::now() + GIL_SHARE_FOR;
+                            let mut mine = vec![(i, run(i))];
+                            while std::time::Instant::now() < until {
+                                let Some(j) = ends.front() else { break };
+                                mine.push((j, run(j)));
+                            }
+                            mine
+                        });
+                        for (j, r) in mine {
+                            record(j, r);
+                            done += 1;
                         }
-                        mine
-                    });
-                    for (j, r) in mine {
-                        record(j, r);
-                        done += 1;
+                        continue;
                     }
+                    // No text left to take (this thread builds the lists of the helpers' last
+                    // results): the release is a sleep.
+                    py.detach(|| std::thread::sleep(GIL_SHARE_FOR));
+                }
+                // The helpers' results first, one at a time.
+                if let Ok((i, r)) = rx.try_recv() {
+                    record(i, r);
+                    done += 1;
                     continue;
                 }
-                // No text left to take (this thread builds the lists of the helpers' last
-                // results): the release is a sleep.
-                py.detach(|| std::thread::sleep(GIL_SHARE_FOR));
-            }
-            // The helpers' results first, one at a time.
-            if let Ok((i, r)) = rx.try_recv() {
-                record(i, r);
-                done += 1;
-                continue;
-            }
-            if let Some(i) = ends.front() {
-                let r = py.detach(|| run(i));
-                record(i, r);
-                done += 1;
-            } else {
-                // Nothing left to take: wait for the helpers (the receiver moves in and
-                // out of the GIL-free closure: it is not `Sync`).
-                // The wait is cut every `SIGNAL_WAIT` so that the loop's top sees Ctrl-C
-                // while a helper encodes a long text.
-                use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
-                let (got, back) = py.detach(move || {
-                    let mut got = Err(TryRecvError::Empty);
-                    spin_until(|| {
-                        got = rx.try_recv();
-                        !matches!(got, Err(TryRecvError::Empty))
+                if let Some(i) = ends.front() {
+                    let r = py.detach(|| run(i));
+                    record(i, r);
+                    done += 1;
+                } else {
+                    // Nothing left to take: wait for the helpers (the receiver moves in and
+                    // out of the GIL-free closure: it is not `Sync`).
+                    // The wait is cut every `SIGNAL_WAIT` so that the loop's top sees Ctrl-C
+                    // while a helper encodes a long text.
+                    use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+                    let (got, back) = py.detach(move || {
+                        let mut got = Err(TryRecvError::Empty);
+                        spin_until(|| {
+                            got = rx.try_recv();
+                            !matches!(got, Err(TryRecvError::Empty))
+                        });
+                        let got = match got {
+                            Err(TryRecvError::Empty) => rx.recv_timeout(SIGNAL_WAIT),
+                            got => got.map_err(|_| RecvTimeoutError::Disconnected),
+                        };
+                        (got, rx)
                     });
-                    let got = match got {
-                        Err(TryRecvError::Empty) => rx.recv_timeout(SIGNAL_WAIT),
-                        got => got.map_err(|_| RecvTimeoutError::Disconnected),
-                    };
-                    (got, rx)
-                });
-                rx = back;
-                match got {
-                    Ok((i, r)) => {
-                        record(i, r);
-                        done += 1;
+                    rx = back;
+                    match got {
+                        Ok((i, r)) => {
+                            record(i, r);
+                            done += 1;
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
-        }
+        })
     });
-    if let Some(e) = interrupted {
+    // Ctrl-C during this thread's last text: the loop ended without looking.
+    if let Some(e) = interrupted.or_else(take_signal_error) {
         return Err(e);
     }
     if let Some((_, e)) = failed {

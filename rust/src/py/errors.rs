@@ -56,7 +56,7 @@ thread_local! {
 
 /// The stop hook of [`detached_polled`]: takes the GIL back for a moment and runs Python's
 /// signal handlers; an exception from one (Ctrl-C) is kept for the caller and stops the work.
-fn signal_raised() -> bool {
+pub(super) fn signal_raised() -> bool {
     match Python::attach(|py| py.check_signals()) {
         Ok(()) => false,
         Err(e) => {
@@ -64,6 +64,11 @@ fn signal_raised() -> bool {
             true
         }
     }
+}
+
+/// The exception [`signal_raised`] kept on this thread, if any (taken).
+pub(super) fn take_signal_error() -> Option<PyErr> {
+    SIGNAL_ERROR.with(|s| s.borrow_mut().take())
 }
 
 /// [`detached`] for one long text: the core polls for Ctrl-C as it goes
