@@ -114,22 +114,32 @@ pub struct PatternBudget {
     start: Duration,
     allowed: Duration,
     len: usize,
-    /// Calls until the clock is read again.
+    /// Calls until the clocks are read again.
     countdown: u32,
+    /// Calls between two reads: doubled (up to `max_every`) while the calls between two reads
+    /// take under [`QUICK`], back to 1 once they take longer, so that one slow search after
+    /// another (a runaway pattern on a long text) is followed by a check every time, and
+    /// quick ones pay for a clock read only now and then.
     every: u32,
+    max_every: u32,
+    last: Instant,
 }
 
+/// Wall time between two checks under which [`PatternBudget`] checks less often.
+const QUICK: Duration = Duration::from_millis(1);
+
 impl PatternBudget {
-    /// A budget for splitting `len` bytes; the clock is read every `every` calls of
-    /// [`PatternBudget::spend`] (1 where one search may scan far, more where searches are
-    /// cheap).
-    pub fn new(len: usize, every: u32) -> Self {
+    /// A budget for splitting `len` bytes, checked at most every `max_every` calls of
+    /// [`PatternBudget::spend`] (see `every`).
+    pub fn new(len: usize, max_every: u32) -> Self {
         PatternBudget {
             start: thread_time(),
             allowed: Self::allowed(len),
             len,
-            countdown: every.max(1),
-            every: every.max(1),
+            countdown: 1,
+            every: 1,
+            max_every: max_every.max(1),
+            last: Instant::now(),
         }
     }
 
@@ -146,12 +156,19 @@ impl PatternBudget {
         if self.countdown != 0 {
             return Ok(());
         }
-        self.countdown = self.every;
         self.check()
     }
 
     #[cold]
     fn check(&mut self) -> Result<()> {
+        let now = Instant::now();
+        self.every = if now.duration_since(self.last) < QUICK {
+            (self.every * 2).min(self.max_every)
+        } else {
+            1
+        };
+        self.countdown = self.every;
+        self.last = now;
         let spent = thread_time().saturating_sub(self.start);
         if spent > self.allowed {
             return Err(Error::Regex(format!(
