@@ -12,15 +12,13 @@
 
 #![allow(dead_code)]
 
-use ferrotok::train::count::PieceCounts;
-use ferrotok::vocab::{id_text, tiktoken_file};
-use ferrotok::{Allowed, Encoder, Error, Rank};
+use ferrotok::{id_text, parse_tiktoken, Allowed, Encoder, Error, PieceCounts, Rank};
 use rustc_hash::FxHashMap;
 
 /// A `.tiktoken` file's parser: refuses or gives ranks an encoder is built from, each token
 /// then found by its bytes.
 pub fn tiktoken_file(data: &[u8]) {
-    let Ok(ranks) = tiktoken_file::parse(data, "fuzz") else {
+    let Ok(ranks) = parse_tiktoken(data, "fuzz") else {
         return;
     };
     if ranks.len() > 4096 {

@@ -118,12 +118,12 @@ fn fuzz_tiktoken_file() {
 
 #[test]
 fn fuzz_piece_counts() {
-    let mut table = ferrotok::train::count::PieceCounts::new(
+    let mut table = ferrotok::PieceCounts::new(
         r"\S+|\s+".into(),
         vec!["<|x|>".into(), "<|y|>".into()],
     );
     let empty = table.to_bytes();
-    let mut other = ferrotok::train::count::PieceCounts::from_bytes(&empty).unwrap();
+    let mut other = ferrotok::PieceCounts::from_bytes(&empty).unwrap();
     other.specials.clear();
     let plain = other.to_bytes();
     table.specials.push("<|zz|>".into());
