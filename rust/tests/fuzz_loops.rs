@@ -118,10 +118,8 @@ fn fuzz_tiktoken_file() {
 
 #[test]
 fn fuzz_piece_counts() {
-    let mut table = ferrotok::PieceCounts::new(
-        r"\S+|\s+".into(),
-        vec!["<|x|>".into(), "<|y|>".into()],
-    );
+    let mut table =
+        ferrotok::PieceCounts::new(r"\S+|\s+".into(), vec!["<|x|>".into(), "<|y|>".into()]);
     let empty = table.to_bytes();
     let mut other = ferrotok::PieceCounts::from_bytes(&empty).unwrap();
     other.specials.clear();

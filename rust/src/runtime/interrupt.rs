@@ -79,9 +79,9 @@ pub fn poll() -> Result<()> {
     })
 }
 
-/// Whether this thread has a stop hook (work that polls only then can skip the clock).
-#[inline]
-pub fn has_hook() -> bool {
+/// Whether this thread has a stop hook.
+#[cfg(test)]
+fn has_hook() -> bool {
     HOOK.with(|h| {
         let hook = h.take();
         let has = hook.is_some();
