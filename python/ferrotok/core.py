@@ -251,6 +251,7 @@ class Encoding:
         [[15339, 1917], [19045, 29474, 1917]]
         """
         texts, num_threads = _batch_args(text, num_threads)
+        _check_disallowed_iterable(disallowed_special)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
         try:
             lists = self._core_bpe.encode_batch(texts, allowed, num_threads)
@@ -279,6 +280,7 @@ class Encoding:
         ([15339, 1917, 19045, 29474, 1917], [0, 2, 5])
         """
         texts, num_threads = _batch_args(text, num_threads)
+        _check_disallowed_iterable(disallowed_special)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
         try:
             return self._core_bpe.encode_batch_to_numpy(texts, allowed, num_threads)
@@ -336,6 +338,7 @@ class Encoding:
         [2, 3]
         """
         texts, num_threads = _batch_args(text, num_threads)
+        _check_disallowed_iterable(disallowed_special)
         allowed = self._check_special_batch(texts, allowed_special, disallowed_special)
         try:
             return self._core_bpe.count_batch(texts, allowed, num_threads)
@@ -692,13 +695,22 @@ def _batch_args(items: Iterable[_T], num_threads: int) -> tuple[Sequence[_T], in
     return _as_sequence(items), _thread_count(num_threads)
 
 
+def _check_disallowed_iterable(disallowed_special: object) -> None:
+    """tiktoken's `encode_batch` makes a frozenset of `disallowed_special` (unlike `encode`,
+    which skips a falsy one): `None` or another non-iterable is its `TypeError`."""
+    if disallowed_special != "all" and not isinstance(disallowed_special, frozenset):
+        iter(disallowed_special)  # type: ignore[call-overload]
+
+
 def _as_sequence(items: Iterable[_T]) -> Sequence[_T]:
     """A batch as a list or tuple, which the Rust side indexes from both ends.
 
     tiktoken maps its thread pool over any iterable (a generator, a pandas Series, a dict's
     keys, even a string's characters), so any iterable is taken here too, once, in order.
     """
-    return items if isinstance(items, (list, tuple)) else list(items)
+    # Exactly a list or tuple: a subclass's `__len__` may lie (10**12), and the Rust side
+    # would reserve that much; `list()` of its iterator copies them at their real count.
+    return items if items.__class__ in (list, tuple) else list(iter(items))
 
 
 def _thread_count(num_threads: int) -> int:

@@ -103,13 +103,15 @@ def _check_specials(special_tokens: Iterable[str] | None) -> list[str]:
     if isinstance(special_tokens, str):
         raise TypeError("special_tokens must be a list of strings, not one string")
     out: list[str] = []
+    seen: set[str] = set()  # a set: `s in out` was quadratic in the number of tokens
     for i, s in enumerate(special_tokens):
         if not isinstance(s, str):
             raise TypeError(f"special token {i} is {type(s).__name__}, not str")
         if not s:
             raise ValueError(f"special token {i} is empty")
-        if s in out:
+        if s in seen:
             raise ValueError(f"special token {s!r} is given twice")
+        seen.add(s)
         out.append(s)
     return out
 

@@ -127,7 +127,9 @@ impl Encoder {
             return hf.encode_into(self, text, Allowed::None, out);
         }
         let (vocab, mut cache) = (&self.vocab, self.cache.local());
+        let mut tick = Tick::default();
         self.splitter.for_each_piece(text, |piece| {
+            tick.poll()?;
             encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), &mut cache, out)
         })
     }
@@ -227,7 +229,9 @@ impl Encoder {
     fn encode_tracking_last(&self, text: &str, out: &mut Vec<Rank>) -> Result<usize> {
         let (vocab, mut cache) = (&self.vocab, self.cache.local());
         let mut last = 0;
+        let mut tick = Tick::default();
         self.splitter.for_each_piece(text, |piece| {
+            tick.poll()?;
             let before = out.len();
             encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), &mut cache, out)?;
             last = out.len() - before;
@@ -289,14 +293,18 @@ impl Encoder {
         Err(Error::UnknownBytes(bytes.to_vec()))
     }
 
-    /// Appends the bytes of `ids` to `out`.
+    /// Appends the bytes of `ids` to `out`, polling for Ctrl-C every [`DECODE_POLL`] ids.
     pub fn decode_into(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<()> {
-        self.vocab.decode_into(ids, out)
+        for chunk in ids.chunks(DECODE_POLL) {
+            self.vocab.decode_into(chunk, out)?;
+            crate::runtime::interrupt::poll()?;
+        }
+        Ok(())
     }
 
     pub fn decode_bytes(&self, ids: &[Rank]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
-        self.vocab.decode_into(ids, &mut out)?;
+        self.decode_into(ids, &mut out)?;
         Ok(out)
     }
 
@@ -370,6 +378,10 @@ impl Encoder {
         let vocab = &self.vocab;
         let sorted = vocab.sorted_ranks();
         let bytes_of = |i: usize| vocab.ordinary_bytes(sorted[i]).unwrap_or_default();
+        if unstable.len() > 256 {
+            // Shorter tails cannot pass the limit with any vocabulary tiktoken loads quickly.
+            self.check_unstable_work(&unstable, sorted)?;
+        }
         // Every single token that starts with the unstable bytes.
         let mut point = sorted.partition_point(|&r| {
             vocab.ordinary_bytes(r).unwrap_or_default() < unstable.as_slice()
@@ -385,6 +397,7 @@ impl Encoder {
             let mut point =
                 sorted.partition_point(|&r| vocab.ordinary_bytes(r).unwrap_or_default() < suffix);
             while point < sorted.len() && bytes_of(point).starts_with(suffix) {
+                crate::runtime::interrupt::poll()?;
                 let possibility = [prefix, bytes_of(point)].concat();
                 let encoded = match std::str::from_utf8(&possibility) {
                     Ok(s) => self.encode_ordinary(s)?,
@@ -418,6 +431,75 @@ impl Encoder {
     }
 }
 
+/// Bytes `encode_with_unstable` may re-encode for its completions (see
+/// [`Encoder::check_unstable_work`]).
+pub const UNSTABLE_WORK_LIMIT: usize = 1 << 27;
+
+impl Encoder {
+    /// Refuses an unstable tail whose completions would take more than
+    /// [`UNSTABLE_WORK_LIMIT`] bytes of re-encoding (each is the tail's prefix and a token,
+    /// encoded whole), before any is encoded.
+    ///
+    /// Why: after `'x' + ' ' * 100000` the whole whitespace run is unstable, and each of the
+    /// ~44,000 cl100k tokens that begin with a space completes it: 4.4 GB of encoding (21 s),
+    /// and ~55 million ids of completions, over 1 GB as Python lists. tiktoken runs the same
+    /// algorithm (75 s for 1,000 spaces); a tail past the limit is an error naming it.
+    fn check_unstable_work(&self, unstable: &[u8], sorted: &[Rank]) -> Result<()> {
+        let vocab = &self.vocab;
+        let bytes_of = |i: usize| vocab.ordinary_bytes(sorted[i]).unwrap_or_default();
+        let longest = (0..sorted.len())
+            .map(|i| bytes_of(i).len())
+            .max()
+            .unwrap_or(0);
+        let mut work = 0usize;
+        for i in 1..unstable.len() {
+            let suffix = &unstable[i..];
+            if suffix.len() > longest {
+                continue; // no token starts with it
+            }
+            let lo =
+                sorted.partition_point(|&r| vocab.ordinary_bytes(r).unwrap_or_default() < suffix);
+            let hi = lo
+                + sorted[lo..].partition_point(|&r| {
+                    vocab
+                        .ordinary_bytes(r)
+                        .unwrap_or_default()
+                        .starts_with(suffix)
+                });
+            work = work.saturating_add((hi - lo).saturating_mul(i + longest));
+        }
+        if work > UNSTABLE_WORK_LIMIT {
+            return Err(Error::Input(format!(
+                "encode_with_unstable: the last {} bytes of the text are unstable, and their \
+                 completions would take about {work} bytes of encoding, past the limit of \
+                 {UNSTABLE_WORK_LIMIT}; end the text elsewhere (long runs of whitespace at the \
+                 end are all unstable)",
+                unstable.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Ids decoded between two polls for Ctrl-C (~0.1 ms of decoding).
+const DECODE_POLL: usize = 1 << 16;
+
+/// Polls for Ctrl-C (see [`crate::runtime::interrupt::poll`]) every 4,096 pieces (~0.1 ms of text;
+/// a counter per piece otherwise).
+#[derive(Default)]
+struct Tick(u32);
+
+impl Tick {
+    #[inline(always)]
+    fn poll(&mut self) -> Result<()> {
+        self.0 = self.0.wrapping_add(1);
+        if self.0 % 4096 == 0 {
+            crate::runtime::interrupt::poll()?;
+        }
+        Ok(())
+    }
+}
+
 /// The last UTF-8 character of `bytes` and its length, if the tail is valid UTF-8.
 fn last_char(bytes: &[u8]) -> Option<(char, usize)> {
     let start = bytes.len().saturating_sub(4);
@@ -428,4 +510,28 @@ fn last_char(bytes: &[u8]) -> Option<(char, usize)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    /// A long encode on each custom-pattern path and on the scanners' (the encoder's own
+    /// poll) stops when the hook says so.
+    #[test]
+    fn a_long_encode_polls_the_hook() {
+        use rustc_hash::FxHashMap;
+        let ranks: FxHashMap<Vec<u8>, crate::Rank> =
+            (0..=255u8).map(|b| (vec![b], b as crate::Rank)).collect();
+        let text = "ab cd ".repeat(4 << 20);
+        for pattern in [
+            r"\S+|\s+",
+            r"\S+(?=\s)|\s+|\S",
+            crate::encode::pretok::CL100K_PATTERN,
+        ] {
+            let enc = crate::Encoder::new(ranks.clone(), Vec::new(), pattern).unwrap();
+            let r = crate::runtime::interrupt::with_hook(|| true, || enc.encode_ordinary(&text));
+            assert_eq!(r, Err(crate::Error::Interrupted), "{pattern}");
+            let r = crate::runtime::interrupt::with_hook(|| false, || enc.encode_ordinary("ab cd"));
+            assert_eq!(r.map(|ids| ids.len()), Ok(5), "{pattern}");
+        }
+    }
 }

@@ -7,7 +7,25 @@
 //! tokens overlap in the text. Matching is leftmost-longest (Aho-Corasick), so
 //! the result does not depend on hash-map order.
 
-use aho_corasick::{AhoCorasick, Input, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
+
+/// Above this, `max token length x total bytes`, the searcher is never a DFA (see [`searcher`]).
+const DFA_WORK_LIMIT: usize = 1 << 22;
+
+/// An Aho-Corasick searcher for `tokens`, built in time linear in their bytes: the automatic
+/// choice may build a DFA, whose build follows failure links from every state and byte class,
+/// up to a token's length each (a special token of 100,000 `Z`s took 19 s). Such token sets
+/// get the contiguous NFA, which follows them while searching (amortised linear).
+pub fn searcher<S: AsRef<[u8]>>(tokens: &[S], kind: MatchKind) -> Option<AhoCorasick> {
+    let longest = tokens.iter().map(|t| t.as_ref().len()).max().unwrap_or(0);
+    let total: usize = tokens.iter().map(|t| t.as_ref().len()).sum();
+    let mut b = AhoCorasick::builder();
+    b.match_kind(kind);
+    if longest.saturating_mul(total) > DFA_WORK_LIMIT {
+        b.kind(Some(AhoCorasickKind::ContiguousNFA));
+    }
+    b.build(tokens).ok()
+}
 
 pub struct SpecialMatcher {
     ac: Option<AhoCorasick>,
@@ -20,10 +38,7 @@ impl SpecialMatcher {
         let ac = if tokens.is_empty() {
             None
         } else {
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&tokens)
-                .ok()
+            searcher(&tokens, MatchKind::LeftmostLongest)
         };
         SpecialMatcher { ac, tokens }
     }

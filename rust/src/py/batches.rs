@@ -6,7 +6,7 @@
 //! order, or the first failing item's error); a Ctrl-C stops every thread after its current
 //! item and its `KeyboardInterrupt` comes out of the call as is.
 
-use super::errors::{detached, panic_error, Stash};
+use super::errors::{detached_polled, panic_error, signal_raised, take_signal_error, Stash};
 use super::ints;
 use crate::encode::encoder::Encoder;
 use crate::error::Error;
@@ -20,6 +20,10 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyList;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// How long a batch's calling thread waits for a helper's result before it checks for
+/// Ctrl-C again.
+const SIGNAL_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// `num_threads`, or 1 for a batch of too little text to pay for a helper's wake (see
 /// [`threads_for_text`]).
@@ -139,7 +143,7 @@ pub(super) fn encode_lists<'py>(
     let Some(ends) = shared_ends(texts.len(), num_threads) else {
         let mut lists = Vec::with_capacity(texts.len());
         for t in texts {
-            let ids = detached(py, || encode(t))?;
+            let ids = detached_polled(py, || encode(t))?;
             lists.push(ints::id_list(py, &ids)?);
             py.check_signals()?; // Ctrl-C between texts
         }
@@ -171,95 +175,111 @@ pub(super) fn encode_lists<'py>(
     // One sender per helper, taken when it starts; with the first one dropped here, the
     // receiver sees the end once every helper has finished or died.
     let senders = std::sync::Mutex::new(vec![tx; helpers]);
+    // Set on Ctrl-C: a helper in the middle of a long text stops it (its stop hook).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let help = || {
         let tx = senders.lock().ok().and_then(|mut s| s.pop());
         let Some(tx) = tx else { return };
-        while let Some(i) = ends.back() {
-            if tx.send((i, run(i))).is_err() {
-                break;
+        let stop = stop.clone();
+        let stopped = move || stop.load(std::sync::atomic::Ordering::Relaxed);
+        crate::runtime::interrupt::with_hook(stopped, || {
+            while let Some(i) = ends.back() {
+                if tx.send((i, run(i))).is_err() {
+                    break;
+                }
             }
-        }
+        })
     };
+    // This thread's texts poll for Ctrl-C as one long text does (`detached_polled`).
     with_helpers(helpers, help, || {
-        // This thread turns the helpers' results into lists (that needs the GIL) and, when
-        // none is waiting, encodes a text itself with the GIL released: list building and
-        // encoding share the cores instead of list building waiting for all the encoding.
-        let mut rx = rx;
-        let mut done = 0;
-        // The clock is read every 16th step (~25 ns a read against ~15 us a 4 KB text).
-        let (mut steps, mut share_at) = (0u32, std::time::Instant::now() + GIL_SHARE_EVERY);
-        while done < n {
-            // Ctrl-C (checked after every text, as the helpers' results can keep this
-            // thread building lists to the end): no thread takes another text, and the
-            // handler's exception is raised.
-            if let Err(e) = py.check_signals() {
-                ends.close();
-                interrupted = Some(e);
-                break;
-            }
-            // Every `GIL_SHARE_EVERY`, one release long enough for another Python thread to
-            // take the GIL: texts from the front until `GIL_SHARE_FOR` is up, if any are left.
-            steps = steps.wrapping_add(1);
-            if steps % 16 == 0 && std::time::Instant::now() >= share_at {
-                share_at = std::time::Instant::now() + GIL_SHARE_EVERY;
-                if let Some(i) = ends.front() {
-                    let mine = py.detach(|| {
-                        let until = std::time::Instant::now() + GIL_SHARE_FOR;
-                        let mut mine = vec![(i, run(i))];
-                        while std::time::Instant::now() < until {
-                            let Some(j) = ends.front() else { break };
-                            mine.push((j, run(j)));
+        crate::runtime::interrupt::with_hook(signal_raised, || {
+            // This thread turns the helpers' results into lists (that needs the GIL) and, when
+            // none is waiting, encodes a text itself with the GIL released: list building and
+            // encoding share the cores instead of list building waiting for all the encoding.
+            let mut rx = rx;
+            let mut done = 0;
+            // The clock is read every 16th step (~25 ns a read against ~15 us a 4 KB text).
+            let (mut steps, mut share_at) = (0u32, std::time::Instant::now() + GIL_SHARE_EVERY);
+            while done < n {
+                // Ctrl-C (checked after every text, as the helpers' results can keep this
+                // thread building lists to the end): no thread takes another text, and the
+                // handler's exception is raised.
+                // A text this thread encoded may have stopped on Ctrl-C (its stop hook below).
+                if let Some(e) = take_signal_error().map_or_else(|| py.check_signals().err(), Some)
+                {
+                    ends.close();
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    interrupted = Some(e);
+                    break;
+                }
+                // Every `GIL_SHARE_EVERY`, one release long enough for another Python thread to
+                // take the GIL: texts from the front until `GIL_SHARE_FOR` is up, if any are left.
+                steps = steps.wrapping_add(1);
+                if steps % 16 == 0 && std::time::Instant::now() >= share_at {
+                    share_at = std::time::Instant::now() + GIL_SHARE_EVERY;
+                    if let Some(i) = ends.front() {
+                        let mine = py.detach(|| {
+                            let until = std::time::Instant::now() + GIL_SHARE_FOR;
+                            let mut mine = vec![(i, run(i))];
+                            while std::time::Instant::now() < until {
+                                let Some(j) = ends.front() else { break };
+                                mine.push((j, run(j)));
+                            }
+                            mine
+                        });
+                        for (j, r) in mine {
+                            record(j, r);
+                            done += 1;
                         }
-                        mine
-                    });
-                    for (j, r) in mine {
-                        record(j, r);
-                        done += 1;
+                        continue;
                     }
+                    // No text left to take (this thread builds the lists of the helpers' last
+                    // results): the release is a sleep.
+                    py.detach(|| std::thread::sleep(GIL_SHARE_FOR));
+                }
+                // The helpers' results first, one at a time.
+                if let Ok((i, r)) = rx.try_recv() {
+                    record(i, r);
+                    done += 1;
                     continue;
                 }
-                // No text left to take (this thread builds the lists of the helpers' last
-                // results): the release is a sleep.
-                py.detach(|| std::thread::sleep(GIL_SHARE_FOR));
-            }
-            // The helpers' results first, one at a time.
-            if let Ok((i, r)) = rx.try_recv() {
-                record(i, r);
-                done += 1;
-                continue;
-            }
-            if let Some(i) = ends.front() {
-                let r = py.detach(|| run(i));
-                record(i, r);
-                done += 1;
-            } else {
-                // Nothing left to take: wait for the helpers (the receiver moves in and
-                // out of the GIL-free closure: it is not `Sync`).
-                let (got, back) = py.detach(move || {
-                    use std::sync::mpsc::{RecvError, TryRecvError};
-                    let mut got = Err(TryRecvError::Empty);
-                    spin_until(|| {
-                        got = rx.try_recv();
-                        !matches!(got, Err(TryRecvError::Empty))
+                if let Some(i) = ends.front() {
+                    let r = py.detach(|| run(i));
+                    record(i, r);
+                    done += 1;
+                } else {
+                    // Nothing left to take: wait for the helpers (the receiver moves in and
+                    // out of the GIL-free closure: it is not `Sync`).
+                    // The wait is cut every `SIGNAL_WAIT` so that the loop's top sees Ctrl-C
+                    // while a helper encodes a long text.
+                    use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+                    let (got, back) = py.detach(move || {
+                        let mut got = Err(TryRecvError::Empty);
+                        spin_until(|| {
+                            got = rx.try_recv();
+                            !matches!(got, Err(TryRecvError::Empty))
+                        });
+                        let got = match got {
+                            Err(TryRecvError::Empty) => rx.recv_timeout(SIGNAL_WAIT),
+                            got => got.map_err(|_| RecvTimeoutError::Disconnected),
+                        };
+                        (got, rx)
                     });
-                    let got = match got {
-                        Err(TryRecvError::Empty) => rx.recv(),
-                        got => got.map_err(|_| RecvError),
-                    };
-                    (got, rx)
-                });
-                rx = back;
-                match got {
-                    Ok((i, r)) => {
-                        record(i, r);
-                        done += 1;
+                    rx = back;
+                    match got {
+                        Ok((i, r)) => {
+                            record(i, r);
+                            done += 1;
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
-                    Err(_) => break,
                 }
             }
-        }
+        })
     });
-    if let Some(e) = interrupted {
+    // Ctrl-C during this thread's last text: the loop ended without looking.
+    if let Some(e) = interrupted.or_else(take_signal_error) {
         return Err(e);
     }
     if let Some((_, e)) = failed {

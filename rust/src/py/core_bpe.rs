@@ -3,7 +3,7 @@
 //! convert the results; batches go through `batches.rs`.
 
 use super::batches::{batch, decode_list_shared, encode_lists, threads_for, SignalPoll};
-use super::errors::{detached, panic_error};
+use super::errors::{detached, detached_polled, panic_error};
 use super::id_arrays::numpy_api;
 use super::ids::{id_lists, ids_read_directly, packed_ids};
 use super::ints;
@@ -40,7 +40,7 @@ fn on_utf8<T: Send>(
         NotUtf8(std::str::Utf8Error),
         Special,
     }
-    let done = detached(py, || {
+    let done = detached_polled(py, || {
         let text = match std::str::from_utf8(data) {
             Ok(text) => text,
             Err(e) => return Ok(Err(Stop::NotUtf8(e))),
@@ -269,7 +269,7 @@ impl PyCoreBPE {
     ) -> PyResult<usize> {
         let allowed = self.allowed(allowed_special)?;
         let enc = &self.inner;
-        detached(py, || enc.count(text, allowed.as_allowed()))
+        detached_polled(py, || enc.count(text, allowed.as_allowed()))
     }
 
     fn count_batch(
@@ -345,7 +345,7 @@ impl PyCoreBPE {
 
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
         let enc = &self.inner;
-        let ids = detached(py, || enc.encode_ordinary(text))?;
+        let ids = detached_polled(py, || enc.encode_ordinary(text))?;
         ints::id_list(py, &ids)
     }
 
@@ -356,7 +356,7 @@ impl PyCoreBPE {
         text: &str,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
         let enc = &self.inner;
-        match detached(py, || enc.encode_unless_special(text))? {
+        match detached_polled(py, || enc.encode_unless_special(text))? {
             Some(ids) => ints::id_list(py, &ids).map(Some),
             None => Ok(None),
         }
@@ -376,7 +376,7 @@ impl PyCoreBPE {
     ) -> PyResult<Bound<'py, PyList>> {
         let allowed = self.allowed(allowed_special)?;
         let enc = &self.inner;
-        let ids = detached(py, || enc.encode(text, allowed.as_allowed()))?;
+        let ids = detached_polled(py, || enc.encode(text, allowed.as_allowed()))?;
         ints::id_list(py, &ids)
     }
 
@@ -389,7 +389,7 @@ impl PyCoreBPE {
         numpy_api(py)?;
         let allowed = self.allowed(allowed_special)?;
         let enc = &self.inner;
-        let ids = detached(py, || enc.encode(text, allowed.as_allowed()))?;
+        let ids = detached_polled(py, || enc.encode(text, allowed.as_allowed()))?;
         // Takes ownership of the Vec: the array's memory is the encoder's output, no copy.
         Ok(PyArray1::from_vec(py, ids))
     }
@@ -454,7 +454,7 @@ impl PyCoreBPE {
         let allowed = self.allowed(allowed_special)?;
         let enc = &self.inner;
         let (tokens, completions) =
-            detached(py, || enc.encode_with_unstable(text, allowed.as_allowed()))?;
+            detached_polled(py, || enc.encode_with_unstable(text, allowed.as_allowed()))?;
         let completions: Vec<Vec<Rank>> = completions.into_iter().collect();
         (tokens, completions).into_pyobject(py)
     }
@@ -465,12 +465,12 @@ impl PyCoreBPE {
 
     fn encode_single_piece(&self, py: Python<'_>, piece: &[u8]) -> PyResult<Vec<Rank>> {
         let enc = &self.inner;
-        detached(py, || enc.encode_single_piece(piece))
+        detached_polled(py, || enc.encode_single_piece(piece))
     }
 
     fn encode_bytes<'py>(&self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyList>> {
         let enc = &self.inner;
-        let ids = detached(py, || enc.encode_bytes(bytes))?;
+        let ids = detached_polled(py, || enc.encode_bytes(bytes))?;
         ints::id_list(py, &ids)
     }
 
@@ -497,7 +497,7 @@ impl PyCoreBPE {
             // an id reads its slot in a table of megabytes, and apart each loop keeps many of
             // those loads in flight, where one fused loop waited on each in turn.
             if !ids_read_directly(tokens, &mut s.ids) {
-                s.ids = tokens.extract::<Vec<Rank>>()?;
+                s.ids = super::seq::ids(tokens)?;
             }
             let (ids, bytes) = (&s.ids, &mut s.bytes);
             bytes.clear();
@@ -505,13 +505,13 @@ impl PyCoreBPE {
                 decode_holding_gil(enc, ids, bytes)?;
                 PyBytes::new(py, bytes)
             } else if shared_decode(ids.len()) {
-                let parts = detached(py, || {
+                let parts = detached_polled(py, || {
                     let pieces: Vec<&[Rank]> = ids.chunks(DECODE_PIECE).collect();
                     batch_map(&pieces, cores(), |ids| enc.decode_bytes(ids))
                 })?;
                 joined_bytes(py, &parts)?
             } else {
-                detached(py, || enc.decode_into(ids, bytes))?;
+                detached_polled(py, || enc.decode_into(ids, bytes))?;
                 PyBytes::new(py, bytes)
             };
             if s.ids.capacity() * 4 > SCRATCH_KEEP || s.bytes.capacity() > SCRATCH_KEEP {

@@ -49,6 +49,44 @@ pub(super) fn detached<T: Send>(
         .map_err(PyErr::from)
 }
 
+thread_local! {
+    /// The exception a signal handler raised while [`detached_polled`] work ran.
+    static SIGNAL_ERROR: std::cell::RefCell<Option<PyErr>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The stop hook of [`detached_polled`]: takes the GIL back for a moment and runs Python's
+/// signal handlers; an exception from one (Ctrl-C) is kept for the caller and stops the work.
+pub(super) fn signal_raised() -> bool {
+    match Python::attach(|py| py.check_signals()) {
+        Ok(()) => false,
+        Err(e) => {
+            SIGNAL_ERROR.with(|s| *s.borrow_mut() = Some(e));
+            true
+        }
+    }
+}
+
+/// The exception [`signal_raised`] kept on this thread, if any (taken).
+pub(super) fn take_signal_error() -> Option<PyErr> {
+    SIGNAL_ERROR.with(|s| s.borrow_mut().take())
+}
+
+/// [`detached`] for one long text: the core polls for Ctrl-C as it goes
+/// ([`crate::runtime::interrupt`]), at most every 20 ms, and the handler's exception is
+/// raised as is.
+pub(super) fn detached_polled<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    let r = detached(py, || {
+        crate::runtime::interrupt::with_hook(signal_raised, f)
+    });
+    match SIGNAL_ERROR.with(|s| s.borrow_mut().take()) {
+        Some(e) => Err(e),
+        None => r,
+    }
+}
+
 /// A caught panic as the `RuntimeError` users see.
 pub(super) fn panic_error(p: Box<dyn std::any::Any + Send>) -> PyErr {
     let msg = p

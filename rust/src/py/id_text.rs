@@ -3,7 +3,6 @@
 
 use super::errors::detached;
 use super::ids::{ids_read_directly, packed_ids};
-use crate::vocab::Rank;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyBytes;
@@ -58,7 +57,7 @@ fn format_ids<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut values = Vec::new();
     if !ids_read_directly(ids, &mut values) {
-        values = ids.extract::<Vec<Rank>>()?;
+        values = super::seq::ids(ids)?;
     }
     let text = detached(py, || {
         let mut out = Vec::new();

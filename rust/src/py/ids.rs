@@ -32,13 +32,13 @@ pub(super) fn id_lists(batch: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<Rank>>> {
         for item in list.iter() {
             let mut ids = Vec::new();
             if !ids_read_directly(&item, &mut ids) {
-                return batch.extract();
+                return super::seq::id_lists(batch);
             }
             out.push(ids);
         }
         return Ok(out);
     }
-    batch.extract()
+    super::seq::id_lists(batch)
 }
 
 /// `ids` as the bytes of native-endian 4-byte ints (what `array('I').frombytes` reads).

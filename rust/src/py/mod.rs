@@ -19,6 +19,7 @@ mod id_text;
 mod ids;
 mod ints;
 mod patterns;
+mod seq;
 mod train;
 
 #[pymodule]

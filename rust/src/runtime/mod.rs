@@ -10,6 +10,7 @@
 pub mod batch;
 #[cfg(target_os = "linux")]
 pub mod huge_pages;
+pub mod interrupt;
 pub mod pool;
 pub mod process_once;
 pub mod thread_slots;

@@ -1,12 +1,14 @@
 //! Merge look-ups by rank: `(left, right) → rank of left's bytes ++ right's bytes`.
 //!
 //! Invariant: `get(a, b) == Some(r)` iff the concatenation of tokens `a` and `b` is the
-//! ordinary token `r`. It is built by trying every split point of every token, so it answers
-//! exactly what a look-up of the concatenated bytes would, and BPE (whose parts are always
+//! ordinary token `r`. It is built from every split point of every token whose halves are
+//! both tokens (found in time linear in the vocabulary's bytes), so it answers exactly what a
+//! look-up of the concatenated bytes would, and BPE (whose parts are always
 //! tokens) never has to slice, hash or compare bytes while merging. Single-byte pairs, the
 //! first look-ups of every piece, go through a direct 256×256 array instead.
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 const EMPTY: u64 = u64::MAX;
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -30,6 +32,148 @@ fn key(a: u32, b: u32) -> u64 {
     (a as u64 & ID_MASK) | ((b as u64 & ID_MASK) << 21)
 }
 
+/// Tokens longer than this have their split points found by [`long_splits`].
+const SHORT: usize = 32;
+
+/// Tokens of more than [`SHORT`] bytes, by a trie. Nearly every node of long tokens has one
+/// child (a long token is mostly a chain of its own), so each node keeps its first child
+/// inline, and only the others go to a hash map: a walk down one token reads consecutive
+/// nodes (they were made in its order) instead of probing a hash table per byte.
+struct LongTrie {
+    /// Per node: its first child (`NONE` if none) and the byte on the edge into it.
+    child: Vec<u32>,
+    byte: Vec<u8>,
+    /// Whether the node has more children, in `more`.
+    branches: Vec<bool>,
+    more: FxHashMap<(u32, u8), u32>,
+    /// Per node: the rank of the token that ends there, or `NONE`.
+    rank: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl LongTrie {
+    /// The trie of `tokens`' bytes, or of their bytes reversed.
+    fn new(tokens: &[(&[u8], u32)], reversed: bool) -> Self {
+        let mut t = LongTrie {
+            child: vec![NONE],
+            byte: vec![0],
+            branches: vec![false],
+            more: FxHashMap::default(),
+            rank: vec![NONE],
+        };
+        for &(bytes, r) in tokens {
+            let mut node = 0u32;
+            if reversed {
+                bytes.iter().rev().for_each(|&b| node = t.add(node, b));
+            } else {
+                bytes.iter().for_each(|&b| node = t.add(node, b));
+            }
+            t.rank[node as usize] = r;
+        }
+        t
+    }
+
+    #[inline]
+    fn get(&self, node: u32, b: u8) -> Option<u32> {
+        let n = node as usize;
+        let c = self.child[n];
+        if c != NONE && self.byte[n] == b {
+            return Some(c);
+        }
+        if self.branches[n] {
+            return self.more.get(&(node, b)).copied();
+        }
+        None
+    }
+
+    fn add(&mut self, node: u32, b: u8) -> u32 {
+        if let Some(c) = self.get(node, b) {
+            return c;
+        }
+        let fresh = self.rank.len() as u32;
+        self.child.push(NONE);
+        self.byte.push(0);
+        self.branches.push(false);
+        self.rank.push(NONE);
+        let n = node as usize;
+        if self.child[n] == NONE {
+            self.child[n] = fresh;
+            self.byte[n] = b;
+        } else {
+            self.branches[n] = true;
+            self.more.insert((node, b), fresh);
+        }
+        fresh
+    }
+
+    /// `(depth, rank)` of each token on the path of `bytes` (in the order given), deeper
+    /// than [`SHORT`].
+    fn tokens_on(&self, bytes: impl Iterator<Item = u8>, out: &mut Vec<(usize, u32)>) {
+        let mut node = 0u32;
+        for (i, b) in bytes.enumerate() {
+            match self.get(node, b) {
+                Some(n) => node = n,
+                None => return,
+            }
+            let r = self.rank[node as usize];
+            if i + 1 > SHORT && r != NONE {
+                out.push((i + 1, r));
+            }
+        }
+    }
+}
+
+/// The pairs of every token longer than [`SHORT`] bytes, added to `entries`, in time linear
+/// in the long tokens' bytes.
+///
+/// Why: trying each split point with a look-up of both halves hashes the whole token at each
+/// one, quadratic in its length (a 200 KB token took seconds to build a vocabulary with). A
+/// split point `k` of token `t` makes a pair when `t[..k]` and `t[k..]` are both tokens: the
+/// prefixes up to [`SHORT`] bytes are looked up directly, the longer ones (long tokens
+/// themselves) are the tokens on `t`'s path down a trie of the long tokens; the suffixes
+/// likewise, with a trie of the long tokens reversed.
+fn long_splits<'v>(
+    n_ids: usize,
+    token_bytes: &(dyn Fn(u32) -> Option<&'v [u8]> + Sync),
+    rank: &(dyn Fn(&[u8]) -> Option<u32> + Sync),
+    entries: &mut Vec<(u64, u32)>,
+) {
+    let long: Vec<(&[u8], u32)> = (0..n_ids as u32)
+        .filter_map(|r| token_bytes(r).filter(|t| t.len() > SHORT).map(|t| (t, r)))
+        .collect();
+    if long.is_empty() {
+        return;
+    }
+    let forward = LongTrie::new(&long, false);
+    let backward = LongTrie::new(&long, true);
+    let (mut prefixes, mut suffixes) = (Vec::new(), Vec::new());
+    for &(t, r) in &long {
+        let n = t.len();
+        // Prefixes: (length, rank), in increasing length.
+        prefixes.clear();
+        prefixes.extend((1..=SHORT).filter_map(|k| rank(&t[..k]).map(|a| (k, a))));
+        forward.tokens_on(t.iter().copied(), &mut prefixes);
+        // Suffixes: (length, rank), in increasing length.
+        suffixes.clear();
+        suffixes.extend((1..=SHORT).filter_map(|k| rank(&t[n - k..]).map(|b| (k, b))));
+        backward.tokens_on(t.iter().rev().copied(), &mut suffixes);
+        // Both in increasing length; a prefix of length k pairs with the suffix of n - k.
+        let mut j = suffixes.len();
+        for &(k, a) in &prefixes {
+            if k >= n {
+                break;
+            }
+            while j > 0 && suffixes[j - 1].0 > n - k {
+                j -= 1;
+            }
+            if j > 0 && suffixes[j - 1].0 == n - k {
+                entries.push((key(a, suffixes[j - 1].1), r));
+            }
+        }
+    }
+}
+
 impl PairTable {
     /// `n_ids` is one past the largest id (at most [`MAX_IDS`], checked by the caller);
     /// `token_bytes(id)` gives an ordinary token's bytes (or `None`); `rank(bytes)` looks
@@ -40,11 +184,14 @@ impl PairTable {
         rank: &(dyn Fn(&[u8]) -> Option<u32> + Sync),
         byte_ranks: &[u32; 256],
     ) -> Self {
-        let entries: Vec<(u64, u32)> = crate::runtime::pool::parallel(|| {
+        // Short tokens: each split point looked up directly (at most SHORT^2 / 2 bytes
+        // hashed a token). Long ones: see `long_splits`, linear in their bytes.
+        let mut entries: Vec<(u64, u32)> = crate::runtime::pool::parallel(|| {
             (0..n_ids as u32)
                 .into_par_iter()
                 .flat_map_iter(|r| {
                     let t = token_bytes(r).unwrap_or_default();
+                    let t = if t.len() > SHORT { &[][..] } else { t };
                     (1..t.len()).filter_map(move |k| {
                         let a = rank(&t[..k])?;
                         let b = rank(&t[k..])?;
@@ -53,6 +200,7 @@ impl PairTable {
                 })
                 .collect()
         });
+        long_splits(n_ids, token_bytes, rank, &mut entries);
         let cap = (entries.len() * 2).next_power_of_two().max(16);
         debug_assert!(n_ids <= MAX_IDS);
         let mut table = PairTable {
@@ -137,5 +285,71 @@ impl PairTable {
 
     pub fn memory_bytes(&self) -> usize {
         self.slots.len() * 8 + self.bytes.len() * 4
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table holds exactly the pairs a look-up of every split point finds, for tokens
+    /// either side of [`SHORT`] bytes (long runs of one byte: many long prefixes and
+    /// suffixes), and builds a token of megabytes quickly (no split point is hashed whole).
+    #[test]
+    fn pairs_are_every_split_point_of_short_and_long_tokens() {
+        let mut toks: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for n in 2..80 {
+            toks.push(vec![b'a'; n]);
+            if n % 3 == 0 {
+                toks.push([vec![b'b'; n / 3], vec![b'a'; n]].concat());
+                toks.push([vec![b'a'; n], vec![b'b'; n / 3]].concat());
+            }
+        }
+        toks.push(vec![b'b'; 1]);
+        toks.sort();
+        toks.dedup();
+        let by_bytes: FxHashMap<&[u8], u32> = toks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.as_slice(), i as u32))
+            .collect();
+        let token_bytes = |r: u32| toks.get(r as usize).map(|t| t.as_slice());
+        let rank = |b: &[u8]| by_bytes.get(b).copied();
+        let mut byte_ranks = [u32::MAX; 256];
+        for (b, slot) in byte_ranks.iter_mut().enumerate() {
+            *slot = rank(&[b as u8]).unwrap_or(u32::MAX);
+        }
+        let table = PairTable::new(toks.len(), &token_bytes, &rank, &byte_ranks);
+        let mut want = 0;
+        for (r, t) in toks.iter().enumerate() {
+            for k in 1..t.len() {
+                if let (Some(a), Some(b)) = (rank(&t[..k]), rank(&t[k..])) {
+                    assert_eq!(table.get(a, b), Some(r as u32), "{t:?} at {k}");
+                    want += 1;
+                }
+            }
+        }
+        assert_eq!(table.n_pairs(), want);
+        for a in 0..toks.len() as u32 {
+            for b in 0..toks.len() as u32 {
+                let joined = [&toks[a as usize][..], &toks[b as usize][..]].concat();
+                assert_eq!(table.get(a, b), rank(&joined));
+            }
+        }
+
+        // One token of 4 MB: the old quadratic build would hash ~8 TB.
+        let mut toks: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        toks.push(vec![b'q'; 4 << 20]);
+        toks.push(vec![b'q'; 2]);
+        let by_bytes: FxHashMap<&[u8], u32> = toks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.as_slice(), i as u32))
+            .collect();
+        let token_bytes = |r: u32| toks.get(r as usize).map(|t| t.as_slice());
+        let rank = |b: &[u8]| by_bytes.get(b).copied();
+        let table = PairTable::new(toks.len(), &token_bytes, &rank, &byte_ranks);
+        assert_eq!(table.get(b'q' as u32, b'q' as u32), Some(257));
+        assert_eq!(table.n_pairs(), 1);
     }
 }

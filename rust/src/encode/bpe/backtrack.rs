@@ -148,6 +148,9 @@ fn last_merge(
     bytes: &[u8],
     scratch: &mut (Vec<Rank>, Vec<Rank>),
 ) -> Option<Option<(Rank, Rank)>> {
+    if bytes.len() > LAST_MERGE_SCAN_MAX {
+        return last_merge_heap(vocab, bytes);
+    }
     let (tok, pair) = scratch;
     tok.clear();
     for &b in bytes {
@@ -186,6 +189,61 @@ fn last_merge(
         }
     }
     (tok.len() == 1).then_some(last)
+}
+
+/// Tokens longer than this get their last merge from [`last_merge_heap`]: the scan above is
+/// quadratic in a token's length (a 200 KB token took minutes).
+const LAST_MERGE_SCAN_MAX: usize = 256;
+
+/// [`last_merge`] by heap-driven merging (as `bpe::merge_heap`, O(m log m)), which makes the
+/// same merges in the same order (the lowest rank first, ties to the leftmost pair), so its
+/// last merge is the same.
+fn last_merge_heap(vocab: &Vocab, bytes: &[u8]) -> Option<Option<(Rank, Rank)>> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    const DEAD: u32 = u32::MAX;
+    let m = bytes.len();
+    let mut tok: Vec<Rank> = Vec::with_capacity(m);
+    for &b in bytes {
+        match vocab.byte_ranks[b as usize] {
+            NO_RANK => return None,
+            r => tok.push(r),
+        }
+    }
+    let pairs = &vocab.pairs;
+    let mut next: Vec<u32> = (1..=m as u32).collect();
+    let mut prev: Vec<u32> = (0..m as u32).map(|i| i.wrapping_sub(1)).collect();
+    let mut heap: BinaryHeap<Reverse<(Rank, u32, u32, u32)>> = (0..m.saturating_sub(1))
+        .filter_map(|s| {
+            let r = pairs.byte_pair(bytes[s], bytes[s + 1]);
+            (r != NO_RANK).then_some(Reverse((r, s as u32, s as u32 + 1, s as u32 + 2)))
+        })
+        .collect();
+    let (mut parts, mut last) = (m, None);
+    while let Some(Reverse((rank, s, mid, e))) = heap.pop() {
+        let (su, mu) = (s as usize, mid as usize);
+        if next[su] != mid || next[mu] != e {
+            continue; // stale: a part it joins has changed
+        }
+        last = Some((tok[su], tok[mu]));
+        parts -= 1;
+        tok[su] = rank;
+        next[su] = e;
+        next[mu] = DEAD;
+        if (e as usize) < m {
+            prev[e as usize] = s;
+            if let Some(r) = pairs.get(rank, tok[e as usize]) {
+                heap.push(Reverse((r, s, e, next[e as usize])));
+            }
+        }
+        let p = prev[su];
+        if p != DEAD {
+            if let Some(r) = pairs.get(tok[p as usize], rank) {
+                heap.push(Reverse((r, p, s, e)));
+            }
+        }
+    }
+    (parts == 1).then_some(last)
 }
 
 impl Backtrack {
@@ -463,6 +521,26 @@ mod tests {
                 want,
                 "{text:?}"
             );
+        }
+        // The heap that takes long tokens makes the same last merge, on every token and on
+        // texts either side of the scan's limit.
+        for r in 0..vocab.n_ids() as Rank {
+            let bytes = vocab.ordinary_bytes(r).unwrap();
+            assert_eq!(
+                last_merge_heap(&vocab, bytes),
+                last_merge_by_rescan(&vocab, bytes)
+            );
+        }
+        for n in [LAST_MERGE_SCAN_MAX - 1, LAST_MERGE_SCAN_MAX + 7, 3000] {
+            for text in [
+                b"aaaabcdabx".repeat(n / 10 + 1),
+                b"a".repeat(n),
+                [b"p".repeat(n / 2), b"qrs".to_vec()].concat(),
+            ] {
+                let want = last_merge_by_rescan(&vocab, &text);
+                assert_eq!(last_merge_heap(&vocab, &text), want);
+                assert_eq!(last_merge(&vocab, filter, &text, &mut scratch), want);
+            }
         }
     }
 

@@ -64,6 +64,7 @@
 //! match at the position, only the unanchored search does.
 //! Splitting alone is ~2.2x as fast as with the meta regex (see docs/engine.md).
 
+use crate::runtime::interrupt::PatternBudget;
 use crate::runtime::process_once::ProcessOnce;
 
 use fancy_regex::Expr;
@@ -91,6 +92,42 @@ pub struct General {
 
 /// The dense DFA is not built past this many bytes (the meta regex alone runs then).
 const DFA_SIZE_LIMIT: usize = 8 << 20;
+
+/// The meta regex's NFA is not built past this many bytes (regex-automata's default).
+const NFA_SIZE_LIMIT: usize = 10 << 20;
+
+/// Patterns with more top-level alternatives than this go to fancy-regex (see
+/// [`cache_is_bounded`]).
+const MAX_ALTERNATIVES: usize = 64;
+
+/// Bytes the meta regex's search caches may take, at most, on this path (see
+/// [`cache_is_bounded`]).
+const CACHE_LIMIT: usize = 32 << 20;
+
+/// Whether the meta regex over `alternatives` keeps its search caches under [`CACHE_LIMIT`].
+///
+/// Why: with one pattern per alternative, the PikeVM inside the meta regex keeps a capture
+/// slot per pattern for every NFA state (states x 2 x patterns words): 20,000 alternatives
+/// asked for 60 GB at the first search and aborted the process. Such a pattern goes to
+/// fancy-regex instead, which compiles it as one pattern, as tiktoken does.
+fn cache_is_bounded(alternatives: &[String]) -> bool {
+    // Tokenizer patterns have a handful of alternatives; past this many, the NFA is not
+    // even built to be measured (it takes seconds for 20,000).
+    if alternatives.len() > MAX_ALTERNATIVES {
+        return false;
+    }
+    // Two slots a pattern; a word (8 bytes) a slot, per state.
+    let slots = 2 * alternatives.len();
+    let nfa = thompson::Compiler::new()
+        .syntax(syntax_config())
+        .configure(
+            thompson::Config::new()
+                .which_captures(WhichCaptures::Implicit)
+                .nfa_size_limit(Some(NFA_SIZE_LIMIT)),
+        )
+        .build_many(alternatives);
+    nfa.is_ok_and(|nfa| nfa.states().len().saturating_mul(slots * 8) <= CACHE_LIMIT)
+}
 
 /// What the DFA says of an anchored match at one position.
 enum Here {
@@ -134,8 +171,15 @@ impl General {
             a.to_str(&mut s, 1);
             strs.push(s);
         }
+        if !cache_is_bounded(&strs) {
+            return None;
+        }
         let re = Regex::builder()
-            .configure(meta::Config::new().which_captures(WhichCaptures::Implicit))
+            .configure(
+                meta::Config::new()
+                    .which_captures(WhichCaptures::Implicit)
+                    .nfa_size_limit(Some(NFA_SIZE_LIMIT)),
+            )
             .syntax(syntax_config())
             .build_many(&strs)
             .ok()?;
@@ -232,7 +276,11 @@ impl General {
         let mut pos = 0;
         let mut last_match: Option<usize> = None;
         let dfa = self.dfa.get_or_init(|| self.build_dfa()).as_ref();
+        // One search may scan to the end of the text (`a+b|a` on `aaa…`): the budget turns
+        // that quadratic split into an error, and Ctrl-C is noticed meanwhile.
+        let mut budget = PatternBudget::new(n, 256);
         while pos <= n {
+            budget.spend()?;
             let here = match dfa {
                 Some(dfa) => Self::dfa_match(dfa, b, pos),
                 None => Here::Unknown,

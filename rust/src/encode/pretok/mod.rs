@@ -131,7 +131,12 @@ impl Splitter {
             Splitter::O200k(s) => s.for_each_piece(text, f),
             Splitter::General(g) => g.for_each_piece(text, f),
             Splitter::Regex(re) => {
+                // One search may scan to the end of the text, which the backtrack limit
+                // does not count (it counts the VM's steps, not its delegates'): the budget
+                // turns a quadratic split into an error, and Ctrl-C is noticed meanwhile.
+                let mut budget = crate::runtime::interrupt::PatternBudget::new(text.len(), 64);
                 for m in re.find_iter(text) {
+                    budget.spend()?;
                     let m = m.map_err(|e| Error::Regex(e.to_string()))?;
                     if !m.as_str().is_empty() {
                         f(m.as_str())?;
