@@ -35,13 +35,17 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 started=$SECONDS
 
+# The tools of this script, in a virtualenv of their own: maturin too, so that a PYTHON
+# without maturin (a fresh virtualenv, as scripts/test-pythons.sh passes) still builds with the
+# version pyproject asks for; build-wheel.sh prefers PYTHON's own maturin, then PATH's.
+"$PY" -m venv "$work/tools"
+"$work/tools/bin/pip" install -q "auditwheel>=6,<7" "uv>=0.5" "maturin>=1.9,<2"
+
 echo "== building the release wheel ($("$PY" -V 2>&1))"
-wheel=$(bash scripts/build-wheel.sh "$PY" "$work/dist")
+wheel=$(PATH="$PATH:$work/tools/bin" bash scripts/build-wheel.sh "$PY" "$work/dist")
 echo "built $(basename "$wheel")"
 
 echo "== auditwheel show"
-"$PY" -m venv "$work/tools"
-"$work/tools/bin/pip" install -q "auditwheel>=6,<7" "uv>=0.5"
 "$work/tools/bin/auditwheel" show "$wheel" | tee "$work/auditwheel.txt"
 # Compliant means: auditwheel finds a manylinux policy the wheel satisfies (a wheel that loads
 # a library outside the policies' whitelist is reported as plain linux_*), and that policy's
