@@ -38,6 +38,8 @@ from benchlib import CORPORA, cut_documents, setup_offline_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("FERROTOK_SHARED_DIR", ROOT.parent / "shared"))
+if not (SHARED / "tokenizers").is_dir() and "FERROTOK_DATA_DIR" in os.environ:
+    SHARED = Path(os.environ["FERROTOK_DATA_DIR"]).parent
 MODELS = [
     "gpt-2",
     "llama-bpe",

@@ -66,8 +66,13 @@ class Tokenizer:
         self._model_vocab: dict[str, int] = vocab
         self._added: dict[str, int] = {}
         self._special_contents: set[str] = set()
+        # Added tokens that take the whitespace beside them (lstrip/rstrip): HF's token text
+        # is what they matched, whitespace included.
+        self._stripping: set[int] = set()
         for token in config.get("added_tokens") or []:
             self._added[token["content"]] = int(token["id"])
+            if token.get("lstrip") or token.get("rstrip"):
+                self._stripping.add(int(token["id"]))
             if token.get("special"):
                 self._special_contents.add(token["content"])
         size = 1 + max([*vocab.values(), *self._added.values()], default=-1)
@@ -153,8 +158,7 @@ class Tokenizer:
 
     def _model_encoding(self, sequence: Any, is_pretokenized: bool, type_id: int) -> Encoding:
         """The model's output for one sequence (`type_id`: 0, or 1 for a pair's second)."""
-        detail = self._enc._encode_hf_detail  # type: ignore[attr-defined]
-        table = self._id_to_token
+        detail = self._enc._encode_hf_detail
         if is_pretokenized:
             if isinstance(sequence, str) or not isinstance(sequence, (list, tuple)):
                 raise TypeError("a pre-tokenized input must be a list or tuple of str")
@@ -166,7 +170,7 @@ class Tokenizer:
                     )
                 ids, offsets, _ = detail(word)
                 part = Encoding.from_model(
-                    ids, [table[t] or "" for t in ids], list(offsets), [i] * len(ids), type_id
+                    ids, self._tokens(word, ids, offsets), list(offsets), [i] * len(ids), type_id
                 )
                 out.merge_with(part, False)
             return out
@@ -174,8 +178,20 @@ class Tokenizer:
             raise TypeError(f"TextInputSequence must be str, got {type(sequence).__name__}")
         ids, offsets, word_ids = detail(sequence)
         return Encoding.from_model(
-            ids, [table[t] or "" for t in ids], list(offsets), list(word_ids), type_id
+            ids, self._tokens(sequence, ids, offsets), list(offsets), list(word_ids), type_id
         )
+
+    def _tokens(self, text: str, ids: list[int], offsets: Sequence[tuple[int, int]]) -> list[str]:
+        table = self._id_to_token
+        tokens = [table[t] or "" for t in ids]
+        if self._stripping:
+            for k, t in enumerate(ids):
+                if t in self._stripping:
+                    start, end = offsets[k]
+                    matched = text[start:end]
+                    if tokens[k] in matched:
+                        tokens[k] = matched
+        return tokens
 
     def _check_mode(self) -> None:
         if self.encode_special_tokens:
