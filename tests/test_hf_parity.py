@@ -593,11 +593,14 @@ def test_unsupported_post_processor_is_refused() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BYTE_LEVEL)
 def test_whole_corpus(name: str) -> None:
+    # FERROTOK_SWEEP_STRIDE=k takes every k-th document (a shorter sweep on a busy machine).
+    stride = int(os.environ.get("FERROTOK_SWEEP_STRIDE", "1"))
     enc, hf, face = loaded(name)
     total = 0
     for file in ALL_FILES:
-        docs = list(documents(file))
+        docs = list(documents(file))[::stride]
         for i in range(0, len(docs), 256):
             total += check_ids(enc, hf, docs[i : i + 256], f"{name} {file}")
         check_face(face, hf, docs[:: max(1, len(docs) // 64)], name)
-    assert total > 20_000
+    print(f"{name}: {total} documents, ids identical")
+    assert total > 20_000 // stride
