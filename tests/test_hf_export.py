@@ -18,6 +18,7 @@ from ferrotok.hf.export import bytes_to_unicode, hf_config
 from ferrotok.hf.regex import to_oniguruma
 from hf_support import ALL_FILES, documents, sample_all
 from oracle import ENCODING_NAMES
+from test_hf_parity import model_path
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -95,9 +96,14 @@ def test_cl100k_digits_as_tiktoken_splits_them(tmp_dir: str) -> None:
     assert [enc.decode([i]) for i in ids] == [" ", "202", "1"]
 
 
-def test_trained_vocabulary_round_trip(tmp_path: Path) -> None:
+@functools.cache
+def trained() -> ferrotok.Encoding:
     training = "".join(documents("english.txt")[:40] + documents("code.txt")[:40])
-    enc = ferrotok.train([training], 1200, special_tokens=["<|bos|>", "<|eos|>"], progress=False)
+    return ferrotok.train([training], 1200, special_tokens=["<|bos|>", "<|eos|>"], progress=False)
+
+
+def test_trained_vocabulary_round_trip(tmp_path: Path) -> None:
+    enc = trained()
     path = tmp_path / "tokenizer.json"
     enc.to_hf(tmp_path)  # a directory: tokenizer.json inside it
     hf = tokenizers.Tokenizer.from_file(str(path))
@@ -199,11 +205,25 @@ def test_translated_patterns_split_as_ferrotok(pattern: str) -> None:
         assert [p for p, _ in split.pre_tokenize_str(text)] == compiled.findall(text)
 
 
+def test_a_tokenizer_json_is_written_back_as_it_was(tmp_path: Path) -> None:
+    source = model_path("llama-bpe")
+    enc = ferrotok.Encoding.from_hf(source)
+    enc.to_hf(tmp_path / "tokenizer.json")
+    assert json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8")) == json.loads(
+        source.read_text(encoding="utf-8")
+    )
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ENCODING_NAMES)
+@pytest.mark.parametrize("name", [*ENCODING_NAMES, "trained"])
 def test_whole_corpus_round_trip(name: str, tmp_dir: str) -> None:
-    enc = ferrotok.get_encoding(name)
-    hf = exported(name, tmp_dir)
+    if name == "trained":
+        enc = trained()
+        enc.to_hf(Path(tmp_dir) / "trained.json")
+        hf = tokenizers.Tokenizer.from_file(str(Path(tmp_dir) / "trained.json"))
+    else:
+        enc = ferrotok.get_encoding(name)
+        hf = exported(name, tmp_dir)
     total = 0
     for file in ALL_FILES:
         total += assert_same_ids(enc, hf, list(documents(file)))

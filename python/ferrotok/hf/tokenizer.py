@@ -115,7 +115,7 @@ class Tokenizer:
         """Loads a `tokenizer.json` (or a directory holding one)."""
         from ..core import Encoding as CoreEncoding
 
-        return cls(CoreEncoding.from_hf(path))  # type: ignore[attr-defined]
+        return cls(CoreEncoding.from_hf(path))
 
     @classmethod
     def from_str(cls, json_str: str) -> Tokenizer:
