@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import pickle
 import random
 import unicodedata
 from pathlib import Path
@@ -562,6 +563,10 @@ def test_transformers_patched_is_identical(name: str, tmp_path: Path) -> None:
             padding=True,
         )
         decoded = tok.batch_decode(got[0]["input_ids"], skip_special_tokens=True)
+        # A patched tokenizer pickles (worker processes) and still encodes through ferrotok.
+        again = pickle.loads(pickle.dumps(tok))
+        assert again.backend_tokenizer.uses_ferrotok
+        assert dict(again(texts, **calls[0])) == dict(want[0])
     assert not isinstance(tok.backend_tokenizer, ferrotok.hf.FerrotokBackend)
     for g, w in zip(got, want):
         assert dict(g) == dict(w)

@@ -141,8 +141,9 @@ class FerrotokBackend:
     def __deepcopy__(self, memo: dict[int, Any]) -> FerrotokBackend:
         return FerrotokBackend(copy.deepcopy(self._raw, memo))
 
-    def __getstate__(self) -> Any:
-        return self._raw.__getstate__()
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        # Pickled (multiprocessing, datasets.map) as the tokenizers.Tokenizer it wraps.
+        return (FerrotokBackend, (self._raw,))
 
     def __repr__(self) -> str:
         return f"FerrotokBackend({self._raw!r})"
