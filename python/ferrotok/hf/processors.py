@@ -39,31 +39,48 @@ class Processor:
         return Encoding.merge(self.process_encodings(encodings, add_special), False)
 
 
+_NO_SPACES = (0, 0)
+
+
+def _spaces(token: str) -> tuple[int, int]:
+    """How many of the token's first and last characters are spaces ByteLevel trims."""
+    lead = 0
+    for c in token:
+        if c == _BYTE_LEVEL_SPACE or c in _WHITE_SPACE:
+            lead += 1
+        else:
+            break
+    trail = 0
+    for c in reversed(token):
+        if c == _BYTE_LEVEL_SPACE or c in _WHITE_SPACE:
+            trail += 1
+        else:
+            break
+    return (lead, trail) if lead or trail else _NO_SPACES
+
+
+# Token text -> _spaces(text): the same few thousand tokens come back in every text.
+_SPACES: dict[str, tuple[int, int]] = {}
+
+
 def _trim_offsets(encoding: Encoding, add_prefix_space: bool) -> None:
     """ByteLevel's `process_offsets`: offsets lose the token's leading and trailing spaces."""
     offsets = encoding.offsets
+    cache = _SPACES
+    if len(cache) > 1 << 20:
+        cache.clear()
     for i, token in enumerate(encoding.tokens):
-        lead = 0
-        for c in token:
-            if c == _BYTE_LEVEL_SPACE or c in _WHITE_SPACE:
-                lead += 1
-            else:
-                break
-        if not lead:
-            if not token or not (token[-1] == _BYTE_LEVEL_SPACE or token[-1] in _WHITE_SPACE):
-                continue
-        trail = 0
-        for c in reversed(token):
-            if c == _BYTE_LEVEL_SPACE or c in _WHITE_SPACE:
-                trail += 1
-            else:
-                break
+        spaces = cache.get(token)
+        if spaces is None:
+            spaces = cache[token] = _spaces(token)
+        if spaces is _NO_SPACES:
+            continue
+        lead, trail = spaces
         start, end = offsets[i]
         if lead:
             is_first = i == 0 or start == 0
-            if is_first and add_prefix_space and lead == 1:
-                lead = 0
-            start = min(start + lead, end)
+            if not (is_first and add_prefix_space and lead == 1):
+                start = min(start + lead, end)
         if trail and end >= trail:
             end = max(end - trail, start)
         offsets[i] = (start, end)

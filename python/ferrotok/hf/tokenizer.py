@@ -82,6 +82,8 @@ class Tokenizer:
         for token, i in self._added.items():
             id_to_token[i] = token
         self._id_to_token = id_to_token
+        # Every id the engine can give has a text; "" fills the gaps (never met).
+        self._token_text: list[str] = [t or "" for t in id_to_token]
         self._special_ids = {self._added[c] for c in self._special_contents}
         self._bytes: list[bytes | None] | None = None
 
@@ -182,8 +184,7 @@ class Tokenizer:
         )
 
     def _tokens(self, text: str, ids: list[int], offsets: Sequence[tuple[int, int]]) -> list[str]:
-        table = self._id_to_token
-        tokens = [table[t] or "" for t in ids]
+        tokens = list(map(self._token_text.__getitem__, ids))
         if self._stripping:
             for k, t in enumerate(ids):
                 if t in self._stripping:
