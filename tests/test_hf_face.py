@@ -182,6 +182,17 @@ def test_decode_and_vocabulary(name: str) -> None:
     }
 
 
+def test_adding_tokens_as_hf_does() -> None:
+    hf, face = fresh("gpt-2")
+    new = ["<tool>", tokenizers.AddedToken("[mask]", lstrip=True)]
+    assert face.add_tokens(new) == hf.add_tokens(new) == 2
+    assert face.add_special_tokens(["<|im_end|>"]) == hf.add_special_tokens(["<|im_end|>"]) == 1
+    text = "call <tool> with  [mask] then<|im_end|>"
+    same(face.encode(text), hf.encode(text), "after adding tokens")
+    assert face.get_vocab() == hf.get_vocab()
+    assert face.decode(hf.encode(text).ids) == hf.decode(hf.encode(text).ids)
+
+
 def test_from_encoding_gives_the_hf_face_of_an_openai_encoding() -> None:
     enc = ferrotok.get_encoding("cl100k_base")
     face = ferrotok.hf.Tokenizer.from_encoding(enc)

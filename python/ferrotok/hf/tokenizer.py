@@ -409,6 +409,27 @@ class Tokenizer:
 
     # ---- vocabulary ----
 
+    def add_tokens(self, tokens: Sequence[Any]) -> int:
+        """Adds tokens (str or `tokenizers.AddedToken`) as HF does; returns how many were new.
+
+        HF `tokenizers` itself decides the ids and matching flags (it must be installed); the
+        engine is then rebuilt from the new file."""
+        return self._add("add_tokens", tokens)
+
+    def add_special_tokens(self, tokens: Sequence[Any]) -> int:
+        """Adds special tokens as HF does; returns how many were new."""
+        return self._add("add_special_tokens", tokens)
+
+    def _add(self, method: str, tokens: Sequence[Any]) -> int:
+        import tokenizers
+
+        hf = tokenizers.Tokenizer.from_str(self.to_str())
+        added = int(getattr(hf, method)(tokens))
+        rebuilt = Tokenizer.from_str(hf.to_str())
+        rebuilt.encode_special_tokens = self.encode_special_tokens
+        self.__dict__.update(rebuilt.__dict__)
+        return added
+
     def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
         vocab = dict(self._model_vocab)
         if with_added_tokens:
