@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -122,14 +121,9 @@ class Tokenizer:
     @classmethod
     def from_str(cls, json_str: str) -> Tokenizer:
         """Loads a `tokenizer.json`'s content."""
-        json.loads(json_str)  # a clear error for text that is not JSON
-        fd, path = tempfile.mkstemp(suffix=".json", prefix="ferrotok-hf-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json_str)
-            return cls.from_file(path)
-        finally:
-            os.unlink(path)
+        from ..hf_json import from_hf_json
+
+        return cls(from_hf_json(json_str, "tokenizer"))
 
     @classmethod
     def from_encoding(cls, encoding: CoreEncoding) -> Tokenizer:
