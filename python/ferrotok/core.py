@@ -633,6 +633,20 @@ class Encoding:
             special_tokens=self._special_tokens,
         )
 
+    def to_hf(self, path: str | os.PathLike[str]) -> None:
+        """Writes the encoding as a HuggingFace `tokenizer.json` (at `path`, or into it if it
+        is a directory) that HF `tokenizers` and `transformers` load with the same ids.
+
+        >>> import os, tempfile, tokenizers
+        >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+        >>> get_encoding("r50k_base").to_hf(path)
+        >>> tokenizers.Tokenizer.from_file(path).encode("hello world").ids
+        [31373, 995]
+        """
+        from .hf.export import to_hf
+
+        to_hf(self, path)
+
     @classmethod
     def load(
         cls,

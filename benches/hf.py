@@ -1,0 +1,209 @@
+"""Benchmark: HuggingFace tokenizer.json models on ferrotok against HF `tokenizers` and gigatoken.
+
+What it measures, per byte-level model in ../shared/tokenizers: single-thread MB/s (UTF-8
+bytes of input per second) of
+
+- `hf`: HF `tokenizers` `Tokenizer.encode(doc, add_special_tokens=False)`,
+- `ferrotok`: `Encoding.from_hf(path).encode_ordinary(doc)` (a list of ints),
+- `ferrotok_numpy`: `encode_to_numpy(doc, disallowed_special=())` (a uint32 array),
+- `gigatoken`: `gigatoken.Tokenizer(path).encode(doc)` (a numpy array), where it loads,
+- `cl100k`: ferrotok's own `cl100k_base.encode_ordinary` on the same documents (reference),
+- `hf_face`: `ferrotok.hf.Tokenizer.encode(doc)` (a full HF-style Encoding: tokens, offsets,
+  masks, with special tokens as HF adds them by default),
+
+on ~4 KB documents of the shared corpus (english, code, multilingual), each document met once
+by each encoder (no encoder sees a text twice, so no cache answers for it), the encoders
+interleaved round by round in rotating order in one process. Speeds are totals; the ratios
+(`x_hf`, `of_cl100k`, `numpy_of_gigatoken`) are medians of per-round ratios, which a busy
+machine disturbs less. Ids are checked against HF on every document timed. One JSON line
+per model goes to benches/results/hf.jsonl.
+
+    python benches/hf.py [--mb 1.0] [--rounds 8] [--models llama-bpe,qwen2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+# One thread everywhere: the comparison is per core.
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import CORPORA, cut_documents, setup_offline_env  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("FERROTOK_SHARED_DIR", ROOT.parent / "shared"))
+if not (SHARED / "tokenizers").is_dir() and "FERROTOK_DATA_DIR" in os.environ:
+    SHARED = Path(os.environ["FERROTOK_DATA_DIR"]).parent
+MODELS = [
+    "gpt-2",
+    "llama-bpe",
+    "qwen2",
+    "deepseek-llm",
+    "falcon",
+    "starcoder",
+    "gpt-neox",
+    "tekken_240911",
+]
+TARGETS = {
+    "llama-bpe": 0.90,  # of ferrotok's cl100k speed
+    "tekken_240911": 0.90,
+    "qwen2": 0.75,
+    "deepseek-llm": 0.75,
+}
+
+
+def documents(mb: float) -> list[str]:
+    corpus = Path(os.environ.get("FERROTOK_CORPUS_DIR", SHARED / "corpus"))
+    docs: list[str] = []
+    per = int(mb * 1_000_000 / len(CORPORA))
+    for name in CORPORA:
+        # From the middle of each file: the start is what other benchmarks read most.
+        path = corpus / f"{name}.txt"
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            f.seek(size // 2)
+            f.readline()
+            data = f.read(per)
+        cut = data.rfind(b"\n")
+        docs += cut_documents(data[: cut + 1].decode("utf-8", errors="replace"))
+    return docs
+
+
+def timed(fn: Callable[[str], Any], docs: list[str]) -> float:
+    start = time.perf_counter()
+    for d in docs:
+        fn(d)
+    return time.perf_counter() - start
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def bench_model(name: str, docs: list[str], rounds: int, cl100k: Any) -> dict[str, Any]:
+    import ferrotok
+    import ferrotok.hf
+    import tokenizers
+
+    path = SHARED / "tokenizers" / f"{name}.tokenizer.json"
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    enc = ferrotok.Encoding.from_hf(path)
+    engines: dict[str, Callable[[str], Any]] = {
+        "hf": lambda d: hf.encode(d, add_special_tokens=False).ids,
+        "ferrotok": enc.encode_ordinary,
+        "ferrotok_numpy": lambda d: enc.encode_to_numpy(d, disallowed_special=()),
+        "cl100k": cl100k.encode_ordinary,
+        # HF's face: ids, tokens, offsets, masks (ByteLevel trimming, templates) in Python.
+        "hf_face": ferrotok.hf.Tokenizer(enc).encode,
+    }
+    row: dict[str, Any] = {"model": name}
+    try:
+        import gigatoken
+
+        giga = gigatoken.Tokenizer(str(path))
+        engines["gigatoken"] = giga.encode
+    except Exception as e:  # noqa: BLE001 (any refusal: recorded, not fatal)
+        row["gigatoken_error"] = f"{type(e).__name__}: {str(e)[:120]}"
+
+    # Exactness on every document timed (outside the clock).
+    mismatches = sum(
+        1 for d in docs if enc.encode_ordinary(d) != hf.encode(d, add_special_tokens=False).ids
+    )
+    row["docs"] = len(docs)
+    row["mismatches"] = mismatches
+
+    # Warm every engine (tables built, code paths loaded) on text not timed after.
+    warm = "Warm-up text 12345, it's here.\n" * 20
+    for fn in engines.values():
+        fn(warm)
+
+    chunks = [docs[i::rounds] for i in range(rounds)]
+    per_round: dict[str, list[float]] = {e: [] for e in engines}
+    nbytes = 0
+    names = list(engines)
+    for r, chunk in enumerate(chunks):
+        nbytes += sum(len(d.encode("utf-8")) for d in chunk)
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for engine in order:
+            # Each engine meets each document once: the chunk is new to every engine.
+            per_round[engine].append(timed(engines[engine], chunk))
+    for engine in names:
+        row[f"{engine}_mbps"] = round(nbytes / sum(per_round[engine]) / 1e6, 2)
+    row["bytes"] = nbytes
+
+    def ratio(a: str, b: str) -> float:
+        # The median over rounds of b's time / a's time on the same chunk: a busy machine
+        # slows whole rounds, which a ratio taken within the round mostly cancels.
+        return statistics.median(tb / ta for ta, tb in zip(per_round[a], per_round[b]))
+
+    row["x_hf"] = round(ratio("ferrotok", "hf"), 1)
+    row["of_cl100k"] = round(ratio("ferrotok", "cl100k"), 3)
+    row["hf_face_x_hf"] = round(ratio("hf_face", "hf"), 1)
+    if "gigatoken" in engines:
+        row["numpy_of_gigatoken"] = round(ratio("ferrotok_numpy", "gigatoken"), 3)
+    target = TARGETS.get(name)
+    row["targets_met"] = {
+        "x50_hf": row["x_hf"] >= 50,
+        **({"of_cl100k": row["of_cl100k"] >= target} if target else {}),
+        **(
+            {"numpy_ge_gigatoken": row["numpy_of_gigatoken"] >= 1.0}
+            if "numpy_of_gigatoken" in row
+            else {}
+        ),
+    }
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=float, default=1.0, help="MB of text per model")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--out", default=str(ROOT / "benches" / "results" / "hf.jsonl"))
+    args = parser.parse_args()
+    setup_offline_env()
+    import ferrotok
+
+    docs = documents(args.mb)
+    cl100k = ferrotok.get_encoding("cl100k_base")
+    cl100k.build_tables()
+    meta = {
+        "commit": git_commit(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for name in args.models.split(","):
+        row = bench_model(name, docs, args.rounds, cl100k)
+        row.update(meta)
+        row["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

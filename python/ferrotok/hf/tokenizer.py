@@ -1,0 +1,464 @@
+"""`ferrotok.hf.Tokenizer`: HuggingFace `tokenizers.Tokenizer`'s commonly used surface on
+ferrotok's engine.
+
+Invariant: for a `tokenizer.json` that `ferrotok.Encoding.from_hf` loads, `encode`,
+`encode_batch`, `decode` and the vocabulary queries return what `tokenizers` 0.23 returns for
+the same arguments: ids, tokens, character offsets (after the post-processor's trimming),
+type ids, masks, word ids, sequence ids and overflowing pieces. The model's work (normalizer,
+added tokens, pre-tokenizer, BPE) is the engine's `_encode_hf_detail`; what HF does after the
+model (truncation, post-processor, padding) is `processors.post_process`, the same steps in the
+same order. What this face does not do is refused with an error naming it, never approximated:
+`encode_special_tokens=True`, and decoders other than ByteLevel when `tokenizers` is not
+installed to run them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+from . import processors
+from .encoding import Encoding
+from .export import bytes_to_unicode
+
+if TYPE_CHECKING:
+    from ..core import Encoding as CoreEncoding
+
+InputSequence = Union[str, Sequence[str]]
+
+_STRATEGIES = ("longest_first", "only_first", "only_second")
+
+
+def _serde_name(value: Any) -> str:
+    """`"LongestFirst"` -> `"longest_first"` (tokenizer.json spells enums in CamelCase)."""
+    out = []
+    for i, c in enumerate(str(value)):
+        if c.isupper() and i:
+            out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
+class Tokenizer:
+    """A `tokenizer.json` model on ferrotok's engine, with `tokenizers.Tokenizer`'s methods."""
+
+    def __init__(self, encoding: CoreEncoding) -> None:
+        config = getattr(encoding, "_hf_config", None)
+        if not isinstance(config, dict):
+            raise TypeError(
+                "ferrotok.hf.Tokenizer needs an Encoding loaded from a tokenizer.json "
+                "(ferrotok.Encoding.from_hf, or Tokenizer.from_file)"
+            )
+        self._enc = encoding
+        self._config = config
+        self._processor = processors.build(config.get("post_processor"))
+        self._decoder_config: dict[str, Any] | None = config.get("decoder")
+        self._hf_fallback: Any = None
+        self.encode_special_tokens = False
+
+        model = config.get("model") or {}
+        vocab = model.get("vocab")
+        if not isinstance(vocab, dict):
+            raise ValueError(f"unsupported model {model.get('type')!r}: no token -> id vocabulary")
+        self._model_vocab: dict[str, int] = vocab
+        self._added: dict[str, int] = {}
+        self._special_contents: set[str] = set()
+        # Added tokens that take the whitespace beside them (lstrip/rstrip): HF's token text
+        # is what they matched, whitespace included.
+        self._stripping: set[int] = set()
+        for token in config.get("added_tokens") or []:
+            self._added[token["content"]] = int(token["id"])
+            if token.get("lstrip") or token.get("rstrip"):
+                self._stripping.add(int(token["id"]))
+            if token.get("special"):
+                self._special_contents.add(token["content"])
+        size = 1 + max([*vocab.values(), *self._added.values()], default=-1)
+        id_to_token: list[str | None] = [None] * size
+        for token, i in vocab.items():
+            id_to_token[i] = token
+        for token, i in self._added.items():
+            id_to_token[i] = token
+        self._id_to_token = id_to_token
+        # Every id the engine can give has a text; "" fills the gaps (never met).
+        self._token_text: list[str] = [t or "" for t in id_to_token]
+        self._special_ids = {self._added[c] for c in self._special_contents}
+        self._bytes: list[bytes | None] | None = None
+
+        self._truncation: dict[str, Any] | None = None
+        self._padding: dict[str, Any] | None = None
+        trunc = config.get("truncation")
+        if trunc:
+            self.enable_truncation(
+                int(trunc["max_length"]),
+                int(trunc.get("stride", 0)),
+                _serde_name(trunc.get("strategy", "LongestFirst")),
+                _serde_name(trunc.get("direction", "Right")),
+            )
+        pad = config.get("padding")
+        if pad:
+            strategy = pad.get("strategy", "BatchLongest")
+            length = strategy["Fixed"] if isinstance(strategy, dict) else None
+            self.enable_padding(
+                direction=_serde_name(pad.get("direction", "Right")),
+                pad_id=int(pad.get("pad_id", 0)),
+                pad_type_id=int(pad.get("pad_type_id", 0)),
+                pad_token=str(pad.get("pad_token", "[PAD]")),
+                length=length,
+                pad_to_multiple_of=pad.get("pad_to_multiple_of"),
+            )
+
+    # ---- construction ----
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Loads a `tokenizer.json` (or a directory holding one)."""
+        from ..core import Encoding as CoreEncoding
+
+        return cls(CoreEncoding.from_hf(path))
+
+    @classmethod
+    def from_str(cls, json_str: str) -> Tokenizer:
+        """Loads a `tokenizer.json`'s content."""
+        from ..hf_json import from_hf_json
+
+        return cls(from_hf_json(json_str, "tokenizer"))
+
+    @classmethod
+    def from_encoding(cls, encoding: CoreEncoding) -> Tokenizer:
+        """The HF face of any ferrotok Encoding (an OpenAI one, a trained one): through its
+        `to_hf` export when it was not loaded from a tokenizer.json."""
+        if isinstance(getattr(encoding, "_hf_config", None), dict):
+            return cls(encoding)
+        from .export import hf_config
+
+        return cls.from_str(json.dumps(hf_config(encoding), ensure_ascii=False))
+
+    @property
+    def encoding(self) -> CoreEncoding:
+        """The ferrotok `Encoding` underneath (tiktoken's face of the same model)."""
+        return self._enc
+
+    def to_str(self, pretty: bool = False) -> str:
+        config = dict(self._config)
+        config["truncation"] = self._truncation_json()
+        config["padding"] = self._padding_json()
+        return json.dumps(config, ensure_ascii=False, indent=2 if pretty else None)
+
+    def save(self, path: str, pretty: bool = True) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_str(pretty))
+
+    # ---- encoding ----
+
+    def _model_encoding(self, sequence: Any, is_pretokenized: bool, type_id: int) -> Encoding:
+        """The model's output for one sequence (`type_id`: 0, or 1 for a pair's second)."""
+        detail = self._enc._encode_hf_detail
+        if is_pretokenized:
+            if isinstance(sequence, str) or not isinstance(sequence, (list, tuple)):
+                raise TypeError("a pre-tokenized input must be a list or tuple of str")
+            out = Encoding([], [], [], [], [], [], [])
+            for i, word in enumerate(sequence):
+                if not isinstance(word, str):
+                    raise TypeError(
+                        f"a pre-tokenized word must be a str, got {type(word).__name__}"
+                    )
+                ids, offsets, _ = detail(word)
+                part = Encoding.from_model(
+                    ids, self._tokens(word, ids, offsets), list(offsets), [i] * len(ids), type_id
+                )
+                out.merge_with(part, False)
+            return out
+        if not isinstance(sequence, str):
+            raise TypeError(f"TextInputSequence must be str, got {type(sequence).__name__}")
+        ids, offsets, word_ids = detail(sequence)
+        return Encoding.from_model(
+            ids, self._tokens(sequence, ids, offsets), list(offsets), list(word_ids), type_id
+        )
+
+    def _tokens(self, text: str, ids: list[int], offsets: Sequence[tuple[int, int]]) -> list[str]:
+        tokens = list(map(self._token_text.__getitem__, ids))
+        if self._stripping:
+            for k, t in enumerate(ids):
+                if t in self._stripping:
+                    start, end = offsets[k]
+                    matched = text[start:end]
+                    if tokens[k] in matched:
+                        tokens[k] = matched
+        return tokens
+
+    def _check_mode(self) -> None:
+        if self.encode_special_tokens:
+            raise NotImplementedError(
+                "ferrotok.hf.Tokenizer does not implement encode_special_tokens=True "
+                "(special tokens' texts split as ordinary text)"
+            )
+
+    def encode(
+        self,
+        sequence: InputSequence,
+        pair: InputSequence | None = None,
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+    ) -> Encoding:
+        """Encodes a text (or a pair of texts) as HF does, with truncation and padding set."""
+        self._check_mode()
+        first = self._model_encoding(sequence, is_pretokenized, 0)
+        second = None if pair is None else self._model_encoding(pair, is_pretokenized, 1)
+        return processors.post_process(
+            self._processor, first, second, add_special_tokens, self._truncation, self._padding
+        )
+
+    def encode_batch(
+        self,
+        input: Sequence[Any],
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+    ) -> list[Encoding]:
+        """Encodes a batch; each item a text or a (text, pair) tuple; padded as a batch."""
+        if isinstance(input, str):
+            raise TypeError("encode_batch takes a list of inputs, not a str")
+        out = []
+        for item in input:
+            first: Any
+            second: Any = None
+            if is_pretokenized:
+                if (
+                    isinstance(item, (list, tuple))
+                    and len(item) == 2
+                    and all(isinstance(x, (list, tuple)) for x in item)
+                ):
+                    first, second = item
+                else:
+                    first = item
+            elif isinstance(item, (list, tuple)):
+                if len(item) != 2:
+                    raise TypeError("a batch item must be a str or a (text, pair) tuple")
+                first, second = item
+            else:
+                first = item
+            out.append(self.encode(first, second, is_pretokenized, add_special_tokens))
+        if self._padding is not None:
+            processors.pad_batch(out, self._padding)
+        return out
+
+    encode_batch_fast = encode_batch
+
+    def num_special_tokens_to_add(self, is_pair: bool) -> int:
+        return self._processor.added_tokens(is_pair) if self._processor is not None else 0
+
+    def post_process(
+        self, encoding: Encoding, pair: Encoding | None = None, add_special_tokens: bool = True
+    ) -> Encoding:
+        return processors.post_process(
+            self._processor,
+            encoding.copy(),
+            None if pair is None else pair.copy(),
+            add_special_tokens,
+            self._truncation,
+            self._padding,
+        )
+
+    # ---- truncation and padding (tokenizers' methods and properties) ----
+
+    def enable_truncation(
+        self,
+        max_length: int,
+        stride: int = 0,
+        strategy: str = "longest_first",
+        direction: str = "right",
+    ) -> None:
+        if strategy not in _STRATEGIES:
+            raise ValueError(
+                f"Unknown `strategy`: `{strategy}`. Use one of `longest_first`, `only_first`, "
+                "or `only_second`"
+            )
+        if direction not in ("left", "right"):
+            raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`")
+        self._truncation = {
+            "max_length": int(max_length),
+            "stride": int(stride),
+            "strategy": strategy,
+            "direction": direction,
+        }
+
+    def no_truncation(self) -> None:
+        self._truncation = None
+
+    @property
+    def truncation(self) -> dict[str, Any] | None:
+        return None if self._truncation is None else dict(self._truncation)
+
+    def enable_padding(
+        self,
+        direction: str = "right",
+        pad_id: int = 0,
+        pad_type_id: int = 0,
+        pad_token: str = "[PAD]",
+        length: int | None = None,
+        pad_to_multiple_of: int | None = None,
+    ) -> None:
+        if direction not in ("left", "right"):
+            raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`")
+        self._padding = {
+            "length": length,
+            "pad_to_multiple_of": pad_to_multiple_of,
+            "pad_id": int(pad_id),
+            "pad_token": str(pad_token),
+            "pad_type_id": int(pad_type_id),
+            "direction": direction,
+        }
+
+    def no_padding(self) -> None:
+        self._padding = None
+
+    @property
+    def padding(self) -> dict[str, Any] | None:
+        return None if self._padding is None else dict(self._padding)
+
+    def _truncation_json(self) -> dict[str, Any] | None:
+        t = self._truncation
+        if t is None:
+            return None
+        return {
+            "direction": t["direction"].capitalize(),
+            "max_length": t["max_length"],
+            "strategy": "".join(w.capitalize() for w in t["strategy"].split("_")),
+            "stride": t["stride"],
+        }
+
+    def _padding_json(self) -> dict[str, Any] | None:
+        p = self._padding
+        if p is None:
+            return None
+        return {
+            "strategy": "BatchLongest" if p["length"] is None else {"Fixed": p["length"]},
+            "direction": p["direction"].capitalize(),
+            "pad_to_multiple_of": p["pad_to_multiple_of"],
+            "pad_id": p["pad_id"],
+            "pad_type_id": p["pad_type_id"],
+            "pad_token": p["pad_token"],
+        }
+
+    # ---- decoding ----
+
+    def _token_bytes(self) -> list[bytes | None]:
+        """Each id's bytes under the ByteLevel decoder: a token spelled wholly in the ByteLevel
+        alphabet is those bytes, any other token (an added token's text) its UTF-8."""
+        if self._bytes is None:
+            inverse = {c: b for b, c in enumerate(bytes_to_unicode())}
+            out: list[bytes | None] = [None] * len(self._id_to_token)
+            for i, token in enumerate(self._id_to_token):
+                if token is None:
+                    continue
+                try:
+                    out[i] = bytes(inverse[c] for c in token)
+                except KeyError:
+                    out[i] = token.encode("utf-8")
+            self._bytes = out
+        return self._bytes
+
+    def _kept(self, ids: Sequence[int], skip_special_tokens: bool) -> list[int]:
+        n = len(self._id_to_token)
+        table = self._id_to_token
+        special = self._special_ids if skip_special_tokens else ()
+        return [
+            i for i in map(int, ids) if 0 <= i < n and table[i] is not None and i not in special
+        ]
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        """The text of `ids` through the file's decoder (unknown ids are dropped, as HF does)."""
+        decoder = self._decoder_config
+        if decoder is not None and decoder.get("type") == "ByteLevel":
+            table = self._token_bytes()
+            kept = self._kept(ids, skip_special_tokens)
+            data = b"".join(table[i] or b"" for i in kept)
+            return data.decode("utf-8", errors="replace")
+        if decoder is None:
+            kept = self._kept(ids, skip_special_tokens)
+            return " ".join(self._id_to_token[i] or "" for i in kept)
+        return str(
+            self._fallback("decoder").decode(list(ids), skip_special_tokens=skip_special_tokens)
+        )
+
+    def decode_batch(
+        self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True
+    ) -> list[str]:
+        return [self.decode(ids, skip_special_tokens) for ids in sequences]
+
+    def _fallback(self, what: str) -> Any:
+        """HF `tokenizers` itself, for a component this face does not run natively."""
+        if self._hf_fallback is None:
+            try:
+                import tokenizers
+            except ImportError as e:
+                kind = (self._decoder_config or {}).get("type")
+                raise NotImplementedError(
+                    f"ferrotok.hf runs the {what} {kind!r} through HuggingFace tokenizers, "
+                    "which is not installed"
+                ) from e
+            self._hf_fallback = tokenizers.Tokenizer.from_str(json.dumps(self._config))
+        return self._hf_fallback
+
+    # ---- vocabulary ----
+
+    def add_tokens(self, tokens: Sequence[Any]) -> int:
+        """Adds tokens (str or `tokenizers.AddedToken`) as HF does; returns how many were new.
+
+        HF `tokenizers` itself decides the ids and matching flags (it must be installed); the
+        engine is then rebuilt from the new file."""
+        return self._add("add_tokens", tokens)
+
+    def add_special_tokens(self, tokens: Sequence[Any]) -> int:
+        """Adds special tokens as HF does; returns how many were new."""
+        return self._add("add_special_tokens", tokens)
+
+    def _add(self, method: str, tokens: Sequence[Any]) -> int:
+        import tokenizers
+
+        hf = tokenizers.Tokenizer.from_str(self.to_str())
+        added = int(getattr(hf, method)(tokens))
+        rebuilt = Tokenizer.from_str(hf.to_str())
+        rebuilt.encode_special_tokens = self.encode_special_tokens
+        self.__dict__.update(rebuilt.__dict__)
+        return added
+
+    def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
+        vocab = dict(self._model_vocab)
+        if with_added_tokens:
+            vocab.update(self._added)
+        return vocab
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        if with_added_tokens:
+            return len(self.get_vocab(True))
+        return len(self._model_vocab)
+
+    def token_to_id(self, token: str) -> int | None:
+        found = self._added.get(token)
+        return found if found is not None else self._model_vocab.get(token)
+
+    def id_to_token(self, id: int) -> str | None:
+        if 0 <= id < len(self._id_to_token):
+            return self._id_to_token[id]
+        return None
+
+    def get_added_tokens_decoder(self) -> dict[int, Any]:
+        """Added tokens by id, as `tokenizers.AddedToken` objects (needs `tokenizers`)."""
+        import tokenizers
+
+        out = {}
+        for token in self._config.get("added_tokens") or []:
+            out[int(token["id"])] = tokenizers.AddedToken(
+                token["content"],
+                single_word=bool(token.get("single_word", False)),
+                lstrip=bool(token.get("lstrip", False)),
+                rstrip=bool(token.get("rstrip", False)),
+                normalized=bool(token.get("normalized", True)),
+                special=bool(token.get("special", False)),
+            )
+        return out
+
+    def __repr__(self) -> str:
+        return f"<ferrotok.hf.Tokenizer {self._enc.name!r}>"

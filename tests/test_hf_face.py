@@ -1,0 +1,207 @@
+"""`ferrotok.hf.Tokenizer` against `tokenizers.Tokenizer`: what HF does after the model.
+
+Truncation (strategies, directions, strides, overflowing pieces, pairs), padding (to the
+longest, fixed, to a multiple, left), templates with pairs, pre-tokenized input, decoding,
+vocabulary queries and the settings' dicts, on models whose post-processors differ
+(TemplateProcessing, ByteLevel with and without trimming, a Sequence of both). Every field of
+every encoding, overflowing pieces included, must be HF's.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import ferrotok.hf
+import pytest
+from test_hf_parity import loaded, model_path, special_texts
+
+tokenizers = pytest.importorskip("tokenizers")
+
+MODELS = ["gpt-2", "llama-bpe", "deepseek-llm", "gpt-neox"]
+FIELDS = [
+    "ids",
+    "type_ids",
+    "tokens",
+    "offsets",
+    "attention_mask",
+    "special_tokens_mask",
+    "word_ids",
+    "sequence_ids",
+]
+
+TEXTS = [
+    "Hello world",
+    "  two  spaces ",
+    "",
+    "x",
+    "It's 2021! 東京 🎉 café",
+    "A longer sentence, with punctuation; and numbers 1234567 in it.\n\tIndented line.",
+]
+
+
+def same(a: Any, b: Any, where: str) -> None:
+    for field in FIELDS:
+        assert list(getattr(a, field)) == list(getattr(b, field)), f"{where}: {field}"
+    assert len(a) == len(b)
+    assert len(a.overflowing) == len(b.overflowing), f"{where}: overflowing"
+    for i, (x, y) in enumerate(zip(a.overflowing, b.overflowing)):
+        same(x, y, f"{where} overflow {i}")
+
+
+def fresh(name: str) -> tuple[Any, ferrotok.hf.Tokenizer]:
+    enc, _, _ = loaded(name)
+    return tokenizers.Tokenizer.from_file(str(model_path(name))), ferrotok.hf.Tokenizer(enc)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_single_pair_and_pretokenized(name: str) -> None:
+    hf, face = fresh(name)
+    specials = special_texts(hf)
+    cases = TEXTS + [f"{specials[0]} hi {specials[-1]}"]
+    for add in (True, False):
+        for t in cases:
+            same(face.encode(t, add_special_tokens=add), hf.encode(t, add_special_tokens=add), t)
+            same(
+                face.encode(t, "the pair", add_special_tokens=add),
+                hf.encode(t, "the pair", add_special_tokens=add),
+                f"pair {t!r}",
+            )
+        words = ["Hello", " world", "x", "  "]
+        same(
+            face.encode(words, is_pretokenized=True, add_special_tokens=add),
+            hf.encode(words, is_pretokenized=True, add_special_tokens=add),
+            "pretokenized",
+        )
+        same(
+            face.encode(words, ["a", "b"], is_pretokenized=True, add_special_tokens=add),
+            hf.encode(words, ["a", "b"], is_pretokenized=True, add_special_tokens=add),
+            "pretokenized pair",
+        )
+    got = face.encode_batch([(TEXTS[0], TEXTS[4]), TEXTS[1]])
+    want = hf.encode_batch([(TEXTS[0], TEXTS[4]), TEXTS[1]])
+    for a, b in zip(got, want):
+        same(a, b, "batch of a pair and a single")
+    assert face.num_special_tokens_to_add(True) == hf.num_special_tokens_to_add(True)
+    assert face.num_special_tokens_to_add(False) == hf.num_special_tokens_to_add(False)
+
+
+TRUNCATIONS: list[dict[str, Any]] = [
+    dict(max_length=7),
+    dict(max_length=9, stride=2),
+    dict(max_length=8, stride=3, direction="left"),
+    dict(max_length=10, strategy="only_second"),
+    dict(max_length=12, strategy="only_first", stride=1),
+    dict(max_length=1),
+]
+PADDINGS: list[dict[str, Any] | None] = [
+    None,
+    {},
+    dict(length=40, direction="left", pad_id=3, pad_token="<p>", pad_type_id=1),
+    dict(pad_to_multiple_of=8),
+]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_truncation_and_padding(name: str) -> None:
+    hf, face = fresh(name)
+    long_pair = "the second sequence is long enough to need cutting " * 2
+    for trunc in TRUNCATIONS:
+        for pad in PADDINGS:
+            for tok in (hf, face):
+                tok.enable_truncation(**trunc)
+                if pad is None:
+                    tok.no_padding()
+                else:
+                    tok.enable_padding(**pad)
+            assert face.truncation == hf.truncation
+            assert face.padding == hf.padding
+            batches = [TEXTS, [(t, long_pair) for t in TEXTS]]
+            for batch in batches:
+                try:
+                    want = hf.encode_batch(batch)
+                except BaseException:  # noqa: BLE001 (HF raises, or panics: so must we, cleanly)
+                    with pytest.raises(ValueError):
+                        face.encode_batch(batch)
+                    continue
+                got = face.encode_batch(batch)
+                for i, (a, b) in enumerate(zip(got, want)):
+                    same(a, b, f"{name} {trunc} {pad} item {i}")
+    face.no_truncation()
+    face.no_padding()
+    assert face.truncation is None and face.padding is None
+
+
+def test_settings_from_the_file(tmp_path: Any) -> None:
+    hf, _ = fresh("llama-bpe")
+    hf.enable_truncation(16, stride=4, direction="left")
+    hf.enable_padding(length=24, pad_id=5, pad_token="<pad>")
+    path = tmp_path / "tokenizer.json"
+    path.write_text(hf.to_str(), encoding="utf-8")
+    face = ferrotok.hf.Tokenizer.from_file(path)
+    assert face.truncation == hf.truncation and face.padding == hf.padding
+    same(face.encode(TEXTS[5] * 3), hf.encode(TEXTS[5] * 3), "settings from the file")
+    assert json.loads(face.to_str())["truncation"] == json.loads(hf.to_str())["truncation"]
+    assert json.loads(face.to_str())["padding"] == json.loads(hf.to_str())["padding"]
+
+
+def test_bad_settings_are_refused() -> None:
+    _, face = fresh("gpt-2")
+    with pytest.raises(ValueError, match="strategy"):
+        face.enable_truncation(8, strategy="bogus")
+    with pytest.raises(ValueError, match="direction"):
+        face.enable_padding(direction="up")
+    with pytest.raises(TypeError):
+        face.encode(123)  # type: ignore[arg-type]
+    face.encode_special_tokens = True
+    with pytest.raises(NotImplementedError, match="encode_special_tokens"):
+        face.encode("hi")
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_decode_and_vocabulary(name: str) -> None:
+    hf, face = fresh(name)
+    specials = special_texts(hf)
+    ids = hf.encode(f"{specials[0]}Hello wörld 🎉 {specials[-1]}").ids + [10**9]
+    for skip in (True, False):
+        assert face.decode(ids, skip) == hf.decode(ids, skip_special_tokens=skip)
+    partial = hf.encode("🎉").ids[:1]  # an incomplete UTF-8 sequence
+    assert face.decode(partial) == hf.decode(partial)
+    assert face.decode_batch([ids, partial]) == hf.decode_batch([ids, partial])
+    assert face.get_vocab() == hf.get_vocab()
+    assert face.get_vocab(with_added_tokens=False) == hf.get_vocab(with_added_tokens=False)
+    assert face.get_vocab_size() == hf.get_vocab_size()
+    assert face.get_vocab_size(False) == hf.get_vocab_size(False)
+    for token in ["hello", "Ġthe", specials[0], "no such token"]:
+        assert face.token_to_id(token) == hf.token_to_id(token)
+    for i in [0, 1000, hf.token_to_id(specials[0]), 10**9]:
+        assert face.id_to_token(i) == hf.id_to_token(i)
+    added = face.get_added_tokens_decoder()
+    assert {i: t.content for i, t in added.items()} == {
+        i: t.content for i, t in hf.get_added_tokens_decoder().items()
+    }
+
+
+def test_adding_tokens_as_hf_does() -> None:
+    hf, face = fresh("gpt-2")
+    new = ["<tool>", tokenizers.AddedToken("[mask]", lstrip=True)]
+    assert face.add_tokens(new) == hf.add_tokens(new) == 2
+    assert face.add_special_tokens(["<|im_end|>"]) == hf.add_special_tokens(["<|im_end|>"]) == 1
+    text = "call <tool> with  [mask] then<|im_end|>"
+    same(face.encode(text), hf.encode(text), "after adding tokens")
+    assert face.get_vocab() == hf.get_vocab()
+    assert face.decode(hf.encode(text).ids) == hf.decode(hf.encode(text).ids)
+
+
+def test_from_encoding_gives_the_hf_face_of_an_openai_encoding() -> None:
+    enc = ferrotok.get_encoding("cl100k_base")
+    face = ferrotok.hf.Tokenizer.from_encoding(enc)
+    e = face.encode("hello world 2021")
+    assert e.ids == enc.encode("hello world 2021")
+    assert e.offsets == [(0, 5), (5, 11), (11, 12), (12, 15), (15, 16)]
+    assert face.decode(e.ids) == "hello world 2021"
+
+
+def test_an_encoding_not_from_a_tokenizer_json_is_refused() -> None:
+    with pytest.raises(TypeError, match="from_hf"):
+        ferrotok.hf.Tokenizer(ferrotok.get_encoding("r50k_base"))
