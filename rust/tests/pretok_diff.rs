@@ -231,34 +231,6 @@ fn corpus_full() {
     run_corpus(None);
 }
 
-#[test]
-fn openai_patterns_equal_the_python_ones() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/ferrotok/openai_public.py");
-    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    // Each constant is a run of r"""...""" literals, concatenated (or, for
-    // O200K, joined with "|"), up to the next blank line.
-    let literals = |name: &str| -> Vec<String> {
-        let start = src
-            .find(&format!("\n{name} = "))
-            .unwrap_or_else(|| panic!("{name} not in openai_public.py"));
-        let block = &src[start + 1..];
-        let block = &block[..block.find("\n\n").unwrap_or(block.len())];
-        let mut out = Vec::new();
-        let mut rest = block;
-        while let Some(a) = rest.find("r\"\"\"") {
-            let body = &rest[a + 4..];
-            let b = body.find("\"\"\"").expect("unterminated literal");
-            out.push(body[..b].to_string());
-            rest = &body[b + 3..];
-        }
-        assert!(!out.is_empty(), "{name}: no raw literals");
-        out
-    };
-    assert_eq!(literals("R50K_PATTERN").concat(), R50K_PATTERN);
-    assert_eq!(literals("CL100K_PATTERN").concat(), CL100K_PATTERN);
-    assert_eq!(literals("O200K_PATTERN").join("|"), O200K_PATTERN);
-}
-
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
 impl Rng {
