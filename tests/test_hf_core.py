@@ -361,6 +361,47 @@ def test_onig_interval_plus_is_a_repeat() -> None:
     assert enc.encode_ordinary(" 2021") == hf.encode(" 2021").ids
 
 
+def test_prefix_space_alone_covers_the_first_char() -> None:
+    # ByteLevel's add_prefix_space on each piece: HF's `prepend` aligns the space to the
+    # piece's first char, so a space token of its own spans that char, not an empty range.
+    pre = {
+        "type": "Sequence",
+        "pretokenizers": [
+            {"type": "Digits", "individual_digits": False},
+            {"type": "Punctuation", "behavior": "Contiguous"},
+            {**BYTE_LEVEL_STEP, "add_prefix_space": True},
+        ],
+    }
+    enc, hf = _both(_gpt2_with(pre_tokenizer=pre, post_processor=None))
+    for text in ["\U0001f600\U0001f601", "x.\U0001f600 12\u4e2d", "\u00e9\U0001f600"]:
+        e = hf.encode(text, add_special_tokens=False)
+        assert enc._encode_hf_detail(text) == (e.ids, e.offsets, e.word_ids), text
+    # The case that showed it: a lone space token before an emoji.
+    assert hf.encode("\U0001f600", add_special_tokens=False).offsets[0] == (0, 1)
+
+
+@pytest.mark.parametrize("invert", [False, True])
+def test_word_class_is_oniguruma_s(invert: bool) -> None:
+    # Oniguruma's `\w` lacks the join controls (U+200C/U+200D) the regex crate's has, and
+    # standalone (not in a class) holds Latin-1's superscripts and fractions.
+    pre = {
+        "type": "Sequence",
+        "pretokenizers": [
+            _split({"Regex": r"\w+|[^\w\s]+"}, "Isolated", invert),
+            _split({"Regex": r"\W+"}, "Removed"),
+            BYTE_LEVEL_STEP,
+        ],
+    }
+    enc, hf = _both(_gpt2_with(pre_tokenizer=pre, post_processor=None))
+    texts = [
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467 \u2764\ufe0f",
+        "a\u200db a\u200cb x\u00b2 \u00bd! [\u00b9]",
+    ]
+    for text in texts:
+        e = hf.encode(text, add_special_tokens=False)
+        assert enc._encode_hf_detail(text) == (e.ids, e.offsets, e.word_ids), text
+
+
 @pytest.mark.parametrize(
     ("change", "component"),
     [

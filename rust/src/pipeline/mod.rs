@@ -209,10 +209,14 @@ impl Pipeline {
                         let ra = nc.start + p.start + a.saturating_sub(sp);
                         let rb = nc.start + p.start + b.saturating_sub(sp);
                         let (s, e) = if a < sp {
-                            // Starts at the virtual space: HF aligns it to the piece's start.
-                            let o = ns.align.get(nc.start + p.start).map_or(c.end, |x| x.0);
-                            let e = if rb > ra { span(ra, rb).1 } else { o };
-                            (o, e)
+                            // Starts at the virtual space. HF's `prepend` puts the space in
+                            // place of the piece's first char (change 0) and re-inserts that
+                            // char (change 1): both take the first char's alignment, so a lone
+                            // space covers the first char's range, not an empty one.
+                            let o = ns.align.get(nc.start + p.start).copied();
+                            let o = o.unwrap_or((c.end, c.end));
+                            let e = if rb > ra { span(ra, rb).1 } else { o.1 };
+                            (o.0, e)
                         } else {
                             span(ra, rb)
                         };

@@ -80,6 +80,15 @@ fn flag(v: &Value, k: &str, default: bool) -> bool {
     v.get(k).and_then(Value::as_bool).unwrap_or(default)
 }
 
+/// Oniguruma's `\w` (UTF-8): Unicode's word chars without the join controls U+200C/U+200D
+/// (the regex crate's `\w` has them); standalone, also the Latin-1 chars its ctype table
+/// calls word chars though they are `No` (U+00B2, U+00B3, U+00B9, U+00BC-U+00BE). In a class
+/// (`[\w]`, `[^\w\s]`) those six are not word chars. Checked against HF over every char.
+const ONIG_WORD: &str = r"[\w\xB2\xB3\xB9\xBC-\xBE&&[^\x{200C}\x{200D}]]";
+const ONIG_NOT_WORD: &str = r"[^\w\xB2\xB3\xB9\xBC-\xBE&&[^\x{200C}\x{200D}]]";
+const ONIG_CLASS_WORD: &str = r"[\w&&[^\x{200C}\x{200D}]]";
+const ONIG_CLASS_NOT_WORD: &str = r"[^\w&&[^\x{200C}\x{200D}]]";
+
 /// HF's regex (Oniguruma, Ruby syntax) in fancy-regex's syntax: the same matches.
 ///
 /// Where they differ for tokenizer patterns: Oniguruma reads `X{n,m}+` (and `{n}+`, `{n,}+`)
@@ -110,6 +119,11 @@ pub fn onig_to_fancy(p: &str) -> String {
                             }
                         }
                     }
+                    match e {
+                        'w' => s = ONIG_WORD.to_owned(),
+                        'W' => s = ONIG_NOT_WORD.to_owned(),
+                        _ => {}
+                    }
                 }
                 atom_starts.push(out.len());
                 out.push(s);
@@ -122,7 +136,18 @@ pub fn onig_to_fancy(p: &str) -> String {
                     s.push(ch);
                     i += 1;
                     if ch == '\\' && i < chars.len() {
-                        s.push(chars[i]);
+                        // In a class Oniguruma's `\w` lacks the Latin-1 extras (see above).
+                        match chars[i] {
+                            'w' | 'W' => {
+                                s.pop();
+                                s.push_str(if chars[i] == 'w' {
+                                    ONIG_CLASS_WORD
+                                } else {
+                                    ONIG_CLASS_NOT_WORD
+                                });
+                            }
+                            e => s.push(e),
+                        }
                         i += 1;
                         continue;
                     }
