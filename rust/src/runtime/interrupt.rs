@@ -38,7 +38,8 @@ thread_local! {
 }
 
 /// Runs `f` with `check` as this thread's stop hook (see [`poll`]); the previous hook (if
-/// any) is restored afterwards, also when `f` panics.
+/// any) is restored afterwards, also when `f` panics. (Only the Python bindings install hooks.)
+#[cfg_attr(not(feature = "python"), allow(dead_code))]
 pub fn with_hook<T>(check: impl Fn() -> bool + 'static, f: impl FnOnce() -> T) -> T {
     struct Restore(Option<Hook>);
     impl Drop for Restore {
