@@ -201,9 +201,8 @@ def _gpt2_with(**changes: Any) -> str:
 
 
 def _both(cfg_json: str) -> tuple[ferrotok.Encoding, Tokenizer]:
-    from ferrotok.hf_json import from_hf_json
 
-    return from_hf_json(cfg_json, "custom"), Tokenizer.from_str(cfg_json)
+    return ferrotok.Encoding._from_hf_json(cfg_json, "custom"), Tokenizer.from_str(cfg_json)
 
 
 VARIANT_TEXTS = [
@@ -447,9 +446,8 @@ def test_shared_non_byte_level_files_are_refused(model: str) -> None:
 
 
 def _load(text: str) -> ferrotok.Encoding:
-    from ferrotok.hf_json import from_hf_json
 
-    return from_hf_json(text, "custom")
+    return ferrotok.Encoding._from_hf_json(text, "custom")
 
 
 def test_bad_files_raise_clear_errors(tmp_path: Path) -> None:

@@ -85,9 +85,30 @@ class Encoding:
         here, as tiktoken treats them. A file with a component ferrotok does not implement
         is refused with a `ValueError` naming it.
         """
-        from .hf_json import load_hf
+        from .hf_json import read_hf
 
-        return load_hf(path)
+        return cls._from_hf_json(*read_hf(path))
+
+    @classmethod
+    def _from_hf_json(cls, text: str, name: str) -> Encoding:
+        """The encoding of a `tokenizer.json`'s text (see `from_hf`)."""
+        import json
+
+        from .hf_json import single_template
+
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"tokenizer.json: not valid JSON: {e}") from None
+        core = _core.CoreBPE.from_hf_json(text)
+        # The ids HF gives the added tokens when it loads the file (not the file's `id`s).
+        special_tokens = {t: i for t, i, special in core.hf_added_tokens() if special}
+        enc = cls.__new__(cls)
+        enc._setup(name, "", None, special_tokens, None, core)
+        enc._hf_config = config
+        enc._hf_json = text
+        enc._hf_template = single_template(config.get("post_processor"), config)
+        return enc
 
     def _setup(
         self,
@@ -691,9 +712,7 @@ class Encoding:
     def __setstate__(self, value: object) -> None:
         assert isinstance(value, dict)
         if "hf_json" in value:
-            from .hf_json import from_hf_json
-
-            self.__dict__ = from_hf_json(value["hf_json"], value["name"]).__dict__
+            self.__dict__ = Encoding._from_hf_json(value["hf_json"], value["name"]).__dict__
             return
         self.__init__(**value)  # type: ignore[misc]
 

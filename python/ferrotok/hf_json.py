@@ -9,15 +9,12 @@ read here into the ids `encode(..., add_special_tokens=True)` puts around a text
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from . import _core
-
 if TYPE_CHECKING:
-    from .core import Encoding
+    pass
 
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -44,29 +41,11 @@ def _name_for(p: Path) -> str:
     return stem[: -len(".tokenizer")] if stem.endswith(".tokenizer") else stem
 
 
-def load_hf(path: StrPath) -> Encoding:
-    """An `Encoding` for the `tokenizer.json` at `path` (a file or a directory holding one)."""
+def read_hf(path: StrPath) -> tuple[str, str]:
+    """The text of the `tokenizer.json` at `path` (a file or a directory holding one) and the
+    encoding's name for it. `Encoding.from_hf` builds the encoding from them."""
     p = tokenizer_json_path(path)
-    text = p.read_text(encoding="utf-8")
-    return from_hf_json(text, _name_for(p))
-
-
-def from_hf_json(text: str, name: str) -> Encoding:
-    from .core import Encoding
-
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"tokenizer.json: not valid JSON: {e}") from None
-    core = _core.CoreBPE.from_hf_json(text)
-    # The ids HF gives the added tokens when it loads the file (not the file's `id`s).
-    special_tokens = {text: i for text, i, special in core.hf_added_tokens() if special}
-    enc = Encoding.__new__(Encoding)
-    enc._setup(name, "", None, special_tokens, None, core)
-    enc._hf_config = config
-    enc._hf_json = text
-    enc._hf_template = single_template(config.get("post_processor"), config)
-    return enc
+    return p.read_text(encoding="utf-8"), _name_for(p)
 
 
 def single_template(pp: Any, config: dict[str, Any]) -> tuple[list[int], list[int]]:

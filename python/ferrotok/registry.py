@@ -75,9 +75,7 @@ def load_path(path: str) -> Encoding:
     """The encoding in the file at `path`: a `tokenizer.json` (by its `.json` name, or a
     directory holding one) or an encoding saved with `Encoding.save`."""
     if os.path.isdir(path) or (path.endswith(".json") and not _is_saved_sidecar(path)):
-        from .hf_json import load_hf
-
-        return load_hf(path)
+        return Encoding.from_hf(path)
     return Encoding.load(path)
 
 

@@ -28,12 +28,13 @@ import functools
 import json
 import os
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .regex import to_oniguruma
 
-if TYPE_CHECKING:
-    from ..core import Encoding
+# The encoding being exported is a ferrotok.core.Encoding; it is not imported here, not even
+# for type checking, because core imports this module (`Encoding.to_hf`): imports run one way.
+Encoding = Any
 
 
 @functools.lru_cache(maxsize=1)

@@ -26,7 +26,7 @@ def to_oniguruma(pattern: str) -> str:
     """`pattern` (fancy-regex syntax, as ferrotok runs it) rewritten for Oniguruma.
 
     >>> to_oniguruma(r"\\p{N}{1,3}+| ?\\p{L}++|\\s++$")
-    '(?>\\\\p{N}{1,3})|(?> ?)(?>\\\\p{L}+)|(?>\\\\s+)\\\\z'
+    '(?>\\\\p{N}{1,3})| ?(?>\\\\p{L}+)|(?>\\\\s+)\\\\z'
     """
     return _Translator(pattern).run()
 

@@ -121,9 +121,9 @@ class Tokenizer:
     @classmethod
     def from_str(cls, json_str: str) -> Tokenizer:
         """Loads a `tokenizer.json`'s content."""
-        from ..hf_json import from_hf_json
+        from ..core import Encoding as CoreEncoding
 
-        return cls(from_hf_json(json_str, "tokenizer"))
+        return cls(CoreEncoding._from_hf_json(json_str, "tokenizer"))
 
     @classmethod
     def from_encoding(cls, encoding: CoreEncoding) -> Tokenizer:
