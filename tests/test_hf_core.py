@@ -22,7 +22,10 @@ import ferrotok
 import numpy as np
 import pytest
 from oracle import SHARED, corpus_file
-from tokenizers import Tokenizer
+
+# HF tokenizers 0.23 is the oracle (issue 54); PyPI has no 0.23 for Python 3.9, where these
+# tests do not run.
+Tokenizer = pytest.importorskip("tokenizers", minversion="0.23").Tokenizer
 
 TOKENIZERS = SHARED / "tokenizers"
 BYTE_LEVEL = [
