@@ -150,9 +150,17 @@ class FerrotokBackend:
 
 
 def _backend_class() -> Any:
-    from transformers import tokenization_utils_tokenizers as module
+    # transformers 5 names the class that wraps a `tokenizers.Tokenizer` TokenizersBackend;
+    # 4.x (the last line that runs on Python 3.9) calls it PreTrainedTokenizerFast. Both keep
+    # the wrapped tokenizer in `self._tokenizer` and reach it only through that name.
+    try:
+        from transformers import tokenization_utils_tokenizers as module
 
-    return module.TokenizersBackend
+        return module.TokenizersBackend
+    except ImportError:
+        from transformers import tokenization_utils_fast as fast
+
+        return fast.PreTrainedTokenizerFast
 
 
 def _get(self: Any) -> Any:
