@@ -123,8 +123,14 @@ pub struct PatternBudget {
     /// quick ones pay for a clock read only now and then.
     every: u32,
     max_every: u32,
-    last: Instant,
+    last: Option<Instant>,
+    /// False for a text too short for the budget to matter (see [`PatternBudget::linear`]):
+    /// then `spend` reads no clock at all.
+    armed: bool,
 }
+
+/// Texts shorter than this split by linear-time searches need no budget ([`PatternBudget::linear`]).
+pub const LINEAR_UNARMED: usize = 2048;
 
 /// Wall time between two checks under which [`PatternBudget`] checks less often.
 const QUICK: Duration = Duration::from_millis(1);
@@ -140,7 +146,32 @@ impl PatternBudget {
             countdown: 1,
             every: 1,
             max_every: max_every.max(1),
-            last: Instant::now(),
+            last: Some(Instant::now()),
+            armed: true,
+        }
+    }
+
+    /// A budget for splitting `len` bytes by searches that each take time linear in the text
+    /// they scan (an automaton's, not a backtracking VM's). Such a split takes at most `len`
+    /// searches of at most `len` bytes; under [`LINEAR_UNARMED`] bytes that is under 2^22 byte
+    /// steps, which even a non-DFA fallback at ~100 ns a step finishes within [`PATTERN_BASE`],
+    /// so the budget stays unarmed and costs no clock read. Why it matters: pipelines that
+    /// split each piece again (a `Sequence` of `Split`s) make one budget per piece, and the
+    /// thread-CPU clock is a system call, not a vDSO read.
+    pub fn linear(len: usize, max_every: u32) -> Self {
+        if len < LINEAR_UNARMED {
+            PatternBudget {
+                start: Duration::ZERO,
+                allowed: Duration::MAX,
+                len,
+                countdown: u32::MAX,
+                every: u32::MAX,
+                max_every: u32::MAX,
+                last: None,
+                armed: false,
+            }
+        } else {
+            Self::new(len, max_every)
         }
     }
 
@@ -153,6 +184,9 @@ impl PatternBudget {
     /// says to stop.
     #[inline]
     pub fn spend(&mut self) -> Result<()> {
+        if !self.armed {
+            return Ok(());
+        }
         self.countdown -= 1;
         if self.countdown != 0 {
             return Ok(());
@@ -163,13 +197,14 @@ impl PatternBudget {
     #[cold]
     fn check(&mut self) -> Result<()> {
         let now = Instant::now();
-        self.every = if now.duration_since(self.last) < QUICK {
+        let last = self.last.unwrap_or(now);
+        self.every = if now.duration_since(last) < QUICK {
             (self.every * 2).min(self.max_every)
         } else {
             1
         };
         self.countdown = self.every;
-        self.last = now;
+        self.last = Some(now);
         let spent = thread_time().saturating_sub(self.start);
         if spent > self.allowed {
             return Err(Error::Regex(format!(
@@ -213,6 +248,22 @@ mod tests {
         assert!(r);
         assert!(!has_hook());
         assert!(poll().is_ok());
+    }
+
+    #[test]
+    fn a_short_linear_split_reads_no_clock_and_a_long_one_does() {
+        let mut short = PatternBudget::linear(LINEAR_UNARMED - 1, 1);
+        short.allowed = Duration::ZERO; // (unarmed: never consulted)
+        for _ in 0..1000 {
+            assert!(short.spend().is_ok());
+        }
+        let mut long = PatternBudget::linear(LINEAR_UNARMED, 1);
+        long.allowed = Duration::ZERO;
+        let until = thread_time() + Duration::from_millis(2);
+        while thread_time() < until {
+            std::hint::black_box(0u64);
+        }
+        assert!(matches!(long.spend(), Err(Error::Regex(_))));
     }
 
     #[test]

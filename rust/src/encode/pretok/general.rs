@@ -278,7 +278,7 @@ impl General {
         let dfa = self.dfa.get_or_init(|| self.build_dfa()).as_ref();
         // One search may scan to the end of the text (`a+b|a` on `aaa…`): the budget turns
         // that quadratic split into an error, and Ctrl-C is noticed meanwhile.
-        let mut budget = PatternBudget::new(n, 256);
+        let mut budget = PatternBudget::linear(n, 256);
         while pos <= n {
             budget.spend()?;
             let here = match dfa {
