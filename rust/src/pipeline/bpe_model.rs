@@ -10,13 +10,20 @@
 //!
 //! A word that is itself a token is that token only if BPE reaches it: that answer is kept
 //! per token, computed at its first need, so later words skip the merging.
+//!
+//! A long word of CJK chars is cut where no token of the vocabulary spans the boundary
+//! (`encode/bpe/char_cuts.rs`, whose argument holds for any merge rule: every merge makes a
+//! token, so none joins symbols across such a boundary, and each side merges as it would
+//! alone), and each part is merged, and cached, on its own: parts repeat where sentences don't.
 
 use super::byte_level::token_bytes;
 use super::normalizers::{bad, unsupported};
-use crate::encode::bpe::encode_piece_in;
+use crate::encode::bpe::char_cuts::CharCuts;
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
+use crate::encode::bpe::{encode_piece_in, ends_in_char_from_u1000};
 use crate::error::Result;
+use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::token_table::hash_bytes;
 use crate::vocab::Vocab;
 use aho_corasick::AhoCorasick;
@@ -42,6 +49,8 @@ pub struct HfBpe {
     whole: Vec<AtomicU8>,
     cache: PieceCache,
     paths: Paths,
+    /// The cuts of `paths.cuts` (see the module docs), built at the first word that needs them.
+    cuts: ProcessOnce<Option<CharCuts>>,
 }
 
 /// Which of ferrotok's fast paths give HF's ids for this model (decided at load).
@@ -59,6 +68,10 @@ struct Paths {
     extra_first: [bool; 256],
     /// The length of the shortest `conflicts` pattern (shorter words cannot hold one).
     conflict_min: usize,
+    /// Long CJK words may be cut (see the module docs): the encoder's table holds exactly
+    /// the tokens merges make (`vocab_lookup`, and no merge makes an `extra` token), and
+    /// every byte is a symbol (no unknown-token runs).
+    cuts: bool,
 }
 
 impl Default for Paths {
@@ -70,6 +83,7 @@ impl Default for Paths {
             extra: FxHashMap::default(),
             extra_first: [false; 256],
             conflict_min: usize::MAX,
+            cuts: false,
         }
     }
 }
@@ -190,6 +204,7 @@ impl HfBpe {
                 whole,
                 cache: PieceCache::new(),
                 paths: Paths::default(),
+                cuts: ProcessOnce::new(),
             },
             vocab,
         ))
@@ -235,6 +250,8 @@ impl HfBpe {
         }
         self.paths.extra = extra;
         self.paths.vocab_lookup = true;
+        self.paths.cuts = self.byte_id.iter().all(|&id| id != NONE)
+            && !self.merges.values().any(|(_, id)| extra_ids.contains(id));
         if !self.ignore_merges {
             return Ok(());
         }
@@ -337,10 +354,47 @@ impl HfBpe {
         if cache.get(w, h, out) {
             return Ok(());
         }
+        if self.paths.cuts && w.len() > 8 && ends_in_char_from_u1000(w) {
+            let cuts = self.cuts.get_or_init(|| CharCuts::cuts_only(vocab));
+            if let Some(cuts) = cuts {
+                // A cut word is seldom met again whole: its parts are cached, not it.
+                let cut = cuts.parts(w, |part, _, _| {
+                    self.encode_part(vocab, part, cache, out);
+                    Ok::<(), ()>(())
+                });
+                if cut == Ok(true) {
+                    return Ok(());
+                }
+            }
+        }
         let start = out.len();
         self.merge(w, out, None);
         cache.put(w, h, &out[start..]);
         Ok(())
+    }
+
+    /// Appends the ids of `part`, a part of a cut word: BPE proper (a part that is a token is
+    /// that token only if BPE reaches it, `ignore_merges` or not: it is not a word).
+    fn encode_part(
+        &self,
+        vocab: &BpeVocab,
+        part: &[u8],
+        cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+    ) {
+        if let Some(id) = vocab.rank(part) {
+            if self.reaches(id, part) {
+                out.push(id);
+                return;
+            }
+        }
+        let h = hash_bytes(part);
+        if cache.get(part, h, out) {
+            return;
+        }
+        let start = out.len();
+        self.merge(part, out, None);
+        cache.put(part, h, &out[start..]);
     }
 
     /// [`HfBpe::encode_word`] where ferrotok's engine gives HF's ids but for words that

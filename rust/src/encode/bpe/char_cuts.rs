@@ -121,6 +121,28 @@ impl CharCuts {
     /// The tables for `vocab`, or `None` if it has fewer than [`MIN_WHOLE_CHARS`] tokens that
     /// are one three-byte char from U+1000 up. o200k: ~6 ms, at the first CJK piece.
     pub fn new(vocab: &BpeVocab) -> Option<CharCuts> {
+        // The vocabularies backtracking refuses keep their pieces whole too: they are not trained
+        // ones, and the reachability below comes from the backtracking tables.
+        Self::build(vocab, || {
+            let backtrack = vocab.backtrack()?;
+            Some(move |r: Rank| backtrack.is_reachable(r))
+        })
+    }
+
+    /// The cuts alone, for a model whose merges are not tiktoken's rule (a HuggingFace model
+    /// merges listed pairs only): whether a part that is a token is that token is then that
+    /// model's question, so no part is answered here (`chars` and `duos` are left empty) and
+    /// [`CharCuts::parts`] is the way in. `None` as for [`CharCuts::new`].
+    pub fn cuts_only(vocab: &BpeVocab) -> Option<CharCuts> {
+        Self::build(vocab, || Some(|_: Rank| false))
+    }
+
+    /// The tables, with `reach()` telling which tokens BPE reaches (asked only for a
+    /// vocabulary with enough whole chars; `None` from it: no tables).
+    fn build<R: Fn(Rank) -> bool>(
+        vocab: &BpeVocab,
+        reach: impl FnOnce() -> Option<R>,
+    ) -> Option<CharCuts> {
         // Per code point, the token that is exactly that char, reachable or not.
         let mut chars: Box<[Rank]> = (0..=0xFFFFu32)
             .map(|cp| vocab.rank(&char3_bytes(cp)).unwrap_or(NO_RANK))
@@ -128,12 +150,10 @@ impl CharCuts {
         if chars[0x1000..].iter().filter(|&&r| r != NO_RANK).count() < MIN_WHOLE_CHARS {
             return None;
         }
-        // The vocabularies backtracking refuses keep their pieces whole too: they are not trained
-        // ones, and the reachability below comes from the backtracking tables.
-        let backtrack = vocab.backtrack()?;
+        let reach = reach()?;
         let mut reachable = vec![0u64; vocab.n_ids().div_ceil(64)].into_boxed_slice();
         for r in 0..vocab.n_ids() as Rank {
-            if backtrack.is_reachable(r) {
+            if reach(r) {
                 reachable[r as usize / 64] |= 1 << (r % 64);
             }
         }
@@ -308,6 +328,20 @@ impl CharCuts {
         out: &mut Vec<Rank>,
         mut part: impl FnMut(&[u8], &mut Vec<Rank>) -> Result<(), E>,
     ) -> Result<bool, E> {
+        self.parts(piece, |bytes, c1, c2| {
+            self.emit(bytes, c1, c2, out, &mut part)
+        })
+    }
+
+    /// Calls `part` with each part of `piece` between its cuts, in order, and the part's last
+    /// two chars (see [`CharCuts::emit`]). Returns `false`, having called nothing, if no
+    /// boundary is a cut.
+    #[inline(always)]
+    pub fn parts<E>(
+        &self,
+        piece: &[u8],
+        mut part: impl FnMut(&[u8], u32, u32) -> Result<(), E>,
+    ) -> Result<bool, E> {
         let n = piece.len();
         let (mut start, mut i) = (0usize, 0usize);
         // The char before `i`, and the one before that if it is in the same part.
@@ -319,7 +353,7 @@ impl CharCuts {
                 continue;
             };
             if prev != NOT_A_CHAR && self.is_cut(prev, c) {
-                self.emit(&piece[start..i], prev2, prev, out, &mut part)?;
+                part(&piece[start..i], prev2, prev)?;
                 (start, prev, prev2) = (i, c, NOT_A_CHAR);
             } else {
                 (prev, prev2) = (c, prev);
@@ -329,7 +363,7 @@ impl CharCuts {
         if start == 0 {
             return Ok(false);
         }
-        self.emit(&piece[start..], prev2, prev, out, &mut part)?;
+        part(&piece[start..], prev2, prev)?;
         Ok(true)
     }
 

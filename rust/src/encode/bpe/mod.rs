@@ -136,7 +136,7 @@ fn whole<const K: u8>(vocab: &BpeVocab, r: Rank) -> bool {
 /// Does `piece` end in a three-byte char from U+1000 up (lead byte 0xE1-0xEF)? Chars below
 /// it are not worth the look for cuts: see `char_cuts.rs`.
 #[inline(always)]
-fn ends_in_char_from_u1000(piece: &[u8]) -> bool {
+pub(crate) fn ends_in_char_from_u1000(piece: &[u8]) -> bool {
     piece.len() >= 3 && (0xE1..=0xEF).contains(&piece[piece.len() - 3])
 }
 
