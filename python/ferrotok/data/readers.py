@@ -393,8 +393,9 @@ class _Reader:
                 f"{path}: reading Parquet needs pyarrow (pip install pyarrow, or ferrotok[data])"
             ) from None
         # No pre-buffering: with it, `iter_batches` reads ahead every row group it is given and
-        # keeps them (2.9 GB resident on a 2 GB file); without, one row group at a time.
-        pf = pq.ParquetFile(path, pre_buffer=False)
+        # keeps them (2.9 GB resident on a 2 GB file). A buffered stream and small record
+        # batches keep what one row group holds in memory at a time small too.
+        pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=8 << 20)
         schema = pf.schema_arrow
         if self.field not in schema.names:
             raise ValueError(
@@ -412,7 +413,7 @@ class _Reader:
                 row += n
             else:
                 groups.append(g)
-        rows_per_batch = 8192
+        rows_per_batch = 1024
         for rb in pf.iter_batches(batch_size=rows_per_batch, row_groups=groups,
                                   columns=[self.field], use_threads=False):
             col = rb.column(0)
