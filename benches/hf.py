@@ -1,7 +1,7 @@
 """Benchmark: HuggingFace tokenizer.json models on ferrotok against HF `tokenizers` and gigatoken.
 
-What it measures, per byte-level model in ../shared/tokenizers: single-thread MB/s (UTF-8
-bytes of input per second) of
+What it measures, per model in ../shared/tokenizers that ferrotok loads (every byte-level BPE
+one; the others are refused, and named): single-thread MB/s (UTF-8 bytes of input per second) of
 
 - `hf`: HF `tokenizers` `Tokenizer.encode(doc, add_special_tokens=False)`,
 - `ferrotok`: `Encoding.from_hf(path).encode_ordinary(doc)` (a list of ints),
@@ -45,16 +45,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("FERROTOK_SHARED_DIR", ROOT.parent / "shared"))
 if not (SHARED / "tokenizers").is_dir() and "FERROTOK_DATA_DIR" in os.environ:
     SHARED = Path(os.environ["FERROTOK_DATA_DIR"]).parent
-MODELS = [
-    "gpt-2",
-    "llama-bpe",
-    "qwen2",
-    "deepseek-llm",
-    "falcon",
-    "starcoder",
-    "gpt-neox",
-    "tekken_240911",
-]
 TARGETS = {
     "llama-bpe": 0.90,  # of ferrotok's cl100k speed
     "tekken_240911": 0.90,
@@ -178,7 +168,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=1.0, help="MB of text per model")
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument(
+        "--models", default="", help="comma-separated names (default: every tokenizer.json there)"
+    )
     parser.add_argument("--out", default=str(ROOT / "benches" / "results" / "hf.jsonl"))
     args = parser.parse_args()
     setup_offline_env()
@@ -196,8 +188,20 @@ def main() -> None:
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    for name in args.models.split(","):
-        row = bench_model(name, docs, args.rounds, cl100k)
+    names = (
+        args.models.split(",")
+        if args.models
+        else sorted(
+            p.name.removesuffix(".tokenizer.json")
+            for p in (SHARED / "tokenizers").glob("*.tokenizer.json")
+        )
+    )
+    for name in names:
+        try:
+            row = bench_model(name, docs, args.rounds, cl100k)
+        except ValueError as e:  # a model ferrotok refuses (SentencePiece, WordPiece): named
+            print(f"{name}: not loaded: {str(e)[:100]}")
+            continue
         row.update(meta)
         row["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         with open(out, "a", encoding="utf-8") as f:

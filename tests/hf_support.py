@@ -14,6 +14,19 @@ from oracle import corpus_file
 
 DOC_CHARS = 4096
 
+# The byte-level BPE models of ../shared/tokenizers (MANIFEST.md there); the others are
+# SentencePiece and WordPiece models, which ferrotok refuses for now.
+BYTE_LEVEL = [
+    "gpt-2",
+    "llama-bpe",
+    "qwen2",
+    "deepseek-llm",
+    "falcon",
+    "starcoder",
+    "gpt-neox",
+    "tekken_240911",
+]
+
 TEXT_FILES = ["english.txt", "code.txt", "multilingual.txt"]
 ADVERSARIAL_FILES = [
     "adversarial/base64_1mb.txt",

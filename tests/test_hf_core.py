@@ -21,6 +21,7 @@ from typing import Any
 import ferrotok
 import numpy as np
 import pytest
+from hf_support import BYTE_LEVEL
 from oracle import SHARED, corpus_file
 
 # HF tokenizers 0.23 is the oracle (issue 54); PyPI has no 0.23 for Python 3.9, where these
@@ -28,16 +29,6 @@ from oracle import SHARED, corpus_file
 Tokenizer = pytest.importorskip("tokenizers", minversion="0.23").Tokenizer
 
 TOKENIZERS = SHARED / "tokenizers"
-BYTE_LEVEL = [
-    "gpt-2",
-    "llama-bpe",
-    "qwen2",
-    "deepseek-llm",
-    "falcon",
-    "starcoder",
-    "gpt-neox",
-    "tekken_240911",
-]
 
 
 def path_of(model: str) -> Path:

@@ -32,7 +32,7 @@ import ferrotok
 import ferrotok.hf
 import numpy as np
 import pytest
-from hf_support import ALL_FILES, documents, sample_all
+from hf_support import ALL_FILES, BYTE_LEVEL, documents, sample_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import ENCODINGS_DIR, SHARED
@@ -50,16 +50,6 @@ TOKENIZERS_DIR = Path(
         else ENCODINGS_DIR.parent / "tokenizers",
     )
 )
-BYTE_LEVEL = [
-    "gpt-2",
-    "llama-bpe",
-    "qwen2",
-    "deepseek-llm",
-    "falcon",
-    "starcoder",
-    "gpt-neox",
-    "tekken_240911",
-]
 
 
 def model_path(name: str) -> Path:
