@@ -459,8 +459,38 @@ impl HfBpe {
         }
     }
 
-    /// The ids of `w` with the byte length of each (for offsets): no cache.
-    pub fn encode_word_with_lens(&self, w: &[u8], out: &mut Vec<u32>, lens: &mut Vec<u32>) {
+    /// [`HfBpe::encode_word`] with the byte length of each id (for offsets). Where every byte
+    /// is a token and the encoder's table holds exactly the model's tokens (`paths.cuts`), an
+    /// id's length is its token's, so the fast paths and caches serve; else (and for a word
+    /// with an `extra` token) HF's merging, which tracks lengths itself.
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode_word_with_lens(
+        &self,
+        vocab: &BpeVocab,
+        text: &[u8],
+        w: &[u8],
+        cache: &mut Local<'_>,
+        engine_cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+        lens: &mut Vec<u32>,
+    ) -> Result<()> {
+        if self.paths.cuts {
+            let start = out.len();
+            self.encode_word(vocab, text, w, cache, engine_cache, out)?;
+            let n = lens.len();
+            lens.extend(out[start..].iter().map(|&id| vocab.token_len(id) as u32));
+            if lens[n..].iter().all(|&l| l != 0) {
+                return Ok(());
+            }
+            out.truncate(start);
+            lens.truncate(n);
+        }
+        self.merge_with_lens(w, out, lens);
+        Ok(())
+    }
+
+    /// The ids of `w` with the byte length of each, by HF's merging: no cache.
+    fn merge_with_lens(&self, w: &[u8], out: &mut Vec<u32>, lens: &mut Vec<u32>) {
         if self.ignore_merges {
             if let Some(&id) = self.by_bytes.get(w) {
                 out.push(id);

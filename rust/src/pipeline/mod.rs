@@ -160,7 +160,9 @@ impl Pipeline {
 
     /// HF's `encode(text, add_special_tokens=False)` as (id, char start, char end, word
     /// index) per token (see the module docs).
-    pub fn encode_detail(&self, text: &str) -> Result<Vec<Detail>> {
+    pub fn encode_detail(&self, enc: &Encoder, text: &str) -> Result<Vec<Detail>> {
+        let mut cache = self.model.cache();
+        let mut engine_cache = enc.cache.local();
         let mut out: Vec<(u32, usize, usize, u32)> = Vec::new();
         let mut word = 0u32;
         let all = |_: usize| true;
@@ -197,9 +199,18 @@ impl Pipeline {
                 self.pretok.pieces(sub, &mut pieces)?;
                 for p in &pieces {
                     let w = piece_bytes(sub, p, &mut buf);
+                    let whole = if p.space { w } else { sub.as_bytes() };
                     ids.clear();
                     lens.clear();
-                    self.model.encode_word_with_lens(w, &mut ids, &mut lens);
+                    self.model.encode_word_with_lens(
+                        &enc.vocab,
+                        whole,
+                        w,
+                        &mut cache,
+                        &mut engine_cache,
+                        &mut ids,
+                        &mut lens,
+                    )?;
                     // Byte k of `w` is the virtual space if `p.space` and k = 0.
                     let sp = usize::from(p.space);
                     let mut k = 0usize;

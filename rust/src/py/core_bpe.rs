@@ -225,7 +225,7 @@ impl PyCoreBPE {
     ) -> PyResult<(Vec<Rank>, Vec<(usize, usize)>, Vec<u32>)> {
         let enc = &self.inner;
         let detail = detached(py, || match &enc.hf {
-            Some(hf) => hf.encode_detail(text),
+            Some(hf) => hf.encode_detail(enc, text),
             None => Err(Error::Input(
                 "not a HuggingFace tokenizer.json encoding".into(),
             )),
