@@ -846,60 +846,40 @@ impl Split for PieceSplitter {
     }
 }
 
+/// The ranges of `ranges` in order, each joined to the one kept before it (by `grow`) when
+/// `join(is_match, previous_is_match)`, else kept on its own (as a non-match: kept).
+fn fuse(
+    ranges: impl Iterator<Item = ((usize, usize), bool)>,
+    join: impl Fn(bool, bool) -> bool,
+    grow: impl Fn(&mut (usize, usize), (usize, usize)),
+) -> Vec<((usize, usize), bool)> {
+    let mut prev = false;
+    let mut acc: Vec<((usize, usize), bool)> = Vec::new();
+    for (o, m) in ranges {
+        match acc.last_mut() {
+            Some((last, _)) if join(m, prev) => grow(last, o),
+            _ => acc.push((o, false)),
+        }
+        prev = m;
+    }
+    acc
+}
+
 /// HF's `NormalizedString::split` behaviors: the kept, non-empty ranges.
 fn behave(matches: Vec<((usize, usize), bool)>, behavior: Behavior) -> Vec<(usize, usize)> {
     let splits: Vec<((usize, usize), bool)> = match behavior {
         Behavior::Isolated => matches.into_iter().map(|(o, _)| (o, false)).collect(),
         Behavior::Removed => matches,
-        Behavior::Contiguous => {
-            let mut prev = false;
-            let mut acc: Vec<((usize, usize), bool)> = Vec::new();
-            for (o, m) in matches {
-                if m == prev {
-                    if let Some(((_, end), _)) = acc.last_mut() {
-                        *end = o.1;
-                    } else {
-                        acc.push((o, false));
-                    }
-                } else {
-                    acc.push((o, false));
-                }
-                prev = m;
-            }
-            acc
-        }
+        Behavior::Contiguous => fuse(matches.into_iter(), |m, prev| m == prev, |r, o| r.1 = o.1),
         Behavior::MergedWithPrevious => {
-            let mut prev = false;
-            let mut acc: Vec<((usize, usize), bool)> = Vec::new();
-            for (o, m) in matches {
-                if m && !prev {
-                    if let Some(((_, end), _)) = acc.last_mut() {
-                        *end = o.1;
-                    } else {
-                        acc.push((o, false));
-                    }
-                } else {
-                    acc.push((o, false));
-                }
-                prev = m;
-            }
-            acc
+            fuse(matches.into_iter(), |m, prev| m && !prev, |r, o| r.1 = o.1)
         }
         Behavior::MergedWithNext => {
-            let mut prev = false;
-            let mut acc: Vec<((usize, usize), bool)> = Vec::new();
-            for (o, m) in matches.into_iter().rev() {
-                if m && !prev {
-                    if let Some(((start, _), _)) = acc.last_mut() {
-                        *start = o.0;
-                    } else {
-                        acc.push((o, false));
-                    }
-                } else {
-                    acc.push((o, false));
-                }
-                prev = m;
-            }
+            let mut acc = fuse(
+                matches.into_iter().rev(),
+                |m, prev| m && !prev,
+                |r, o| r.0 = o.0,
+            );
             acc.reverse();
             acc
         }
