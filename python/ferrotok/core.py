@@ -35,9 +35,8 @@ def _untracked_merges(config: dict[str, Any]) -> None:
     at the first collection they meet.
     """
     model = config.get("model")
-    merges = model.get("merges") if isinstance(model, dict) else None
-    if isinstance(merges, list):
-        model["merges"] = [tuple(m) if isinstance(m, list) else m for m in merges]
+    if isinstance(model, dict) and isinstance(model.get("merges"), list):
+        model["merges"] = [tuple(m) if isinstance(m, list) else m for m in model["merges"]]
 
 class Encoding:
     def __init__(

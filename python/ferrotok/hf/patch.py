@@ -158,8 +158,9 @@ def _backend_class() -> Any:
 
         return module.TokenizersBackend
     except ImportError:
-        from transformers import tokenization_utils_fast as fast
+        import importlib
 
+        fast = importlib.import_module("transformers.tokenization_utils_fast")
         return fast.PreTrainedTokenizerFast
 
 
