@@ -23,6 +23,7 @@ pub mod bpe_model;
 pub mod byte_level;
 pub mod normalizers;
 pub mod pre_tokenizers;
+pub mod scanners;
 pub mod splitters;
 mod unicode_classes;
 
@@ -121,6 +122,15 @@ impl Pipeline {
                         model.encode_word(vocab, text, rest, &mut cache, &mut engine_cache, out)?;
                     }
                     return Ok(());
+                }
+                if let Some(fused) = self.pretok.fused() {
+                    // One scanner for the whole Sequence: its pieces straight to the model.
+                    let text = s.as_bytes();
+                    let (vocab, model) = (&enc.vocab, &self.model);
+                    return fused.for_each_piece(s, |a, b| {
+                        let w = &text[a..b];
+                        model.encode_word(vocab, text, w, &mut cache, &mut engine_cache, out)
+                    });
                 }
                 self.pretok.for_each_piece(s, &mut |p| {
                     let (w, whole) = if p.space {
