@@ -31,6 +31,12 @@
 //! - 5 and 6 cut by neighbouring chars only: 5 between adjacent chars of which one is in C
 //!   and the other not (its matches are the maximal C runs), 6 around each numeric char. So
 //!   together they cut each piece of step 4 at the union of those places, in one pass.
+//!
+//! A shortcut: a match of step 2 whose run chars are all in P, whose last char is not in S
+//! and which holds no C or numeric char is one piece. Step 3 matches it whole (its first
+//! char starts a match: an S char followed by a P char, or a P char, and the P run then
+//! reaches its end), step 4 finds no trailing S run, and steps 5 and 6 find nothing to cut.
+//! Most words are such matches (ASCII letters are in P).
 
 use super::table::{prev_start, ranges_of, Classes};
 use super::{hir_of, is_byte_level, is_digits, is_isolating_split, opt_then_run, repeated_class};
@@ -102,7 +108,7 @@ impl DeepSeek {
         Ok(())
     }
 
-    /// Step 2 on piece `s..e`.
+    /// Step 2 on piece `s..e`: `opt_space_run` with L, and the shortcut of the module docs.
     #[inline(always)]
     fn words<F: FnMut(usize, usize) -> Result<()>>(
         &self,
@@ -111,7 +117,47 @@ impl DeepSeek {
         e: usize,
         f: &mut F,
     ) -> Result<()> {
-        self.opt_space_run(b, s, e, L, &mut |s, e| self.puncts(b, s, e, f))
+        let t = self.t;
+        let mut pos = s; // start of the gap before the next match
+        let mut i = s;
+        while i < e {
+            let (c, n) = t.at(b, i);
+            // Where the L run of a match at i starts, and the bits of its S char before.
+            let (run, lead) = if c & S != 0 && i + n < e && t.at(b, i + n).0 & L != 0 {
+                (i + n, c)
+            } else if c & L != 0 {
+                (i, 0)
+            } else {
+                i += n;
+                continue;
+            };
+            let mut j = run;
+            let (mut any, mut all, mut last) = (lead, u8::MAX, 0u8);
+            while j < e {
+                let (c, n) = t.at(b, j);
+                if c & L == 0 {
+                    break;
+                }
+                any |= c;
+                all &= c;
+                last = c;
+                j += n;
+            }
+            if pos < i {
+                self.puncts(b, pos, i, f)?;
+            }
+            if all & P != 0 && any & (C | D) == 0 && last & S == 0 {
+                f(i, j)?;
+            } else {
+                self.puncts(b, i, j, f)?;
+            }
+            pos = j;
+            i = j;
+        }
+        if pos < e {
+            self.puncts(b, pos, e, f)?;
+        }
+        Ok(())
     }
 
     /// Step 3 on piece `s..e`.

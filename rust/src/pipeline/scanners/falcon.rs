@@ -16,6 +16,10 @@
 //! - 2: GPT-2's regex on each piece of 1, by the same splitter the generic step builds
 //!   (`Splitter::new(R50K_PATTERN)`), matches and the gaps between them (there are none:
 //!   the pattern matches every char, but they are kept as the generic step keeps them).
+//!   A run of punctuation chars is one match when none of its chars is in `\s`, `\p{L}` or
+//!   `\p{N}` (checked at load for every punctuation char): `'(?:[sdmt]|ll|ve|re)`,
+//!   ` ?\p{L}++` and ` ?\p{N}++` cannot match at its start, and ` ?[^\s\p{L}\p{N}]++`
+//!   takes it whole. Such runs skip the regex.
 //! - 3: as 1, on bytes: the maximal runs of numeric-char bytes and of other bytes.
 //! - 4: three consecutive `[0-9]` bytes, leftmost first, non-overlapping: a piece is cut
 //!   before and after each. A run of non-numeric bytes holds no `[0-9]` byte when the class
@@ -34,8 +38,9 @@ use std::sync::OnceLock;
 /// Step 4's pattern, as the file writes it.
 pub const THREE_DIGITS: &str = "[0-9][0-9][0-9]";
 
-/// Class bit: punctuation.
+/// Class bits: punctuation; `[\s\p{L}\p{N}]`.
 const PUNCT: u8 = 1;
+const OTHER: u8 = 2;
 
 struct Tables {
     punct: Classes,
@@ -45,6 +50,8 @@ struct Tables {
     digit: [bool; 256],
     /// Every `digit` byte is `numeric`.
     digit_in_numeric: bool,
+    /// No punctuation char is in `\s`, `\p{L}` or `\p{N}`.
+    punct_outside_sln: bool,
 }
 
 pub struct Falcon {
@@ -94,25 +101,29 @@ impl Falcon {
         while i < b.len() {
             let (c, n) = t.at(b, i);
             if (c & PUNCT != 0) != in_p {
+                self.gpt2_pieces(seg, pos, i, in_p, &mut f)?;
                 in_p = !in_p;
-                self.gpt2_pieces(seg, pos, i, &mut f)?;
                 pos = i;
             }
             i += n;
         }
-        self.gpt2_pieces(seg, pos, b.len(), &mut f)
+        self.gpt2_pieces(seg, pos, b.len(), in_p, &mut f)
     }
 
-    /// Step 2 on piece `s..e`.
+    /// Step 2 on piece `s..e`, a punctuation run if `punct`.
     #[inline(always)]
     fn gpt2_pieces<F: FnMut(usize, usize) -> Result<()>>(
         &self,
         seg: &str,
         s: usize,
         e: usize,
+        punct: bool,
         f: &mut F,
     ) -> Result<()> {
         let b = seg.as_bytes();
+        if punct && self.t.punct_outside_sln {
+            return self.digit_runs(b, s, e, f);
+        }
         let text = &seg[s..e];
         let base = text.as_ptr() as usize;
         let mut prev = s;
@@ -210,11 +221,19 @@ fn tables() -> Option<Tables> {
         digit[b as usize] = digit_class.iter().any(|&(lo, hi)| lo <= c && c <= hi);
     }
     let digit_in_numeric = (0..256).all(|b| !digit[b] || numeric[b]);
+    // `[\s\p{L}\p{N}]` as GPT-2's regex reads it (regex-syntax's tables).
+    let other = hir_of(r"[\s\p{L}\p{N}]")?;
+    let other = ranges_of(class(&other)?);
+    let punct = Classes::build(&[(&other, OTHER)], &[(is_punctuation, PUNCT)]);
+    let punct_outside_sln = (0..=char::MAX as u32)
+        .filter_map(char::from_u32)
+        .all(|c| punct.of_u32(c as u32) != PUNCT | OTHER);
     Some(Tables {
-        punct: Classes::build(&[], &[(is_punctuation, PUNCT)]),
+        punct,
         numeric,
         digit,
         digit_in_numeric,
+        punct_outside_sln,
     })
 }
 
@@ -250,6 +269,15 @@ mod tests {
         })
         .unwrap();
         out
+    }
+
+    /// The shortcuts' conditions hold for the Unicode tables in use (else they would be
+    /// skipped, and the scanner slower).
+    #[test]
+    fn shortcuts_apply() {
+        let t = tables().unwrap();
+        assert!(t.punct_outside_sln && t.digit_in_numeric);
+        assert!(t.numeric[0xBD] && !t.digit[0xBD] && t.digit[b'7' as usize]);
     }
 
     #[test]
