@@ -30,7 +30,7 @@ use super::{class, hir_of, is_byte_level, is_digits, is_isolating_split, kind};
 use crate::encode::pretok::{Splitter, R50K_PATTERN};
 use crate::error::Result;
 use crate::pipeline::byte_level::char_of;
-use crate::pipeline::pre_tokenizers::is_punctuation;
+use crate::pipeline::unicode_classes::punctuation_ranges;
 use regex_syntax::hir::HirKind;
 use serde_json::Value;
 use std::sync::OnceLock;
@@ -224,7 +224,14 @@ fn tables() -> Option<Tables> {
     // `[\s\p{L}\p{N}]` as GPT-2's regex reads it (regex-syntax's tables).
     let other = hir_of(r"[\s\p{L}\p{N}]")?;
     let other = ranges_of(class(&other)?);
-    let punct = Classes::build(&[(&other, OTHER)], &[(is_punctuation, PUNCT)]);
+    // HF's `is_punc` (`is_punctuation`): ASCII punctuation or `\p{P}`.
+    let ascii: Vec<(char, char)> = (0..128u8)
+        .map(char::from)
+        .filter(char::is_ascii_punctuation)
+        .map(|c| (c, c))
+        .collect();
+    let p = punctuation_ranges();
+    let punct = Classes::build(&[(&other, OTHER), (&ascii, PUNCT), (p, PUNCT)], &[]);
     let punct_outside_sln = (0..=char::MAX as u32)
         .filter_map(char::from_u32)
         .all(|c| punct.of_u32(c as u32) != PUNCT | OTHER);
@@ -278,6 +285,16 @@ mod tests {
         let t = tables().unwrap();
         assert!(t.punct_outside_sln && t.digit_in_numeric);
         assert!(t.numeric[0xBD] && !t.digit[0xBD] && t.digit[b'7' as usize]);
+    }
+
+    /// The punctuation bit is the generic step's predicate, for every char.
+    #[test]
+    fn punctuation_is_the_generic_predicate() {
+        let t = tables().unwrap();
+        for c in (0..=char::MAX as u32).filter_map(char::from_u32) {
+            let want = crate::pipeline::pre_tokenizers::is_punctuation(c);
+            assert_eq!(t.punct.of(c) & PUNCT != 0, want, "{c:?}");
+        }
     }
 
     #[test]
