@@ -13,7 +13,7 @@
 //! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
 //!   text first, normalized ones from the normalized text of each remaining part);
 //! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence; [`scanners`]: the
-//!   whole Sequences of known models (DeepSeek LLM, Falcon) as one scanner each, the same
+//!   whole Sequences of known models (DeepSeek LLM, Falcon, StarCoder) as one scanner each, the same
 //!   pieces in one pass;
 //! - [`bpe_model`]: byte-level BPE with HF's merge-pair rule.
 //!

@@ -22,10 +22,12 @@
 //! rest for its steps.
 //!
 //! - [`deepseek`]: DeepSeek LLM's five Splits, Digits and ByteLevel;
-//! - [`falcon`]: Falcon's Punctuation, ByteLevel (GPT-2's regex), Digits and Split.
+//! - [`falcon`]: Falcon's Punctuation, ByteLevel (GPT-2's regex), Digits and Split;
+//! - [`starcoder`]: StarCoder's Digits and ByteLevel (GPT-2's regex).
 
 pub mod deepseek;
 pub mod falcon;
+pub mod starcoder;
 pub mod table;
 
 use crate::error::Result;
@@ -35,6 +37,7 @@ use serde_json::Value;
 pub enum Fused {
     DeepSeek(deepseek::DeepSeek),
     Falcon(falcon::Falcon),
+    StarCoder(starcoder::StarCoder),
 }
 
 impl Fused {
@@ -50,14 +53,18 @@ impl Fused {
         if let Some(f) = falcon::Falcon::recognise(steps)? {
             return Ok(Some(Fused::Falcon(f)));
         }
+        if let Some(s) = starcoder::StarCoder::recognise(steps)? {
+            return Ok(Some(Fused::StarCoder(s)));
+        }
         Ok(None)
     }
 
-    /// The path's name for `Pipeline::paths`: `"scan:deepseek-llm"` or `"scan:falcon"`.
+    /// The path's name for `Pipeline::paths`: `"scan:<model>"`.
     pub fn name(&self) -> &'static str {
         match self {
             Fused::DeepSeek(_) => "scan:deepseek-llm",
             Fused::Falcon(_) => "scan:falcon",
+            Fused::StarCoder(_) => "scan:starcoder",
         }
     }
 
@@ -71,6 +78,7 @@ impl Fused {
         match self {
             Fused::DeepSeek(d) => d.for_each_piece(seg, f),
             Fused::Falcon(s) => s.for_each_piece(seg, f),
+            Fused::StarCoder(s) => s.for_each_piece(seg, f),
         }
     }
 }
