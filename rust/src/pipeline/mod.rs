@@ -12,7 +12,9 @@
 //! - [`normalizers`]: NFC/NFD/NFKC/NFKD/Lowercase/Sequence, with HF's alignments;
 //! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
 //!   text first, normalized ones from the normalized text of each remaining part);
-//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence;
+//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence; [`scanners`]: the
+//!   whole Sequences of known models (DeepSeek LLM, Falcon, StarCoder) as one scanner each, the same
+//!   pieces in one pass;
 //! - [`bpe_model`]: byte-level BPE with HF's merge-pair rule.
 //!
 //! The model stage is one implementation of a word → ids step; SentencePiece BPE (byte
@@ -23,6 +25,7 @@ pub mod bpe_model;
 pub mod byte_level;
 pub mod normalizers;
 pub mod pre_tokenizers;
+pub mod scanners;
 pub mod splitters;
 mod unicode_classes;
 
@@ -121,6 +124,15 @@ impl Pipeline {
                         model.encode_word(vocab, text, rest, &mut cache, &mut engine_cache, out)?;
                     }
                     return Ok(());
+                }
+                if let Some(fused) = self.pretok.fused() {
+                    // One scanner for the whole Sequence: its pieces straight to the model.
+                    let text = s.as_bytes();
+                    let (vocab, model) = (&enc.vocab, &self.model);
+                    return fused.for_each_piece(s, |a, b| {
+                        let w = &text[a..b];
+                        model.encode_word(vocab, text, w, &mut cache, &mut engine_cache, out)
+                    });
                 }
                 self.pretok.for_each_piece(s, &mut |p| {
                     let (w, whole) = if p.space {

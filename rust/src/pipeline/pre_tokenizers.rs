@@ -15,6 +15,7 @@
 
 use super::byte_level::char_of;
 use super::normalizers::{bad, unsupported};
+use super::scanners::Fused;
 use super::splitters::PieceSplitter;
 use crate::encode::pretok::{Splitter, R50K_PATTERN};
 use crate::error::Result;
@@ -74,6 +75,9 @@ pub struct PreTokenizer {
     pub steps: Vec<Step>,
     /// GPT-2's split as a [`PieceSplitter`], for [`PreTokenizer::single_scan`].
     byte_level_scan: Option<PieceSplitter>,
+    /// The whole Sequence as one scanner, where one is written for it (`super::scanners`):
+    /// then it makes the pieces, the same as the steps would.
+    fused: Option<Fused>,
 }
 
 fn flag(v: &Value, k: &str, default: bool) -> bool {
@@ -249,6 +253,14 @@ fn escape(s: &str) -> String {
 impl PreTokenizer {
     /// The pre-tokenizer a `tokenizer.json` asks for; any other kind is refused.
     pub fn from_json(v: &Value) -> Result<PreTokenizer> {
+        let mut pt = Self::from_json_generic(v)?;
+        pt.fused = Fused::recognise(v)?;
+        Ok(pt)
+    }
+
+    /// [`PreTokenizer::from_json`] without a fused scanner: the steps run one by one (the
+    /// reference the fused scanners are tested against).
+    pub fn from_json_generic(v: &Value) -> Result<PreTokenizer> {
         let mut steps = Vec::new();
         if !v.is_null() {
             Self::add(v, &mut steps)?;
@@ -256,7 +268,14 @@ impl PreTokenizer {
         Ok(PreTokenizer {
             steps,
             byte_level_scan: Some(PieceSplitter::new(R50K_PATTERN)?),
+            fused: None,
         })
+    }
+
+    /// The fused scanner that makes this pre-tokenizer's pieces, if there is one.
+    #[inline]
+    pub fn fused(&self) -> Option<&Fused> {
+        self.fused.as_ref()
     }
 
     fn add(v: &Value, steps: &mut Vec<Step>) -> Result<()> {
@@ -325,8 +344,12 @@ impl PreTokenizer {
         Ok(())
     }
 
-    /// The kind of each `Split` step's splitter (`"split:<kind>"`).
+    /// The kind of each `Split` step's splitter (`"split:<kind>"`), or the fused scanner's
+    /// name (`"scan:<model>"`) alone when one makes the pieces.
     pub fn splitter_kinds(&self) -> Vec<&'static str> {
+        if let Some(f) = &self.fused {
+            return vec![f.name()];
+        }
         self.steps
             .iter()
             .filter_map(|s| match s {
@@ -382,6 +405,15 @@ impl PreTokenizer {
     pub fn for_each_piece(&self, seg: &str, f: &mut dyn FnMut(Piece) -> Result<()>) -> Result<()> {
         if seg.is_empty() {
             return Ok(());
+        }
+        if let Some(fused) = &self.fused {
+            return fused.for_each_piece(seg, |start, end| {
+                f(Piece {
+                    start,
+                    end,
+                    space: false,
+                })
+            });
         }
         let whole = Piece {
             start: 0,
@@ -465,6 +497,16 @@ impl PreTokenizer {
 
     /// The pieces of `seg` (see the module docs), appended to `out`.
     pub fn pieces(&self, seg: &str, out: &mut Vec<Piece>) -> Result<()> {
+        if let Some(fused) = &self.fused {
+            return fused.for_each_piece(seg, |start, end| {
+                out.push(Piece {
+                    start,
+                    end,
+                    space: false,
+                });
+                Ok(())
+            });
+        }
         let first = out.len();
         if !seg.is_empty() {
             out.push(Piece {
@@ -774,7 +816,7 @@ fn unchanged(step: &Step, seg: &str, p: Piece, mapped: bool) -> bool {
 }
 
 /// HF's `is_punc`: ASCII punctuation or a Unicode punctuation category (P*).
-fn is_punctuation(c: char) -> bool {
+pub(crate) fn is_punctuation(c: char) -> bool {
     c.is_ascii_punctuation() || super::unicode_classes::is_punctuation(c)
 }
 
@@ -939,6 +981,7 @@ mod tests {
     fn contiguous_digits_after_byte_level() {
         let pt = PreTokenizer {
             byte_level_scan: None,
+            fused: None,
             steps: vec![
                 Step::ByteLevel {
                     prefix_space: false,

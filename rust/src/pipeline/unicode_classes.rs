@@ -20,9 +20,14 @@ fn ranges(pattern: &str) -> Vec<(char, char)> {
     }
 }
 
-pub fn is_punctuation(c: char) -> bool {
+/// The ranges of `\p{P}`, sorted.
+pub fn punctuation_ranges() -> &'static [(char, char)] {
     static P: OnceLock<Vec<(char, char)>> = OnceLock::new();
-    let p = P.get_or_init(|| ranges(r"\p{P}"));
+    P.get_or_init(|| ranges(r"\p{P}"))
+}
+
+pub fn is_punctuation(c: char) -> bool {
+    let p = punctuation_ranges();
     p.binary_search_by(|&(lo, hi)| {
         if hi < c {
             std::cmp::Ordering::Less

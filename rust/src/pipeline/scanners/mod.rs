@@ -1,0 +1,189 @@
+//! Fused scanners: whole pre-tokenizer `Sequence`s of known models run as one pass of
+//! hand-written code instead of step by step.
+//!
+//! Invariant: when [`Fused::recognise`] returns a scanner for a `pre_tokenizer` object,
+//! `Fused::for_each_piece(seg, f)` calls `f(start, end)` with exactly the pieces (byte ranges
+//! of `seg`, in order, none empty, none with a virtual space) that the generic interpreter
+//! (`PreTokenizer::pieces` without fusion) makes of `seg` for that object. Anything else is
+//! not recognised, and the generic interpreter runs.
+//!
+//! Recognition is exact: the `Sequence`'s steps, in order, with their kinds, behaviors,
+//! flags (read with the generic reader's defaults) and pattern strings equal to the ones a
+//! scanner was written for; then the character classes each scanner tests are read from the
+//! patterns' own syntax trees (regex-syntax, as the regex path reads them) and checked to
+//! have the shape the scanner's proof assumes, else the file is not recognised either.
+//!
+//! Why fusing is sound, in general: a step that isolates (a `Split` with `Isolated`, no
+//! `invert`; `ByteLevel` without prefix space) cuts each piece at its matches' starts and
+//! ends and keeps every part, so a Sequence of them cuts the text at the union of every
+//! step's cuts, each step's cuts taken within the pieces the steps before it left. A step
+//! whose cuts depend only on neighbouring chars (a `Contiguous` class run, a class char
+//! isolated) cuts the same wherever the earlier cuts lie. Each scanner's file argues the
+//! rest for its steps.
+//!
+//! - [`deepseek`]: DeepSeek LLM's five Splits, Digits and ByteLevel;
+//! - [`falcon`]: Falcon's Punctuation, ByteLevel (GPT-2's regex), Digits and Split;
+//! - [`starcoder`]: StarCoder's Digits and ByteLevel (GPT-2's regex).
+
+pub mod deepseek;
+pub mod falcon;
+pub mod starcoder;
+pub mod table;
+
+use crate::error::Result;
+use regex_syntax::hir::{Class, ClassUnicode, Hir, HirKind};
+use serde_json::Value;
+
+pub enum Fused {
+    DeepSeek(deepseek::DeepSeek),
+    Falcon(falcon::Falcon),
+    StarCoder(starcoder::StarCoder),
+}
+
+impl Fused {
+    /// The fused scanner for this `pre_tokenizer` object, if it is exactly one a scanner was
+    /// written for (see the module docs).
+    pub fn recognise(v: &Value) -> Result<Option<Fused>> {
+        let Some(steps) = sequence(v) else {
+            return Ok(None);
+        };
+        if let Some(d) = deepseek::DeepSeek::recognise(steps)? {
+            return Ok(Some(Fused::DeepSeek(d)));
+        }
+        if let Some(f) = falcon::Falcon::recognise(steps)? {
+            return Ok(Some(Fused::Falcon(f)));
+        }
+        if let Some(s) = starcoder::StarCoder::recognise(steps)? {
+            return Ok(Some(Fused::StarCoder(s)));
+        }
+        Ok(None)
+    }
+
+    /// The path's name for `Pipeline::paths`: `"scan:<model>"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fused::DeepSeek(_) => "scan:deepseek-llm",
+            Fused::Falcon(_) => "scan:falcon",
+            Fused::StarCoder(_) => "scan:starcoder",
+        }
+    }
+
+    /// Calls `f(start, end)` with each piece of `seg`, in order (see the module docs).
+    #[inline]
+    pub fn for_each_piece(
+        &self,
+        seg: &str,
+        f: impl FnMut(usize, usize) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            Fused::DeepSeek(d) => d.for_each_piece(seg, f),
+            Fused::Falcon(s) => s.for_each_piece(seg, f),
+            Fused::StarCoder(s) => s.for_each_piece(seg, f),
+        }
+    }
+}
+
+/// The steps of a `Sequence` pre-tokenizer.
+fn sequence(v: &Value) -> Option<&[Value]> {
+    if v.get("type")?.as_str()? != "Sequence" {
+        return None;
+    }
+    Some(v.get("pretokenizers")?.as_array()?.as_slice())
+}
+
+/// A boolean field, with the generic reader's default when absent.
+fn flag(v: &Value, k: &str, default: bool) -> bool {
+    v.get(k).and_then(Value::as_bool).unwrap_or(default)
+}
+
+fn kind(v: &Value) -> Option<&str> {
+    v.get("type").and_then(Value::as_str)
+}
+
+/// Whether `v` is `Split` on regex `pattern`, `Isolated`, not inverted.
+fn is_isolating_split(v: &Value, pattern: &str) -> bool {
+    kind(v) == Some("Split")
+        && v.get("pattern")
+            .and_then(|p| p.get("Regex"))
+            .and_then(Value::as_str)
+            == Some(pattern)
+        && v.get("pattern").and_then(|p| p.get("String")).is_none()
+        && v.get("behavior").and_then(Value::as_str) == Some("Isolated")
+        && !flag(v, "invert", false)
+}
+
+/// Whether `v` is `Digits` with `individual_digits` as given.
+fn is_digits(v: &Value, individual: bool) -> bool {
+    kind(v) == Some("Digits") && flag(v, "individual_digits", false) == individual
+}
+
+/// Whether `v` is `ByteLevel` without prefix space, with or without its regex.
+fn is_byte_level(v: &Value, use_regex: bool) -> bool {
+    kind(v) == Some("ByteLevel")
+        && !flag(v, "add_prefix_space", true)
+        && flag(v, "use_regex", true) == use_regex
+}
+
+/// The syntax tree of a `Split` regex as the regex path reads it (Oniguruma syntax first
+/// rewritten by `onig_to_fancy`), or `None` if it does not parse.
+fn hir_of(pattern: &str) -> Option<Hir> {
+    let fancy = super::pre_tokenizers::onig_to_fancy(pattern);
+    regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&fancy)
+        .ok()
+}
+
+/// The class of a one-char class node.
+fn class(h: &Hir) -> Option<&ClassUnicode> {
+    match h.kind() {
+        HirKind::Class(Class::Unicode(c)) => Some(c),
+        _ => None,
+    }
+}
+
+/// The class of `C{min,max}`, greedy.
+fn repeated_class(h: &Hir, min: u32, max: Option<u32>) -> Option<&ClassUnicode> {
+    match h.kind() {
+        HirKind::Repetition(r) if r.min == min && r.max == max && r.greedy => class(&r.sub),
+        _ => None,
+    }
+}
+
+/// `(S, X)` of a pattern read as `S?X+` (greedy, one-char classes S and X).
+fn opt_then_run(h: &Hir) -> Option<(&ClassUnicode, &ClassUnicode)> {
+    match h.kind() {
+        HirKind::Concat(v) if v.len() == 2 => Some((
+            repeated_class(&v[0], 0, Some(1))?,
+            repeated_class(&v[1], 1, None)?,
+        )),
+        _ => None,
+    }
+}
+
+/// A differential test's inputs: `n` strings of up to `max_len` chars from `alphabet`
+/// (each char repeated a few times now and then, for runs), from a fixed seed.
+#[cfg(test)]
+pub(crate) fn random_texts(alphabet: &[&str], n: usize, max_len: usize) -> Vec<String> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..n)
+        .map(|_| {
+            let len = (next() % (max_len as u64 + 1)) as usize;
+            let mut s = String::new();
+            while s.chars().count() < len {
+                let a = alphabet[(next() % alphabet.len() as u64) as usize];
+                let reps = if next() % 4 == 0 { 1 + next() % 4 } else { 1 };
+                for _ in 0..reps {
+                    s.push_str(a);
+                }
+            }
+            s
+        })
+        .collect()
+}
