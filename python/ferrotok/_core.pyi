@@ -6,6 +6,7 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Buffer
 
 # The special tokens an encode call allows: every one ("all") or those in the set.
 _Allowed: TypeAlias = Literal["all"] | AbstractSet[str]
@@ -69,6 +70,23 @@ class CoreBPE:
     def encode_batch_to_numpy(
         self, texts: Sequence[str], allowed_special: _Allowed, num_threads: int
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]: ...
+    # The data job's fast paths (rust/src/py/data.rs): `encode_batch_to_numpy` of a JSONL
+    # block's `field` values, or of an Arrow string/binary array's values (its offsets and
+    # data buffers, 64-bit offsets if `wide`, `first` = `Array.offset`, `len` = `len(Array)`);
+    # None if any record needs the Python reader.
+    def encode_jsonl_block(
+        self, block: bytes, field: str, allowed_special: _Allowed, num_threads: int
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]] | None: ...
+    def encode_arrow_values(
+        self,
+        offsets: Buffer,
+        data: Buffer,
+        wide: bool,
+        first: int,
+        len: int,
+        allowed_special: _Allowed,
+        num_threads: int,
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]] | None: ...
 
 # Training (rust/src/py/train.rs).
 

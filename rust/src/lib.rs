@@ -7,6 +7,8 @@
 //!   each piece (`bpe/`, with the tables it builds lazily) → `encoder`,
 //!   which puts them together;
 //! - `train/`: counting a corpus's pieces and learning merges;
+//! - `data/`: documents straight from a data file's bytes (JSON Lines, Arrow columns),
+//!   encoded on the batch threads;
 //! - `runtime/`: where work runs (process-owned pools, fork safety, batches, huge pages);
 //!   it knows no BPE;
 //! - `py/`: the Python extension, which only converts types and errors.
@@ -15,6 +17,9 @@
 //! `pub(crate)`; the public API is re-exported below, and tests and benches reach the
 //! internals through [`internals`] only.
 
+// Documents read from file bytes on the batch threads: for the bindings (and their tests).
+#[cfg(any(test, feature = "python"))]
+pub(crate) mod data;
 pub(crate) mod encode;
 pub(crate) mod error;
 // The tokenizer.json loader is reached only from the Python bindings today (`Encoding.from_hf`):

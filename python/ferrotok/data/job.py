@@ -14,7 +14,8 @@ What the job promises:
   two batches queued between the reader, the encoder and the writer, whatever the corpus
   size.
 * Reading (and decompressing), encoding and writing run at once, in three threads; encoding
-  runs on ``num_threads`` Rust threads outside the GIL.
+  runs on ``num_threads`` Rust threads outside the GIL. JSONL lines and Parquet values are
+  parsed on those threads too (:mod:`ferrotok.data.native`): the reader thread only reads.
 * No half-written shard is ever visible: shard files are written as ``*.tmp`` and renamed
   when complete; Ctrl-C (``KeyboardInterrupt``) removes the unfinished one. After each shard,
   ``manifest.json`` records it and where in the input the next one starts, so running the same
@@ -38,7 +39,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ..progress import Line, end_line
-from .readers import Batch, Position, Skipped, expand_inputs, iter_batches
+from .native import EncodeStage
+from .readers import Batch, Position, Skipped, expand_inputs, iter_segments
 from .readers import input_format as _input_format
 from .writers import FORMATS, ShardWriter, dtype_for_vocab
 
@@ -510,11 +512,14 @@ def tokenize_files(
     stop = threading.Event()
     reader_error: list[BaseException] = []
 
+    stage = EncodeStage(enc, field=field, skip_bad=skip_bad, allowed=allowed,
+                        num_threads=num_threads, batch_bytes=batch_bytes, skipped=skipped)
+
     def read() -> None:
         try:
-            for b in iter_batches(
+            for b in iter_segments(
                 paths, format=input_format, field=field, text_mode=text_mode,
-                skip_bad=skip_bad, batch_bytes=batch_bytes, start=start, skipped=skipped,
+                skip_bad=skip_bad, batch_bytes=batch_bytes, start=start,
             ):
                 while not stop.is_set():
                     try:
@@ -551,24 +556,19 @@ def tokenize_files(
     finished = False
     try:
         while True:
-            b = read_q.get()
-            if b is None:
+            seg = read_q.get()
+            if seg is None:
                 break
-            texts = b.texts
+            done = stage.feed(seg)
+            if done is None:
+                continue
+            b, ids, offsets = done
             dropped = 0
             if skip_docs:  # resuming: the documents before the start are already in shards
-                dropped = min(skip_docs, len(texts))
-                texts = texts[dropped:]
+                dropped = min(skip_docs, len(offsets) - 1)
+                ids = ids[offsets[dropped]:]
+                offsets = offsets[dropped:] - offsets[dropped]
                 skip_docs -= dropped
-            if allowed == "all" or allowed:
-                ids, offsets = enc.encode_batch_to_numpy(
-                    texts, num_threads=num_threads,
-                    allowed_special=("all" if allowed == "all" else set(allowed)),
-                    disallowed_special=(),
-                )
-            else:
-                ids, offsets = enc.encode_ordinary_batch_to_numpy(texts, num_threads=num_threads)
-            b.texts = []
             put_write((b, ids, offsets, dropped))
         if reader_error:
             raise reader_error[0]

@@ -20,6 +20,11 @@ block it refuses or that holds a null is parsed again line by line with :mod:`js
 finds the bad line and gives the same strings for the good ones (a lone surrogate escape,
 which pyarrow refuses, becomes U+FFFD, as tiktoken encodes it). Decompression (zlib, zstd)
 also runs outside the GIL, so reading overlaps encoding in another thread.
+
+:func:`iter_segments` is the job's way in (see :mod:`ferrotok.data.native`): the same reading
+with no document made a ``str`` — raw JSONL blocks and Parquet's Arrow arrays, parsed and
+encoded natively on the encoding threads — and the batch boundaries left to the consumer,
+which applies the rules :func:`iter_batches` applies, so both cut the same batches.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple, Union, cast
 
@@ -40,6 +45,7 @@ __all__ = [
     "input_format",
     "iter_batches",
     "iter_documents",
+    "iter_segments",
 ]
 
 StrPath = Union[str, "os.PathLike[str]"]
@@ -109,6 +115,43 @@ class Batch:
     end: Position
     nbytes: int  # input bytes (decompressed) the documents came from
     skipped: Skipped  # what was skipped up to ``end`` (a snapshot)
+
+
+class JsonlBlock(NamedTuple):
+    """Whole JSONL lines as read (the last one maybe without its ``\\n``), not parsed yet."""
+
+    data: bytes
+    path: str
+    first_line: int  # lines of the file before the block
+
+
+class ArrowValues(NamedTuple):
+    """A Parquet column's values as read: a pyarrow string or binary array without nulls."""
+
+    array: Any
+    path: str
+    first_row: int  # rows of the file before the array
+
+
+#: What a :class:`Segment` holds, in input order: documents, a skipped record, or records
+#: not parsed yet.
+Part = Union[list[str], BadInput, JsonlBlock, ArrowValues]
+
+#: Where a batch may end after a :class:`Segment`: always (``"end"``), once it holds
+#: ``batch_bytes`` of input (``"bytes"``), or if it holds a document (``"docs"``, at the end
+#: of a file).
+CUTS = ("bytes", "docs", "end")
+
+
+@dataclass
+class Segment:
+    """Input read since the last segment (:func:`iter_segments`), and the place after it,
+    where :func:`iter_batches` would check whether a batch ends (``cut``)."""
+
+    parts: list[Part]
+    nbytes: int
+    end: Position
+    cut: str
 
 
 def input_format(path: str, fmt: str | None = None) -> tuple[str, str | None]:
@@ -219,6 +262,81 @@ def _decode(data: bytes, path: str, where: str) -> str:
         raise BadInput(path, where, "invalid_utf8", f"invalid UTF-8 at byte {e.start}") from None
 
 
+def jsonl_line(raw: bytes, path: str, n: int, field: str) -> str:
+    """The text of ``field`` in JSONL line ``n`` (``raw``, not blank) with Python's rules, or
+    :class:`BadInput` naming what is wrong."""
+    where = f"line {n}"
+    text = _decode(raw, path, where)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadInput(
+            path, where, "not_json", f"not JSON ({e.msg} at column {e.colno})"
+        ) from None
+    if not isinstance(obj, dict):
+        raise BadInput(path, where, "not_object",
+                       f"a JSON {type(obj).__name__}, expected an object")
+    if field not in obj:
+        raise BadInput(path, where, "missing_field", f"no field {field!r}")
+    value = obj[field]
+    if not isinstance(value, str):
+        kind = "null" if value is None else type(value).__name__
+        raise BadInput(path, where, "not_string",
+                       f"field {field!r} is {kind}, expected a string")
+    return _no_lone_surrogates(value)
+
+
+def jsonl_block_slow(
+    block: bytes, path: str, first_line: int, field: str, bad: Callable[[BadInput], None]
+) -> list[str]:
+    """The texts of a JSONL block line by line with :mod:`json`; each bad line goes to
+    ``bad`` (which raises it or counts it), blank lines are not records."""
+    texts = []
+    for n, raw in enumerate(block.split(b"\n"), start=first_line + 1):
+        if not raw.strip():
+            continue
+        try:
+            texts.append(jsonl_line(raw, path, n, field))
+        except BadInput as e:
+            bad(e)
+    return texts
+
+
+def parquet_values_slow(
+    values: list[Any], path: str, first_row: int, field: str, bad: Callable[[BadInput], None]
+) -> list[str]:
+    """The texts of a column's values (``str``, ``bytes`` or None) from ``first_row`` on;
+    a null or bytes that are not UTF-8 go to ``bad``."""
+    texts = []
+    for r, v in enumerate(values, start=first_row):
+        where = f"row {r}"
+        if v is None:
+            bad(BadInput(path, where, "not_string", f"column {field!r} is null, expected a string"))
+        elif isinstance(v, bytes):
+            try:
+                texts.append(_decode(v, path, where))
+            except BadInput as e:
+                bad(e)
+        else:
+            texts.append(v)
+    return texts
+
+
+def arrow_values_slow(
+    array: Any, path: str, first_row: int, field: str, bad: Callable[[BadInput], None]
+) -> list[str]:
+    """:func:`parquet_values_slow` of a pyarrow array; string values that are not UTF-8
+    (which ``to_pylist`` cannot make a ``str``) are read as bytes, so the row is named."""
+    import pyarrow as pa
+
+    try:
+        values = array.to_pylist()
+    except UnicodeDecodeError:
+        large = pa.types.is_large_string(array.type)
+        values = array.cast(pa.large_binary() if large else pa.binary()).to_pylist()
+    return parquet_values_slow(values, path, first_row, field, bad)
+
+
 def _no_lone_surrogates(text: str) -> str:
     """``text`` with each lone surrogate (a ``\\ud800`` escape in JSON) replaced by U+FFFD,
     as tiktoken's ``encode`` and pyarrow's reader treat them, so that the text is valid
@@ -243,6 +361,7 @@ class _Reader:
         skip_bad: bool,
         batch_bytes: int,
         start: Position,
+        native: bool = False,
     ) -> None:
         self.paths = paths
         self.fmt = fmt
@@ -256,11 +375,24 @@ class _Reader:
         self.texts: list[str] = []
         self.nbytes = 0
         self._arrow_json: Any = None
+        # Segments instead of batches (`iter_segments`): records go to `parts` in order, and
+        # every place where a batch may end yields a segment, whose consumer decides.
+        self.native = native
+        self.parts: list[Part] = []
 
     def _bad(self, err: BadInput) -> None:
         if not self.skip_bad:
             raise err
-        self.skipped.add(err)
+        if self.native:
+            self._part(err)
+        else:
+            self.skipped.add(err)
+
+    def _part(self, part: Part) -> None:
+        if self.texts:
+            self.parts.append(self.texts)
+            self.texts = []
+        self.parts.append(part)
 
     def _take(self, end: Position) -> Batch:
         snap = Skipped(dict(self.skipped.counts), list(self.skipped.examples))
@@ -268,7 +400,28 @@ class _Reader:
         self.texts, self.nbytes = [], 0
         return b
 
-    def run(self) -> Iterator[Batch]:
+    def _segment(self, end: Position, cut: str) -> Segment:
+        if self.texts:
+            self.parts.append(self.texts)
+        seg = Segment(self.parts, self.nbytes, end, cut)
+        self.parts, self.texts, self.nbytes = [], [], 0
+        return seg
+
+    def _cut(self, end: Position) -> Iterator[Any]:
+        """A batch ends at ``end`` once it holds ``batch_bytes`` of input."""
+        if self.native:
+            yield self._segment(end, "bytes")
+        elif self.nbytes >= self.batch_bytes:
+            yield self._take(end)
+
+    def _file_end(self, end: Position) -> Iterator[Any]:
+        """A file ends at ``end``: a batch ends there if it holds a document."""
+        if self.native:
+            yield self._segment(end, "docs")
+        elif self.texts:
+            yield self._take(end)
+
+    def run(self) -> Iterator[Any]:
         for i in range(self.start.file, len(self.paths)):
             path = self.paths[i]
             skip = self.start.record if i == self.start.file else 0
@@ -281,11 +434,14 @@ class _Reader:
                 gen = self._text(i, path, comp, skip)
             yield from gen
         # The last batch, empty or not, carries the end position.
-        yield self._take(Position(len(self.paths), 0))
+        if self.native:
+            yield self._segment(Position(len(self.paths), 0), "end")
+        else:
+            yield self._take(Position(len(self.paths), 0))
 
     # -- JSON Lines ---------------------------------------------------------------------
 
-    def _jsonl(self, i: int, path: str, comp: str | None, skip: int) -> Iterator[Batch]:
+    def _jsonl(self, i: int, path: str, comp: str | None, skip: int) -> Iterator[Any]:
         line = 0  # lines before the current block
         with _open(path, comp) as f:
             for block in _blocks(f, b"\n", self.block):
@@ -303,23 +459,18 @@ class _Reader:
                 self._jsonl_block(block, path, line)
                 self.nbytes += len(block)
                 line += n_lines
-                if self.nbytes >= self.batch_bytes:
-                    yield self._take(Position(i, line))
-        if self.texts:
-            yield self._take(Position(i + 1, 0))
+                yield from self._cut(Position(i, line))
+        yield from self._file_end(Position(i + 1, 0))
 
     def _jsonl_block(self, block: bytes, path: str, first_line: int) -> None:
+        if self.native:
+            self._part(JsonlBlock(block, path, first_line))
+            return
         texts = self._jsonl_fast(block)
         if texts is not None:
             self.texts += texts
             return
-        for n, raw in enumerate(block.split(b"\n"), start=first_line + 1):
-            if not raw.strip():
-                continue
-            try:
-                self.texts.append(self._jsonl_line(raw, path, n))
-            except BadInput as e:
-                self._bad(e)
+        self.texts += jsonl_block_slow(block, path, first_line, self.field, self._bad)
 
     def _jsonl_fast(self, block: bytes) -> list[str] | None:
         """The block's texts through pyarrow, or None if pyarrow is missing, refuses the
@@ -361,30 +512,9 @@ class _Reader:
             return None
         return texts
 
-    def _jsonl_line(self, raw: bytes, path: str, n: int) -> str:
-        where = f"line {n}"
-        text = _decode(raw, path, where)
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise BadInput(
-                path, where, "not_json", f"not JSON ({e.msg} at column {e.colno})"
-            ) from None
-        if not isinstance(obj, dict):
-            raise BadInput(path, where, "not_object",
-                           f"a JSON {type(obj).__name__}, expected an object")
-        if self.field not in obj:
-            raise BadInput(path, where, "missing_field", f"no field {self.field!r}")
-        value = obj[self.field]
-        if not isinstance(value, str):
-            kind = "null" if value is None else type(value).__name__
-            raise BadInput(path, where, "not_string",
-                           f"field {self.field!r} is {kind}, expected a string")
-        return _no_lone_surrogates(value)
-
     # -- Parquet ------------------------------------------------------------------------
 
-    def _parquet(self, i: int, path: str, skip: int) -> Iterator[Batch]:
+    def _parquet(self, i: int, path: str, skip: int) -> Iterator[Any]:
         try:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -420,34 +550,23 @@ class _Reader:
             if row < skip:
                 col = col.slice(skip - row)
                 row = skip
-            if col.null_count or is_binary:
-                self._parquet_slow(col.to_pylist(), path, row)
+            if self.native and not col.null_count:
+                self._part(ArrowValues(col, path, row))
+            elif col.null_count or is_binary:
+                self.texts += arrow_values_slow(col, path, row, self.field, self._bad)
             else:
-                self.texts += col.to_pylist()
+                try:
+                    self.texts += col.to_pylist()
+                except UnicodeDecodeError:  # not UTF-8: the slow path names the row
+                    self.texts += arrow_values_slow(col, path, row, self.field, self._bad)
             self.nbytes += col.nbytes
             row += len(col)
-            if self.nbytes >= self.batch_bytes:
-                yield self._take(Position(i, row))
-        if self.texts:
-            yield self._take(Position(i + 1, 0))
-
-    def _parquet_slow(self, values: list[Any], path: str, first_row: int) -> None:
-        for r, v in enumerate(values, start=first_row):
-            where = f"row {r}"
-            if v is None:
-                self._bad(BadInput(path, where, "not_string",
-                                   f"column {self.field!r} is null, expected a string"))
-            elif isinstance(v, bytes):
-                try:
-                    self.texts.append(_decode(v, path, where))
-                except BadInput as e:
-                    self._bad(e)
-            else:
-                self.texts.append(v)
+            yield from self._cut(Position(i, row))
+        yield from self._file_end(Position(i + 1, 0))
 
     # -- plain text ---------------------------------------------------------------------
 
-    def _text(self, i: int, path: str, comp: str | None, skip: int) -> Iterator[Batch]:
+    def _text(self, i: int, path: str, comp: str | None, skip: int) -> Iterator[Any]:
         if self.text_mode == "file":
             if skip == 0:
                 with _open(path, comp) as f:
@@ -457,8 +576,7 @@ class _Reader:
                 except BadInput as e:
                     self._bad(e)
                 self.nbytes += len(data)
-            if self.nbytes >= self.batch_bytes:
-                yield self._take(Position(i + 1, 0))
+            yield from self._cut(Position(i + 1, 0))
             return
         line_mode = self.text_mode == "line"
         sep = b"\n" if line_mode else self.text_mode.encode("utf-8")
@@ -484,10 +602,8 @@ class _Reader:
                     if not line_mode:
                         line += sep.count(b"\n")
                 self.nbytes += len(block)
-                if self.nbytes >= self.batch_bytes:
-                    yield self._take(Position(i, record))
-        if self.texts:
-            yield self._take(Position(i + 1, 0))
+                yield from self._cut(Position(i, record))
+        yield from self._file_end(Position(i + 1, 0))
 
 
 def iter_batches(
@@ -519,6 +635,43 @@ def iter_batches(
 
     The last batch may be empty; its ``end`` is ``Position(len(files), 0)``.
     """
+    reader = _reader(inputs, format, field, text_mode, skip_bad, batch_bytes, start, False)
+    if skipped is not None:
+        reader.skipped = skipped
+    return cast("Iterator[Batch]", reader.run())
+
+
+def iter_segments(
+    inputs: StrPath | Sequence[StrPath],
+    *,
+    format: str | None = None,
+    field: str = "text",
+    text_mode: str = "file",
+    skip_bad: bool = False,
+    batch_bytes: int = 4 << 20,
+    start: Position | None = None,
+) -> Iterator[Segment]:
+    """What :func:`iter_batches` reads, as :class:`Segment`\\ s: JSONL blocks and Parquet
+    arrays not made documents yet, and the places where a batch may end, for a consumer that
+    parses them natively and cuts the batches itself (:mod:`ferrotok.data.native`). Bad
+    records found while reading are raised as :func:`iter_batches` raises them, or with
+    ``skip_bad`` put among the parts in their place. Files are read in the blocks
+    :func:`iter_batches` reads for ``batch_bytes``, so the segments end where its checks
+    are."""
+    reader = _reader(inputs, format, field, text_mode, skip_bad, batch_bytes, start, True)
+    return cast("Iterator[Segment]", reader.run())
+
+
+def _reader(
+    inputs: StrPath | Sequence[StrPath],
+    format: str | None,
+    field: str,
+    text_mode: str,
+    skip_bad: bool,
+    batch_bytes: int,
+    start: Position | None,
+    native: bool,
+) -> _Reader:
     if not isinstance(text_mode, str) or not text_mode:
         raise ValueError("text_mode must be 'file', 'line' or a non-empty separator string")
     if not isinstance(field, str) or not field:
@@ -526,11 +679,8 @@ def iter_batches(
     paths = expand_inputs(inputs)
     for p in paths:
         input_format(p, format)  # every file's format is checked before any work
-    reader = _Reader(paths, fmt=format, field=field, text_mode=text_mode, skip_bad=skip_bad,
-                     batch_bytes=batch_bytes, start=start or Position(0, 0))
-    if skipped is not None:
-        reader.skipped = skipped
-    return reader.run()
+    return _Reader(paths, fmt=format, field=field, text_mode=text_mode, skip_bad=skip_bad,
+                   batch_bytes=batch_bytes, start=start or Position(0, 0), native=native)
 
 
 def iter_documents(

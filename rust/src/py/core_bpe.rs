@@ -324,6 +324,43 @@ impl PyCoreBPE {
         Ok((PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
     }
 
+    /// The documents of a JSON Lines block (whole lines: `field` of each non-blank one) as
+    /// `encode_batch_to_numpy` gives them, or `None` if any line needs the Python reader
+    /// (`py/data.rs`).
+    fn encode_jsonl_block<'py>(
+        &self,
+        py: Python<'py>,
+        block: &[u8],
+        field: &str,
+        allowed_special: &Bound<'_, PyAny>,
+        num_threads: usize,
+    ) -> PyResult<Option<FlatBatch<'py>>> {
+        let allowed = self.allowed(allowed_special)?;
+        let a = allowed.as_allowed();
+        super::data::encode_jsonl_block(py, &self.inner, a, block, field, num_threads)
+    }
+
+    /// The values of an Arrow string or binary array without nulls, from its buffers, as
+    /// `encode_batch_to_numpy` gives them, or `None` if any needs the Python reader
+    /// (`py/data.rs`).
+    #[allow(clippy::too_many_arguments)]
+    fn encode_arrow_values<'py>(
+        &self,
+        py: Python<'py>,
+        offsets: &Bound<'py, PyAny>,
+        data: &Bound<'py, PyAny>,
+        wide: bool,
+        first: usize,
+        len: usize,
+        allowed_special: &Bound<'_, PyAny>,
+        num_threads: usize,
+    ) -> PyResult<Option<FlatBatch<'py>>> {
+        let allowed = self.allowed(allowed_special)?;
+        let a = allowed.as_allowed();
+        let enc = &self.inner;
+        super::data::encode_arrow_values(py, enc, a, offsets, data, wide, first, len, num_threads)
+    }
+
     /// Builds now the tables encoding builds at its first need, and the int objects of every
     /// ordinary id, so that processes forked after this share them.
     fn build_tables(&self, py: Python<'_>) -> PyResult<()> {

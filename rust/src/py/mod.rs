@@ -7,12 +7,14 @@
 //! [`core_bpe`] (the encoding class, `CoreBPE`), [`batches`] (batches on the core's threads,
 //! Ctrl-C, lists built as ids come in), [`ints`] and [`id_arrays`] (ids to and from Python
 //! ints and arrays, [`ids`] choosing between them), [`id_text`] (the command line's id
-//! text), [`patterns`] (the OpenAI patterns and where a file may be cut) and [`train`].
+//! text), [`patterns`] (the OpenAI patterns and where a file may be cut), [`data`] (JSON
+//! Lines blocks and Arrow columns straight to ids) and [`train`].
 
 use pyo3::prelude::*;
 
 mod batches;
 mod core_bpe;
+mod data;
 mod errors;
 mod id_arrays;
 mod id_text;

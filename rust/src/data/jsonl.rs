@@ -1,0 +1,359 @@
+//! One field of each line of a JSON Lines block, as Python's `json.loads(line)[field]` gives
+//! it, parsed by serde_json without building the object: other values are skipped, the
+//! field's string is borrowed from the line when it holds no escapes.
+//!
+//! Invariant: [`field_text`] says [`Line::Text`] only when `json.loads` would return an
+//! object whose `field` is a string holding exactly that text (and nothing a Python reader
+//! would change: no lone surrogate), and [`Line::Blank`] only for a line the reader skips
+//! (`not line.strip()`). Everything else — not UTF-8, not JSON, not an object, the field
+//! missing or not a string, `NaN` / `Infinity` (which `json.loads` takes and serde_json
+//! refuses), a lone surrogate escape in the field (serde_json refuses it; Python turns it
+//! into U+FFFD) — is [`Line::Fallback`]: the caller reads the block with Python's rules.
+//! (One difference is left on purpose: a value skipped here may nest deeper than the ~1,000
+//! levels where `json.loads` stops with `RecursionError`; that line is read here, where the
+//! Python reader would stop the job with that error.)
+//!
+//! Where the two parsers agree and why that is enough: both take the grammar of RFC 8259
+//! with the same whitespace (space, tab, `\n`, `\r`) before and after the value, refuse
+//! control characters inside strings, trailing commas, leading zeros and trailing data, and
+//! skip over any number however long. serde_json refuses more (the extensions above), never
+//! less, and refusing only costs the slow path. A key that occurs twice keeps its last
+//! value, as a Python `dict` does.
+
+use super::{encode_pieces, Encoded, Flat, Piece, PIECE_BYTES};
+use crate::error::Result;
+use crate::vocab::Rank;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use std::borrow::Cow;
+use std::fmt;
+
+/// What one line of a block is.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// A document: the field's text.
+    Text(Cow<'a, str>),
+    /// Only ASCII whitespace (Python's `bytes.strip` set): not a record.
+    Blank,
+    /// Anything the Python reader must look at.
+    Fallback,
+}
+
+/// Is `line` empty after Python's `bytes.strip()` (which strips `b" \t\n\r\x0b\x0c"`)?
+fn is_blank(line: &[u8]) -> bool {
+    line.iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+}
+
+/// The text of `field` in `line` (one line of the file without its `\n`): see the module doc.
+pub fn field_text<'a>(line: &'a [u8], field: &str) -> Line<'a> {
+    if is_blank(line) {
+        return Line::Blank;
+    }
+    // Python decodes the whole line first: any invalid byte anywhere is its error, and
+    // serde_json would let one pass inside a string it skips.
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Line::Fallback;
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    match (Object { field }).deserialize(&mut de) {
+        // `end` refuses anything but whitespace after the object, as `json.loads` does.
+        Ok(Some(value)) if de.end().is_ok() => Line::Text(value),
+        _ => Line::Fallback,
+    }
+}
+
+/// The top-level value, which must be an object: the last value of `field`, if any.
+struct Object<'f> {
+    field: &'f str,
+}
+
+impl<'de> DeserializeSeed<'de> for Object<'_> {
+    type Value = Option<Cow<'de, str>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Object<'_> {
+    type Value = Option<Cow<'de, str>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(is_field) = map.next_key_seed(KeyIs(self.field))? {
+            if is_field {
+                // A later value of the same key replaces this one, as in a Python dict;
+                // a value that is not a string is an error (the slow path names it).
+                found = Some(map.next_value_seed(Text)?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// A key: is it (once unescaped) the field's name?
+struct KeyIs<'f>(&'f str);
+
+impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<bool, E> {
+        Ok(v == self.0)
+    }
+}
+
+/// The field's value, which must be a string: borrowed from the line when it holds no
+/// escape.
+struct Text;
+
+impl<'de> DeserializeSeed<'de> for Text {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Text {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E: serde::de::Error>(
+        self,
+        v: &'de str,
+    ) -> std::result::Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> std::result::Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+/// `block` (whole lines, the last one with or without its `\n`) cut into pieces of about
+/// [`PIECE_BYTES`] that each end just after a `\n` (the last at the block's end).
+fn pieces(block: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::with_capacity(block.len() / PIECE_BYTES + 1);
+    let mut rest = block;
+    while rest.len() > PIECE_BYTES {
+        match memchr::memchr(b'\n', &rest[PIECE_BYTES..]) {
+            Some(at) => {
+                let (piece, tail) = rest.split_at(PIECE_BYTES + at + 1);
+                out.push(piece);
+                rest = tail;
+            }
+            None => break,
+        }
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// The lines of a piece as Python's `piece.split(b"\n")` gives them, except that a piece
+/// ending in `\n` has no empty line after it (it would be blank anyway).
+fn lines(piece: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = Some(piece);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        match memchr::memchr(b'\n', r) {
+            Some(at) => {
+                rest = if at + 1 < r.len() {
+                    Some(&r[at + 1..])
+                } else {
+                    None
+                };
+                Some(&r[..at])
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
+}
+
+/// The ids of the documents of a JSON Lines block (the `field` of each non-blank line, in
+/// order), each by `encode` (which appends a text's ids to a vector), on up to
+/// `num_threads` threads; `None` if any line needs the Python reader (see the module doc).
+pub fn encode_block(
+    block: &[u8],
+    field: &str,
+    num_threads: usize,
+    encode: impl Fn(&str, &mut Vec<Rank>) -> Result<()> + Sync + Send,
+    stop: impl FnMut() -> bool,
+) -> Result<Option<Flat>> {
+    let pieces = pieces(block);
+    let work = |piece: &&[u8]| -> Result<Piece> {
+        let mut e = Encoded {
+            ids: Vec::with_capacity(piece.len() / 3),
+            ends: Vec::new(),
+        };
+        for line in lines(piece) {
+            match field_text(line, field) {
+                Line::Text(text) => e.push(|out| encode(&text, out))?,
+                Line::Blank => {}
+                Line::Fallback => return Ok(Piece::Fallback),
+            }
+        }
+        Ok(Piece::Done(e))
+    };
+    encode_pieces(&pieces, block.len(), num_threads, work, stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(line: &str) -> Line<'_> {
+        field_text(line.as_bytes(), "text")
+    }
+
+    fn owned(s: &str) -> Line<'static> {
+        Line::Text(Cow::Owned(s.to_owned()))
+    }
+
+    #[test]
+    fn takes_the_field_and_skips_the_rest() {
+        assert_eq!(text(r#"{"text": "hi"}"#), owned("hi"));
+        assert!(matches!(
+            text(r#"{"text": "hi"}"#),
+            Line::Text(Cow::Borrowed("hi"))
+        ));
+        assert_eq!(
+            text(
+                r#" {"id": [1, {"a": null}, 2.5e300, -0, true], "text": "a\"b\n\u00e9\ud83d\ude00", "x": {}} "#
+            ),
+            owned("a\"b\n\u{e9}\u{1f600}")
+        );
+        assert_eq!(text("{\"text\": \"x\"}\r"), owned("x"));
+        assert_eq!(text(r#"{"te\u0078t": "esc key"}"#), owned("esc key"));
+        assert_eq!(
+            text(r#"{"n": 123456789012345678901234567890, "text": ""}"#),
+            owned("")
+        );
+        assert_eq!(text(r#"{"text": "a", "text": "b"}"#), owned("b"));
+        assert_eq!(text(r#"{"é": 1, "text": "c"}"#), owned("c"));
+        // a lone surrogate in a value that is skipped: Python takes it too
+        assert_eq!(text(r#"{"o": "\ud800", "text": "d"}"#), owned("d"));
+    }
+
+    #[test]
+    fn blank_lines_are_not_records() {
+        for line in ["", " ", "\r", "\t \x0b\x0c "] {
+            assert_eq!(text(line), Line::Blank, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn anything_python_treats_otherwise_falls_back() {
+        for line in [
+            r#"{"text": "\ud800"}"#,       // lone surrogate: U+FFFD in Python
+            r#"{"text": "\udc00\ud800"}"#, // reversed pair
+            r#"{"x": NaN, "text": "a"}"#,  // json.loads takes NaN
+            r#"{"x": -Infinity, "text": "a"}"#,
+            r#"{"text": 1}"#,
+            r#"{"text": null}"#,
+            r#"{"text": ["a"]}"#,
+            r#"{"text": "a", "text": 2}"#,
+            r#"{"other": "a"}"#,
+            r#"["text", "a"]"#,
+            r#""text""#,
+            r#"{"text": "a"} x"#,
+            r#"{"text": "a"},"#,
+            r#"{"text": "a",}"#,
+            "{\"text\": \"a\tb\"}", // a raw control character in a string
+            "{\"x\": \"\x01\", \"text\": \"a\"}",
+            "\x0b{\"text\": \"a\"}", // not JSON whitespace
+            "\u{feff}{\"text\": \"a\"}",
+            r#"{"x": 01, "text": "a"}"#,
+            r#"{"text": 'a'}"#,
+            "{\"text\": \"a\"",
+        ] {
+            assert_eq!(text(line), Line::Fallback, "{line:?}");
+        }
+        // serde_json skips nested values at any depth, as json.loads does up to Python's
+        // recursion limit
+        let deep = format!(
+            "{{\"x\": {}1{}, \"text\": \"a\"}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert_eq!(text(&deep), owned("a"));
+        let deep = format!(
+            "{{\"x\": {}1{}, \"text\": \"a\"}}",
+            "[".repeat(200),
+            "]".repeat(199)
+        );
+        assert_eq!(text(&deep), Line::Fallback);
+        assert_eq!(field_text(b"{\"text\": \"\xff\"}", "text"), Line::Fallback);
+        assert_eq!(
+            field_text(b"{\"x\": \"\xc3\", \"text\": \"a\"}", "text"),
+            Line::Fallback
+        );
+    }
+
+    #[test]
+    fn pieces_and_lines_cover_the_block() {
+        let mut block = Vec::new();
+        for i in 0..5000 {
+            block.extend_from_slice(
+                format!("{{\"text\": \"{}\"}}\n", "x".repeat(i % 97)).as_bytes(),
+            );
+        }
+        for tail in [&b""[..], b"{\"text\": \"end\"}"] {
+            let mut b = block.clone();
+            b.extend_from_slice(tail);
+            let ps = pieces(&b);
+            assert!(ps.len() > 1);
+            assert_eq!(ps.concat(), b);
+            assert!(ps[..ps.len() - 1].iter().all(|p| p.ends_with(b"\n")));
+            let got: Vec<&[u8]> = ps.iter().flat_map(|p| lines(p)).collect();
+            let mut want: Vec<&[u8]> = b.split(|&c| c == b'\n').collect();
+            if b.ends_with(b"\n") {
+                want.pop();
+            }
+            assert_eq!(got, want);
+        }
+        assert!(pieces(b"").is_empty());
+        assert_eq!(lines(b"\n\n").collect::<Vec<_>>(), vec![&b""[..], b""]);
+    }
+
+    #[test]
+    fn a_block_encodes_to_each_documents_ids_or_falls_back() {
+        let enc = |t: &str, out: &mut Vec<Rank>| {
+            out.extend(t.bytes().map(Rank::from));
+            Ok(())
+        };
+        let block = b"{\"text\": \"ab\"}\n\n  \r\n{\"id\": 1, \"text\": \"\"}\r\n{\"text\": \"c\"}";
+        let (ids, offsets) = encode_block(block, "text", 2, enc, || false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(ids, vec![97, 98, 99]);
+        assert_eq!(offsets, vec![0, 2, 2, 3]);
+        let bad = b"{\"text\": \"ab\"}\n{\"text\": 3}\n";
+        assert!(encode_block(bad, "text", 2, enc, || false)
+            .unwrap()
+            .is_none());
+    }
+}

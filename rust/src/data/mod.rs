@@ -1,0 +1,175 @@
+//! Documents straight from the bytes of a data file, encoded on the batch threads: the
+//! lines of a JSON Lines block ([`jsonl`]) and the values of an Arrow string column
+//! ([`arrow`]), with no Python `str` per document.
+//!
+//! Invariant: [`encode_pieces`] returns either what the Python readers and
+//! `encode_batch_to_numpy` give for the same records — the ids of every document one after
+//! another, and offsets with `ids[offsets[i]..offsets[i + 1]]` the ids of document `i`, in
+//! input order — or `None`, when any record is one the readers would treat in a way this
+//! code does not repeat exactly (a record that is not a document, a value that needs
+//! Python's rules, bytes that are not UTF-8). `None` is never a guess: the caller then reads
+//! the same records the slow way, which names the bad one or replaces what needs replacing.
+//!
+//! Why: reading was as costly as encoding when each document became a Python `str` first,
+//! and it ran on a core the encoder threads needed. Here each thread parses the records it
+//! encodes, so reading costs a scan of the bytes, on the same cores, with nothing in
+//! between.
+//!
+//! The work is cut into pieces of about [`PIECE_BYTES`] of whole records, run by
+//! [`batch_map_until`] (the caller's thread from the front, helpers from the back), so
+//! finding the records is shared by the threads too.
+
+pub mod arrow;
+pub mod jsonl;
+
+use crate::error::Result;
+use crate::runtime::batch::{batch_map_until, threads_for_text};
+use crate::vocab::Rank;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Bytes of records per piece: small enough for two threads to balance a block of a few
+/// MB and to notice Ctrl-C within a millisecond or so, large enough that taking a piece
+/// costs nothing beside encoding it.
+pub const PIECE_BYTES: usize = 64 << 10;
+
+/// The ids of a piece's documents, one after another, and where each document ends.
+#[derive(Default)]
+pub struct Encoded {
+    pub ids: Vec<Rank>,
+    /// `ends[i]` is one past document `i`'s last id in `ids`.
+    pub ends: Vec<usize>,
+}
+
+impl Encoded {
+    /// Appends one document's ids by `encode`, which appends to the vector it is given.
+    pub fn push(&mut self, encode: impl FnOnce(&mut Vec<Rank>) -> Result<()>) -> Result<()> {
+        encode(&mut self.ids)?;
+        self.ends.push(self.ids.len());
+        Ok(())
+    }
+}
+
+/// What a piece's worker says of it: encoded, or holding a record the caller must read
+/// itself.
+pub enum Piece {
+    Done(Encoded),
+    Fallback,
+}
+
+/// A flat batch: all ids, and `offsets` (one more than documents, starting at 0).
+pub type Flat = (Vec<Rank>, Vec<i64>);
+
+/// Runs `work` over `pieces` on up to `num_threads` threads (one for less than
+/// [`crate::runtime::batch::SHARED_MIN_BYTES`] of text in all: `bytes`), and joins the
+/// results in order; `None` if any piece needs the slow path. `stop` is asked after each
+/// piece the calling thread runs (Ctrl-C: [`crate::error::Error::Interrupted`]). Once one
+/// piece has asked for the slow path, the others are not encoded: the batch will be read
+/// again anyway.
+pub fn encode_pieces<P: Sync>(
+    pieces: &[P],
+    bytes: usize,
+    num_threads: usize,
+    work: impl Fn(&P) -> Result<Piece> + Sync + Send,
+    stop: impl FnMut() -> bool,
+) -> Result<Option<Flat>> {
+    let fallback = AtomicBool::new(false);
+    let run = |p: &P| -> Result<Option<Encoded>> {
+        if fallback.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        match work(p)? {
+            Piece::Done(e) => Ok(Some(e)),
+            Piece::Fallback => {
+                fallback.store(true, Ordering::Relaxed);
+                Ok(None)
+            }
+        }
+    };
+    let parts = batch_map_until(pieces, threads_for_text(bytes, num_threads), run, stop);
+    // A piece that needs the slow path wins over an encoding error of a later piece: the
+    // slow path meets the records in order and raises what comes first (the bad record, or
+    // that same error). Ctrl-C is the caller's to raise (`stop` kept it).
+    if fallback.load(Ordering::Relaxed) {
+        return match parts {
+            Err(crate::error::Error::Interrupted) => Err(crate::error::Error::Interrupted),
+            _ => Ok(None),
+        };
+    }
+    let parts = parts?;
+    let total = parts.iter().flatten().map(|e| e.ids.len()).sum();
+    let docs = parts.iter().flatten().map(|e| e.ends.len()).sum::<usize>();
+    let mut ids = Vec::with_capacity(total);
+    let mut offsets = Vec::with_capacity(docs + 1);
+    offsets.push(0i64);
+    for e in parts.into_iter().flatten() {
+        let base = ids.len();
+        ids.extend_from_slice(&e.ids);
+        offsets.extend(e.ends.iter().map(|&end| (base + end) as i64));
+    }
+    Ok(Some((ids, offsets)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn lens(pieces: &[Vec<usize>], threads: usize) -> Result<Option<Flat>> {
+        // Each piece's documents are runs of their length's id.
+        encode_pieces(
+            pieces,
+            1 << 20,
+            threads,
+            |p| {
+                let mut e = Encoded::default();
+                for &n in p {
+                    if n == 99 {
+                        return Ok(Piece::Fallback);
+                    }
+                    if n == 98 {
+                        return Err(Error::Input("bad".into()));
+                    }
+                    e.push(|out| {
+                        out.extend(std::iter::repeat_n(n as Rank, n));
+                        Ok(())
+                    })?;
+                }
+                Ok(Piece::Done(e))
+            },
+            || false,
+        )
+    }
+
+    #[test]
+    fn joins_pieces_in_order() {
+        let pieces: Vec<Vec<usize>> = (0..50).map(|i| vec![i % 3, i % 5, 0]).collect();
+        for threads in [1, 2, 4] {
+            let (ids, offsets) = lens(&pieces, threads).unwrap().unwrap();
+            let docs: Vec<usize> = pieces.iter().flatten().copied().collect();
+            assert_eq!(offsets.len(), docs.len() + 1);
+            assert_eq!(offsets[0], 0);
+            for (i, &n) in docs.iter().enumerate() {
+                let doc = &ids[offsets[i] as usize..offsets[i + 1] as usize];
+                assert_eq!(doc, vec![n as Rank; n].as_slice());
+            }
+            assert_eq!(*offsets.last().unwrap() as usize, ids.len());
+        }
+    }
+
+    #[test]
+    fn a_fallback_piece_wins_over_errors_and_an_empty_batch_is_empty() {
+        let mut pieces: Vec<Vec<usize>> = (0..40).map(|_| vec![3, 4]).collect();
+        pieces[10] = vec![1, 99];
+        pieces[30] = vec![98];
+        for threads in [1, 2] {
+            assert!(lens(&pieces, threads).unwrap().is_none());
+        }
+        pieces[10] = vec![1];
+        for threads in [1, 2] {
+            assert!(lens(&pieces, threads).is_err());
+        }
+        let (ids, offsets) = lens(&[], 2).unwrap().unwrap();
+        assert!(ids.is_empty());
+        assert_eq!(offsets, vec![0]);
+    }
+}

@@ -1,0 +1,118 @@
+//! The data readers' fast paths (`CoreBPE.encode_jsonl_block`, `CoreBPE.encode_arrow_values`):
+//! a JSON Lines block as `bytes`, or an Arrow array's buffers, in; `(ids, offsets)` as
+//! `encode_batch_to_numpy` returns them, or `None`, out. The work is `crate::data`'s, with
+//! the GIL released; this layer only reaches the bytes and converts the result.
+//!
+//! Invariant: `None` means "read these records the Python way" and nothing was kept; an
+//! error is an encoding error (as `encode_batch_to_numpy` raises it), Ctrl-C's
+//! `KeyboardInterrupt`, or a `BufferError` for an object without a flat byte buffer.
+
+use super::batches::SignalPoll;
+use super::errors::detached;
+use super::id_arrays::numpy_api;
+use crate::encode::encoder::{Allowed, Encoder};
+use crate::vocab::Rank;
+use numpy::PyArray1;
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::PyBufferError;
+use pyo3::prelude::*;
+
+/// `(ids, offsets)` of a flat batch, as numpy arrays that own the Rust vectors.
+pub(super) type FlatArrays<'py> = (Bound<'py, PyArray1<Rank>>, Bound<'py, PyArray1<i64>>);
+
+fn arrays(py: Python<'_>, flat: Option<crate::data::Flat>) -> Option<FlatArrays<'_>> {
+    flat.map(|(ids, offsets)| (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
+}
+
+/// The documents of a JSON Lines block (see `crate::data::jsonl`).
+pub(super) fn encode_jsonl_block<'py>(
+    py: Python<'py>,
+    enc: &Encoder,
+    allowed: Allowed<'_>,
+    block: &[u8],
+    field: &str,
+    num_threads: usize,
+) -> PyResult<Option<FlatArrays<'py>>> {
+    numpy_api(py)?;
+    let mut poll = SignalPoll::new();
+    let flat = detached(py, || {
+        crate::data::jsonl::encode_block(
+            block,
+            field,
+            num_threads,
+            |text, out| enc.encode_into(text, allowed, out),
+            || poll.stop(),
+        )
+    });
+    Ok(arrays(py, poll.stash.finish(flat)?))
+}
+
+/// A flat, one-byte-per-item buffer of `obj` (a `pyarrow.Buffer`, `bytes`, a memoryview...).
+fn byte_buffer(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PyUntypedBuffer> {
+    let buf = PyUntypedBuffer::get(obj)?;
+    if buf.item_size() != 1 || !buf.is_c_contiguous() {
+        return Err(PyBufferError::new_err(format!(
+            "{what} must be a contiguous buffer of bytes"
+        )));
+    }
+    Ok(buf)
+}
+
+/// The bytes of a buffer from [`byte_buffer`], borrowed from it.
+fn bytes_of(buf: &PyUntypedBuffer) -> &[u8] {
+    let n = buf.len_bytes();
+    if n == 0 {
+        return &[];
+    }
+    // SAFETY: `buf` holds an exported view: the exporter keeps the memory allocated and in
+    // place until the view is released (PEP 3118), when `buf` is dropped, and the slice
+    // borrows `buf`, so it cannot outlive the view. The view is contiguous with one-byte
+    // items ([`byte_buffer`] checked), so it is `n` initialised bytes from `buf_ptr()`,
+    // which is non-null as `n` is not zero. Nothing here writes to it. The memory is an
+    // Arrow array's, which Arrow never changes once built (and the job hands over arrays
+    // only its own batch references); an owner that wrote into it from another thread
+    // during the call anyway would race with this read as with any consumer that reads a
+    // buffer with the GIL released (`hashlib`, `zlib`). Even then the core checks and
+    // encodes a copy of each value, never the shared bytes themselves
+    // (`crate::data::arrow`), and bounds-checks every offset it reads.
+    unsafe { std::slice::from_raw_parts(buf.buf_ptr().cast::<u8>(), n) }
+}
+
+/// The values of an Arrow string/binary array without nulls, from its `offsets` and `data`
+/// buffers (`Array.buffers()[1:]`), `wide` for 64-bit offsets, `first` its `Array.offset`
+/// and `len` its length (see `crate::data::arrow`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn encode_arrow_values<'py>(
+    py: Python<'py>,
+    enc: &Encoder,
+    allowed: Allowed<'_>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+    wide: bool,
+    first: usize,
+    len: usize,
+    num_threads: usize,
+) -> PyResult<Option<FlatArrays<'py>>> {
+    numpy_api(py)?;
+    let offsets_buf = byte_buffer(offsets, "offsets")?;
+    let data_buf = byte_buffer(data, "data")?;
+    let values = crate::data::arrow::Values {
+        offsets: bytes_of(&offsets_buf),
+        data: bytes_of(&data_buf),
+        wide,
+        first,
+        len,
+    };
+    let mut poll = SignalPoll::new();
+    let flat = detached(py, || {
+        crate::data::arrow::encode_values(
+            &values,
+            num_threads,
+            |text, out| enc.encode_into(text, allowed, out),
+            || poll.stop(),
+        )
+    });
+    let flat = poll.stash.finish(flat)?;
+    drop((offsets_buf, data_buf));
+    Ok(arrays(py, flat))
+}
