@@ -35,7 +35,8 @@ EOT = "<|endoftext|>"
 
 def _old_batches(paths: list[str], *, allowed: Any = (), **kw: Any) -> list[tuple]:
     """The per-document path: batches of texts from Python's json (not pyarrow's), encoded."""
-    r = readers._Reader(paths, fmt=None, field=kw.get("field", "text"), text_mode="line",
+    r = readers._Reader(paths, fmt=None, field=kw.get("field", "text"),
+                        text_mode=kw.get("text_mode", "line"),
                         skip_bad=kw.get("skip_bad", False), batch_bytes=kw["batch_bytes"],
                         start=kw.get("start", Position(0, 0)))
     r._arrow_json = False
@@ -57,7 +58,8 @@ def _new_batches(paths: list[str], *, allowed: Any = (), threads: int = 2,
                         allowed=allowed if allowed == "all" else list(allowed),
                         num_threads=threads, batch_bytes=kw["batch_bytes"], skipped=Skipped())
     out = []
-    for seg in readers.iter_segments(paths, text_mode="line", field=kw.get("field", "text"),
+    for seg in readers.iter_segments(paths, text_mode=kw.get("text_mode", "line"),
+                                     field=kw.get("field", "text"),
                                      skip_bad=kw.get("skip_bad", False),
                                      batch_bytes=kw["batch_bytes"], start=kw.get("start")):
         done = stage.feed(seg)
@@ -148,6 +150,30 @@ def test_jsonl_batches_equal_the_json_path(tmp_path, batch_bytes):
             kw: dict[str, Any] = dict(skip_bad=True, batch_bytes=batch_bytes, start=start,
                                       allowed=allowed)
             assert _new_batches(files, threads=1, **kw) == _old_batches(files, **kw)
+
+
+@pytest.mark.parametrize("text_mode", ["line", "file", "\n\n"])
+def test_text_and_mixed_inputs_cut_the_same_batches(tmp_path, text_mode):
+    """Plain text keeps its list-of-str path; its batches, and those of a mix of plain text,
+    JSONL and Parquet files, are cut where they were."""
+    files = []
+    for i in range(4):
+        body = "".join(f"line {i}.{k} " + "word " * (k % 7) + ("\n\n" if k % 3 else "\n")
+                       for k in range(150))
+        raw = body.encode() + (b"bad \xff\n" if i == 1 else b"") + b"tail"
+        (tmp_path / f"t{i}.txt").write_bytes(raw)
+        files.append(str(tmp_path / f"t{i}.txt"))
+    files.insert(2, _write(tmp_path / "m.jsonl", _lines()[:5] + [BAD_LINES[9][0]]))
+    files.insert(4, _parquet(tmp_path / "m.parquet", [f"p{i}" for i in range(90)], pa.string()))
+    (tmp_path / "empty.txt").write_bytes(b"")
+    files.append(str(tmp_path / "empty.txt"))
+    for batch_bytes in (100, 3_000, 1 << 22):
+        for start in (Position(0, 0), Position(1, 40), Position(3, 2)):
+            kw: dict[str, Any] = dict(skip_bad=True, batch_bytes=batch_bytes, start=start,
+                                      text_mode=text_mode)
+            new = _new_batches(files, **kw)
+            assert new == _old_batches(files, **kw)
+            assert len(new) > 1
 
 
 def test_each_line_alone_native_or_handed_back(tmp_path):
