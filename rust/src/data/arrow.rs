@@ -10,7 +10,7 @@
 //! before it is checked and encoded, so what is encoded is exactly what was checked, whatever
 //! the buffer's owner does (see the binding's safety comment).
 
-use super::{encode_pieces, Encoded, Flat, Piece, PIECE_BYTES};
+use super::{encode_pieces, Encoded, Parts, Piece, PIECE_BYTES};
 use crate::error::Result;
 use crate::vocab::Rank;
 
@@ -82,9 +82,9 @@ pub fn encode_values(
     num_threads: usize,
     encode: impl Fn(&str, &mut Vec<Rank>) -> Result<()> + Sync + Send,
     stop: impl FnMut() -> bool,
-) -> Result<Option<Flat>> {
+) -> Result<Option<Parts>> {
     if values.len == 0 {
-        return Ok(Some((Vec::new(), vec![0])));
+        return Ok(Some(Vec::new()));
     }
     let Some((pieces, bytes)) = values.pieces() else {
         return Ok(None);
@@ -111,6 +111,7 @@ pub fn encode_values(
 
 #[cfg(test)]
 mod tests {
+    use super::super::joined;
     use super::*;
 
     fn enc(t: &str, out: &mut Vec<Rank>) -> Result<()> {
@@ -152,7 +153,7 @@ mod tests {
                     };
                     for threads in [1, 2] {
                         let (ids, offs) =
-                            encode_values(&v, threads, enc, || false).unwrap().unwrap();
+                            joined(&encode_values(&v, threads, enc, || false).unwrap().unwrap());
                         assert_eq!(offs.len(), len + 1);
                         for (k, val) in vals[first..first + len].iter().enumerate() {
                             let got = &ids[offs[k] as usize..offs[k + 1] as usize];
@@ -236,7 +237,7 @@ mod tests {
             first: 0,
             len: 0,
         };
-        let (ids, offs) = encode_values(&v, 1, enc, || false).unwrap().unwrap();
+        let (ids, offs) = joined(&encode_values(&v, 1, enc, || false).unwrap().unwrap());
         assert!(ids.is_empty() && offs == vec![0]);
     }
 }

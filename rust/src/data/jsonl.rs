@@ -20,7 +20,7 @@
 //! less, and refusing only costs the slow path. A key that occurs twice keeps its last
 //! value, as a Python `dict` does.
 
-use super::{encode_pieces, Encoded, Flat, Piece, PIECE_BYTES};
+use super::{encode_pieces, Encoded, Parts, Piece, PIECE_BYTES};
 use crate::error::Result;
 use crate::vocab::Rank;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -202,7 +202,7 @@ pub fn encode_block(
     num_threads: usize,
     encode: impl Fn(&str, &mut Vec<Rank>) -> Result<()> + Sync + Send,
     stop: impl FnMut() -> bool,
-) -> Result<Option<Flat>> {
+) -> Result<Option<Parts>> {
     let pieces = pieces(block);
     let work = |piece: &&[u8]| -> Result<Piece> {
         let mut e = Encoded {
@@ -346,9 +346,10 @@ mod tests {
             Ok(())
         };
         let block = b"{\"text\": \"ab\"}\n\n  \r\n{\"id\": 1, \"text\": \"\"}\r\n{\"text\": \"c\"}";
-        let (ids, offsets) = encode_block(block, "text", 2, enc, || false)
+        let parts = encode_block(block, "text", 2, enc, || false)
             .unwrap()
             .unwrap();
+        let (ids, offsets) = super::super::joined(&parts);
         assert_eq!(ids, vec![97, 98, 99]);
         assert_eq!(offsets, vec![0, 2, 2, 3]);
         let bad = b"{\"text\": \"ab\"}\n{\"text\": 3}\n";

@@ -56,12 +56,36 @@ pub enum Piece {
     Fallback,
 }
 
-/// A flat batch: all ids, and `offsets` (one more than documents, starting at 0).
-pub type Flat = (Vec<Rank>, Vec<i64>);
+/// The encoded pieces of a batch, in order: document `i` of the batch is the `i`-th
+/// document of the pieces taken one after another.
+pub type Parts = Vec<Encoded>;
+
+/// How many ids and documents `parts` hold.
+pub fn sizes(parts: &[Encoded]) -> (usize, usize) {
+    let ids = parts.iter().map(|e| e.ids.len()).sum();
+    let docs = parts.iter().map(|e| e.ends.len()).sum();
+    (ids, docs)
+}
+
+/// The offsets of the documents of `parts` in their ids joined: one more than documents,
+/// starting at 0 (`ids[offsets[i]..offsets[i + 1]]` is document `i`).
+pub fn offsets(parts: &[Encoded]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(sizes(parts).1 + 1);
+    out.push(0i64);
+    let mut base = 0;
+    for e in parts {
+        out.extend(e.ends.iter().map(|&end| (base + end) as i64));
+        base += e.ids.len();
+    }
+    out
+}
 
 /// Runs `work` over `pieces` on up to `num_threads` threads (one for less than
-/// [`crate::runtime::batch::SHARED_MIN_BYTES`] of text in all: `bytes`), and joins the
-/// results in order; `None` if any piece needs the slow path. `stop` is asked after each
+/// [`crate::runtime::batch::SHARED_MIN_BYTES`] of text in all: `bytes`), and returns the
+/// results in order; `None` if any piece needs the slow path. They are not joined here: the
+/// binding copies them into the array it returns, whose memory the Python allocator reuses
+/// batch after batch (a joined `Vec` of megabytes would be a fresh mapping each time, see
+/// `runtime/huge_pages.rs`, and clearing its pages cost as much as parsing). `stop` is asked after each
 /// piece the calling thread runs (Ctrl-C: [`crate::error::Error::Interrupted`]). Once one
 /// piece has asked for the slow path, the others are not encoded: the batch will be read
 /// again anyway.
@@ -71,7 +95,7 @@ pub fn encode_pieces<P: Sync>(
     num_threads: usize,
     work: impl Fn(&P) -> Result<Piece> + Sync + Send,
     stop: impl FnMut() -> bool,
-) -> Result<Option<Flat>> {
+) -> Result<Option<Parts>> {
     let fallback = AtomicBool::new(false);
     let run = |p: &P| -> Result<Option<Encoded>> {
         if fallback.load(Ordering::Relaxed) {
@@ -95,18 +119,14 @@ pub fn encode_pieces<P: Sync>(
             _ => Ok(None),
         };
     }
-    let parts = parts?;
-    let total = parts.iter().flatten().map(|e| e.ids.len()).sum();
-    let docs = parts.iter().flatten().map(|e| e.ends.len()).sum::<usize>();
-    let mut ids = Vec::with_capacity(total);
-    let mut offsets = Vec::with_capacity(docs + 1);
-    offsets.push(0i64);
-    for e in parts.into_iter().flatten() {
-        let base = ids.len();
-        ids.extend_from_slice(&e.ids);
-        offsets.extend(e.ends.iter().map(|&end| (base + end) as i64));
-    }
-    Ok(Some((ids, offsets)))
+    Ok(Some(parts?.into_iter().flatten().collect()))
+}
+
+/// `parts` joined: all ids and the [`offsets`] (for tests).
+#[cfg(test)]
+pub fn joined(parts: &[Encoded]) -> (Vec<Rank>, Vec<i64>) {
+    let ids = parts.iter().flat_map(|e| e.ids.iter().copied()).collect();
+    (ids, offsets(parts))
 }
 
 #[cfg(test)]
@@ -114,9 +134,9 @@ mod tests {
     use super::*;
     use crate::error::Error;
 
-    fn lens(pieces: &[Vec<usize>], threads: usize) -> Result<Option<Flat>> {
+    fn lens(pieces: &[Vec<usize>], threads: usize) -> Result<Option<(Vec<Rank>, Vec<i64>)>> {
         // Each piece's documents are runs of their length's id.
-        encode_pieces(
+        let parts = encode_pieces(
             pieces,
             1 << 20,
             threads,
@@ -137,7 +157,8 @@ mod tests {
                 Ok(Piece::Done(e))
             },
             || false,
-        )
+        )?;
+        Ok(parts.map(|p| joined(&p)))
     }
 
     #[test]

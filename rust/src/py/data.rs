@@ -12,7 +12,7 @@ use super::errors::detached;
 use super::id_arrays::numpy_api;
 use crate::encode::encoder::{Allowed, Encoder};
 use crate::vocab::Rank;
-use numpy::PyArray1;
+use numpy::{PyArray1, PyArrayMethods};
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
@@ -20,8 +20,28 @@ use pyo3::prelude::*;
 /// `(ids, offsets)` of a flat batch, as numpy arrays that own the Rust vectors.
 pub(super) type FlatArrays<'py> = (Bound<'py, PyArray1<Rank>>, Bound<'py, PyArray1<i64>>);
 
-fn arrays(py: Python<'_>, flat: Option<crate::data::Flat>) -> Option<FlatArrays<'_>> {
-    flat.map(|(ids, offsets)| (PyArray1::from_vec(py, ids), PyArray1::from_vec(py, offsets)))
+/// The pieces' ids joined into one new array, and their offsets. The ids array is numpy's
+/// (memory from the C allocator, which hands the same blocks out again batch after batch),
+/// not a joined Rust vector: a vector that large would be a fresh mapping whose pages the
+/// kernel clears on every call (`runtime/huge_pages.rs`).
+fn arrays(py: Python<'_>, parts: Option<crate::data::Parts>) -> Option<FlatArrays<'_>> {
+    let parts = parts?;
+    let (total, _) = crate::data::sizes(&parts);
+    // SAFETY: `new` makes a 1-d, C-contiguous array of `total` uninitialised `u32`s that
+    // nothing else references yet; the loop writes each of them exactly once through the raw
+    // pointer (the pieces' lengths add up to `total`, and their buffers are ours, apart from
+    // the array), and no reference to an element is made before that. `u32` has no drop.
+    let ids = unsafe {
+        let ids = PyArray1::<Rank>::new(py, total, false);
+        let mut at = ids.data();
+        for e in &parts {
+            std::ptr::copy_nonoverlapping(e.ids.as_ptr(), at, e.ids.len());
+            at = at.add(e.ids.len());
+        }
+        ids
+    };
+    let offsets = PyArray1::from_vec(py, crate::data::offsets(&parts));
+    Some((ids, offsets))
 }
 
 /// The documents of a JSON Lines block (see `crate::data::jsonl`).
