@@ -176,6 +176,15 @@ def test_text_and_mixed_inputs_cut_the_same_batches(tmp_path, text_mode):
             assert len(new) > 1
 
 
+def test_count_byte_counts_as_bytes_count():
+    from ferrotok._core import count_byte
+
+    data = b"".join(_lines()) * 50 + b"no newline \xff"
+    for piece in (b"", b"\n", b"abc", data, data[7:-3]):
+        assert count_byte(piece, 10) == piece.count(b"\n")
+    assert count_byte(data, 0xFF) == data.count(b"\xff")
+
+
 def test_each_line_alone_native_or_handed_back(tmp_path):
     """A block of one line: the native result, when there is one, is json.loads's text; the
     lines Python reads differently or refuses are handed back (None)."""

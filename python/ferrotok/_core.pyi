@@ -88,6 +88,10 @@ class CoreBPE:
         num_threads: int,
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]] | None: ...
 
+# The JSONL reader's line count (rust/src/py/data.rs): occurrences of `byte` in `data`, with
+# the GIL released.
+def count_byte(data: bytes, byte: int) -> int: ...
+
 # Training (rust/src/py/train.rs).
 
 ProgressCallback = Callable[[str, int, int | None], object]

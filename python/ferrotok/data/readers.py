@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple, Union, cast
 
+from .._core import count_byte
+
 __all__ = [
     "BadInput",
     "Batch",
@@ -245,6 +247,16 @@ def _blocks(f: IO[bytes], sep: bytes, size: int = _BLOCK) -> Iterator[bytes]:
             if rest:
                 yield rest
             return
+        if len(sep) == 1 and (cut := chunk.rfind(sep)) >= 0:
+            # The last separator is in the chunk: the block is copied once (``rest +
+            # data[:cut]`` copied it twice), with the GIL the encoding threads want held.
+            cut += 1
+            if rest:
+                yield rest + memoryview(chunk)[:cut]
+            else:
+                yield chunk if cut == len(chunk) else chunk[:cut]
+            rest = chunk[cut:]
+            continue
         data = rest + chunk if rest else chunk
         cut = data.rfind(sep)
         if cut < 0:
@@ -445,7 +457,7 @@ class _Reader:
         line = 0  # lines before the current block
         with _open(path, comp) as f:
             for block in _blocks(f, b"\n", self.block):
-                n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+                n_lines = count_byte(block, 10) + (0 if block.endswith(b"\n") else 1)
                 if line + n_lines <= skip:
                     line += n_lines
                     continue
@@ -455,7 +467,7 @@ class _Reader:
                         cut = block.index(b"\n", cut) + 1
                     block = block[cut:]
                     line = skip
-                    n_lines = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+                    n_lines = count_byte(block, 10) + (0 if block.endswith(b"\n") else 1)
                 self._jsonl_block(block, path, line)
                 self.nbytes += len(block)
                 line += n_lines

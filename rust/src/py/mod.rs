@@ -29,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<core_bpe::PyCoreBPE>()?;
     id_text::register(m)?;
     patterns::register(m)?;
+    data::register(m)?;
     train::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
