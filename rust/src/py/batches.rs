@@ -80,6 +80,7 @@ pub(super) fn decode_list_shared(
 /// (`KeyboardInterrupt`) stops the work and is raised as is (`stash.finish`).
 pub(super) struct SignalPoll {
     calls: u32,
+    every: std::time::Duration,
     next: std::time::Instant,
     pub(super) stash: Stash,
 }
@@ -88,9 +89,16 @@ impl SignalPoll {
     const EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
     pub(super) fn new() -> Self {
+        Self::every(Self::EVERY)
+    }
+
+    /// A poll that looks about every `every` instead (taking the GIL costs the work more
+    /// when other Python threads are busy with it, as the data job's reader and writer are).
+    pub(super) fn every(every: std::time::Duration) -> Self {
         SignalPoll {
             calls: 0,
-            next: std::time::Instant::now() + Self::EVERY,
+            every,
+            next: std::time::Instant::now() + every,
             stash: Stash::default(),
         }
     }
@@ -101,7 +109,7 @@ impl SignalPoll {
         if self.calls % 16 != 0 || std::time::Instant::now() < self.next {
             return false;
         }
-        self.next = std::time::Instant::now() + Self::EVERY;
+        self.next = std::time::Instant::now() + self.every;
         self.stash.attached(|py| py.check_signals()).is_err()
     }
 }

@@ -29,6 +29,12 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count_byte, m)?)
 }
 
+/// How often a block's calling thread takes the GIL to run Python's signal handlers
+/// (Ctrl-C). Longer than other batches' 20 ms: in the data job the reader and writer
+/// threads hold the GIL at times, and each wait for it stalls a core's share of the block;
+/// a tenth of a second is still an instant answer to Ctrl-C.
+const POLL_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// `(ids, offsets)` of a flat batch, as numpy arrays that own the Rust vectors.
 pub(super) type FlatArrays<'py> = (Bound<'py, PyArray1<Rank>>, Bound<'py, PyArray1<i64>>);
 
@@ -66,7 +72,7 @@ pub(super) fn encode_jsonl_block<'py>(
     num_threads: usize,
 ) -> PyResult<Option<FlatArrays<'py>>> {
     numpy_api(py)?;
-    let mut poll = SignalPoll::new();
+    let mut poll = SignalPoll::every(POLL_EVERY);
     let flat = detached(py, || {
         crate::data::jsonl::encode_block(
             block,
@@ -135,7 +141,7 @@ pub(super) fn encode_arrow_values<'py>(
         first,
         len,
     };
-    let mut poll = SignalPoll::new();
+    let mut poll = SignalPoll::every(POLL_EVERY);
     let flat = detached(py, || {
         crate::data::arrow::encode_values(
             &values,
