@@ -308,7 +308,13 @@ def test_parquet_job_resumes_as_one_run(tmp_path, monkeypatch):
     monkeypatch.setattr(writers.ShardWriter, "close", real_close)
     m = tokenize_files(src, out, format="bin", shard_tokens=9_000, batch_bytes=20_000,
                        num_threads=1, progress=False)
-    assert m["shards"] == json.loads((ref / "manifest.json").read_text())["shards"]
+    # The shards are those of one run. (Where the next shard starts is recorded relative to
+    # a record batch, and a resumed Parquet read starts at another row group, whose record
+    # batches start elsewhere: the `next` positions may differ, each one a valid start.)
+    ref_shards = json.loads((ref / "manifest.json").read_text())["shards"]
+    assert [(s["files"], s["documents"], s["tokens"]) for s in m["shards"]] == [
+        (s["files"], s["documents"], s["tokens"]) for s in ref_shards
+    ]
     for s in m["shards"]:
         assert (out / s["files"][0]).read_bytes() == (ref / s["files"][0]).read_bytes()
     ids = np.concatenate([np.fromfile(out / s["files"][0], np.uint32 if m["job"]["dtype"] ==
