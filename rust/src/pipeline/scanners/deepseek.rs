@@ -321,6 +321,7 @@ fn table() -> Option<Classes> {
 mod tests {
     use super::*;
     use crate::pipeline::pre_tokenizers::PreTokenizer;
+    use crate::pipeline::scanners::{cut, walked};
     use serde_json::json;
 
     pub(crate) fn json() -> Value {
@@ -334,23 +335,6 @@ mod tests {
             {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
              "use_regex": false},
         ]})
-    }
-
-    fn fused_pieces(pt: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        pt.pieces(text, &mut out).unwrap();
-        assert!(out.iter().all(|p| !p.space));
-        out.iter().map(|p| (p.start, p.end)).collect()
-    }
-
-    fn walked(pt: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        pt.for_each_piece(text, &mut |p| {
-            out.push((p.start, p.end));
-            Ok(())
-        })
-        .unwrap();
-        out
     }
 
     const TRICKY: [&str; 22] = [
@@ -393,8 +377,8 @@ mod tests {
         let fused = PreTokenizer::from_json(&json()).unwrap();
         let generic = PreTokenizer::from_json_generic(&json()).unwrap();
         for t in TRICKY {
-            let want = fused_pieces(&generic, t);
-            assert_eq!(fused_pieces(&fused, t), want, "{t:?}");
+            let want = cut(&generic, t);
+            assert_eq!(cut(&fused, t), want, "{t:?}");
             assert_eq!(walked(&fused, t), want, "{t:?}");
             assert_eq!(walked(&generic, t), want, "{t:?}");
         }
@@ -484,8 +468,8 @@ mod tests {
         }
         let refs: Vec<&str> = alphabet.iter().map(String::as_str).collect();
         for t in super::super::random_texts(&refs, 20000, 40) {
-            let want = fused_pieces(&generic, &t);
-            assert_eq!(fused_pieces(&fused, &t), want, "{t:?}");
+            let want = cut(&generic, &t);
+            assert_eq!(cut(&fused, &t), want, "{t:?}");
             assert_eq!(walked(&fused, &t), want, "{t:?}");
         }
     }

@@ -248,6 +248,7 @@ fn tables() -> Option<Tables> {
 mod tests {
     use super::*;
     use crate::pipeline::pre_tokenizers::PreTokenizer;
+    use crate::pipeline::scanners::{cut, walked};
     use serde_json::json;
 
     fn json() -> Value {
@@ -259,23 +260,6 @@ mod tests {
             {"type": "Split", "pattern": {"Regex": THREE_DIGITS}, "behavior": "Isolated",
              "invert": false},
         ]})
-    }
-
-    fn cut(pt: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        pt.pieces(text, &mut out).unwrap();
-        assert!(out.iter().all(|p| !p.space));
-        out.iter().map(|p| (p.start, p.end)).collect()
-    }
-
-    fn walked(pt: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        pt.for_each_piece(text, &mut |p| {
-            out.push((p.start, p.end));
-            Ok(())
-        })
-        .unwrap();
-        out
     }
 
     /// The shortcuts' conditions hold for the Unicode tables in use (else they would be

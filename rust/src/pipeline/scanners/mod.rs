@@ -187,3 +187,31 @@ pub(crate) fn random_texts(alphabet: &[&str], n: usize, max_len: usize) -> Vec<S
         })
         .collect()
 }
+
+/// A pre-tokenizer's pieces as byte ranges, from `pieces` (the collecting way in), with no
+/// virtual space (none of the fused pipelines adds one).
+#[cfg(test)]
+pub(crate) fn cut(
+    pt: &crate::pipeline::pre_tokenizers::PreTokenizer,
+    text: &str,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    pt.pieces(text, &mut out).unwrap();
+    assert!(out.iter().all(|p| !p.space));
+    out.iter().map(|p| (p.start, p.end)).collect()
+}
+
+/// The same from `for_each_piece` (the streaming way in, which `encode_into` takes).
+#[cfg(test)]
+pub(crate) fn walked(
+    pt: &crate::pipeline::pre_tokenizers::PreTokenizer,
+    text: &str,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    pt.for_each_piece(text, &mut |p| {
+        out.push((p.start, p.end));
+        Ok(())
+    })
+    .unwrap();
+    out
+}

@@ -101,6 +101,7 @@ impl StarCoder {
 #[cfg(test)]
 mod tests {
     use crate::pipeline::pre_tokenizers::PreTokenizer;
+    use crate::pipeline::scanners::{cut, walked};
     use serde_json::{json, Value};
 
     fn json() -> Value {
@@ -109,23 +110,6 @@ mod tests {
             {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
              "use_regex": true},
         ]})
-    }
-
-    fn cut(pt: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        pt.pieces(text, &mut out).unwrap();
-        assert!(out.iter().all(|p| !p.space));
-        out.iter().map(|p| (p.start, p.end)).collect()
-    }
-
-    fn walked(pt: &PreTokenizer, text: &str) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        pt.for_each_piece(text, &mut |p| {
-            out.push((p.start, p.end));
-            Ok(())
-        })
-        .unwrap();
-        out
     }
 
     #[test]
