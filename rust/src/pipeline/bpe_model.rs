@@ -367,10 +367,16 @@ impl HfBpe {
                 }
             }
         }
+        self.merge_into_cache(w, h, cache, out);
+        Ok(())
+    }
+
+    /// Merges `w` (whose hash is `h`) onto `out` and keeps its ids in `cache`.
+    #[inline]
+    fn merge_into_cache(&self, w: &[u8], h: u64, cache: &mut Local<'_>, out: &mut Vec<u32>) {
         let start = out.len();
         self.merge(w, out, None);
         cache.put(w, h, &out[start..]);
-        Ok(())
     }
 
     /// Appends the ids of `part`, a part of a cut word: BPE proper (a part that is a token is
@@ -389,12 +395,9 @@ impl HfBpe {
             }
         }
         let h = hash_bytes(part);
-        if cache.get(part, h, out) {
-            return;
+        if !cache.get(part, h, out) {
+            self.merge_into_cache(part, h, cache, out);
         }
-        let start = out.len();
-        self.merge(part, out, None);
-        cache.put(part, h, &out[start..]);
     }
 
     /// [`HfBpe::encode_word`] where ferrotok's engine gives HF's ids but for words that
