@@ -321,7 +321,7 @@ fn table() -> Option<Classes> {
 mod tests {
     use super::*;
     use crate::pipeline::pre_tokenizers::PreTokenizer;
-    use crate::pipeline::scanners::{cut, walked};
+    use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
     use serde_json::json;
 
     pub(crate) fn json() -> Value {
@@ -377,10 +377,7 @@ mod tests {
         let fused = PreTokenizer::from_json(&json()).unwrap();
         let generic = PreTokenizer::from_json_generic(&json()).unwrap();
         for t in TRICKY {
-            let want = cut(&generic, t);
-            assert_eq!(cut(&fused, t), want, "{t:?}");
-            assert_eq!(walked(&fused, t), want, "{t:?}");
-            assert_eq!(walked(&generic, t), want, "{t:?}");
+            assert_agree(&fused, &generic, t);
         }
     }
 
@@ -388,89 +385,79 @@ mod tests {
     fn fused_equals_generic_on_random_text() {
         let fused = PreTokenizer::from_json(&json()).unwrap();
         let generic = PreTokenizer::from_json_generic(&json()).unwrap();
-        let mut alphabet: Vec<String> = [
-            "a",
-            "Z",
-            "q",
-            " ",
-            "  ",
-            "\t",
-            "\n",
-            "\r",
-            "\u{3000}",
-            "\u{a0}",
-            "\u{2003}",
-            "\u{85}",
-            "\u{2028}",
-            "！",
-            "，",
-            "。",
-            "\u{3001}",
-            "\u{3002}",
-            "‘",
-            "”",
-            "\u{201f}",
-            "\u{2020}",
-            "é",
-            "µ",
-            "ß",
-            "Ω",
-            "ǅ",
-            "ﬁ",
-            "Ａ",
-            "ｚ",
-            "\u{ff5f}",
-            "中",
-            "一",
-            "龥",
-            "\u{9fa6}",
-            "가",
-            "힣",
-            "\u{d7ff}",
-            "\u{800}",
-            "ก",
-            "ー",
-            "1",
-            "9",
-            "0",
-            "½",
-            "²",
-            "١",
-            "٣",
-            "①",
-            "〇",
-            "Ⅻ",
-            ".",
-            ",",
-            "!",
-            "'",
-            "-",
-            "_",
-            "$",
-            "~",
-            "/",
-            ":",
-            "@",
-            "😀",
-            "\u{301}",
-            "𐐀",
-            "𞤀",
-            "\u{1e944}",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        // Some chars from everywhere, for classes the list above misses.
-        for cp in (0x80u32..0x3_0000).step_by(331) {
-            if let Some(c) = char::from_u32(cp) {
-                alphabet.push(c.to_string());
-            }
-        }
-        let refs: Vec<&str> = alphabet.iter().map(String::as_str).collect();
-        for t in super::super::random_texts(&refs, 20000, 40) {
-            let want = cut(&generic, &t);
-            assert_eq!(cut(&fused, &t), want, "{t:?}");
-            assert_eq!(walked(&fused, &t), want, "{t:?}");
-        }
+        assert_agree_on_random_texts(
+            &fused,
+            &generic,
+            &[
+                "a",
+                "Z",
+                "q",
+                " ",
+                "  ",
+                "\t",
+                "\n",
+                "\r",
+                "\u{3000}",
+                "\u{a0}",
+                "\u{2003}",
+                "\u{85}",
+                "\u{2028}",
+                "！",
+                "，",
+                "。",
+                "\u{3001}",
+                "\u{3002}",
+                "‘",
+                "”",
+                "\u{201f}",
+                "\u{2020}",
+                "é",
+                "µ",
+                "ß",
+                "Ω",
+                "ǅ",
+                "ﬁ",
+                "Ａ",
+                "ｚ",
+                "\u{ff5f}",
+                "中",
+                "一",
+                "龥",
+                "\u{9fa6}",
+                "가",
+                "힣",
+                "\u{d7ff}",
+                "\u{800}",
+                "ก",
+                "ー",
+                "1",
+                "9",
+                "0",
+                "½",
+                "²",
+                "١",
+                "٣",
+                "①",
+                "〇",
+                "Ⅻ",
+                ".",
+                ",",
+                "!",
+                "'",
+                "-",
+                "_",
+                "$",
+                "~",
+                "/",
+                ":",
+                "@",
+                "😀",
+                "\u{301}",
+                "𐐀",
+                "𞤀",
+                "\u{1e944}",
+            ],
+            331,
+        );
     }
 }

@@ -191,10 +191,7 @@ pub(crate) fn random_texts(alphabet: &[&str], n: usize, max_len: usize) -> Vec<S
 /// A pre-tokenizer's pieces as byte ranges, from `pieces` (the collecting way in), with no
 /// virtual space (none of the fused pipelines adds one).
 #[cfg(test)]
-pub(crate) fn cut(
-    pt: &crate::pipeline::pre_tokenizers::PreTokenizer,
-    text: &str,
-) -> Vec<(usize, usize)> {
+fn cut(pt: &crate::pipeline::pre_tokenizers::PreTokenizer, text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     pt.pieces(text, &mut out).unwrap();
     assert!(out.iter().all(|p| !p.space));
@@ -203,10 +200,7 @@ pub(crate) fn cut(
 
 /// The same from `for_each_piece` (the streaming way in, which `encode_into` takes).
 #[cfg(test)]
-pub(crate) fn walked(
-    pt: &crate::pipeline::pre_tokenizers::PreTokenizer,
-    text: &str,
-) -> Vec<(usize, usize)> {
+fn walked(pt: &crate::pipeline::pre_tokenizers::PreTokenizer, text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     pt.for_each_piece(text, &mut |p| {
         out.push((p.start, p.end));
@@ -214,4 +208,38 @@ pub(crate) fn walked(
     })
     .unwrap();
     out
+}
+
+/// Asserts that `fused` cuts `text` as `generic` does, both ways in.
+#[cfg(test)]
+pub(crate) fn assert_agree(
+    fused: &crate::pipeline::pre_tokenizers::PreTokenizer,
+    generic: &crate::pipeline::pre_tokenizers::PreTokenizer,
+    text: &str,
+) {
+    let want = cut(generic, text);
+    assert_eq!(cut(fused, text), want, "{text:?}");
+    assert_eq!(walked(fused, text), want, "{text:?}");
+    assert_eq!(walked(generic, text), want, "{text:?}");
+}
+
+/// [`assert_agree`] on 20,000 [`random_texts`] over `chars` plus one char every `step` code
+/// points from U+0080 to U+2FFFF (for the classes a hand-made list misses).
+#[cfg(test)]
+pub(crate) fn assert_agree_on_random_texts(
+    fused: &crate::pipeline::pre_tokenizers::PreTokenizer,
+    generic: &crate::pipeline::pre_tokenizers::PreTokenizer,
+    chars: &[&str],
+    step: usize,
+) {
+    let sampled: Vec<String> = (0x80u32..0x3_0000)
+        .step_by(step)
+        .filter_map(char::from_u32)
+        .map(String::from)
+        .collect();
+    let mut alphabet: Vec<&str> = chars.to_vec();
+    alphabet.extend(sampled.iter().map(String::as_str));
+    for t in random_texts(&alphabet, 20000, 40) {
+        assert_agree(fused, generic, &t);
+    }
 }

@@ -101,7 +101,7 @@ impl StarCoder {
 #[cfg(test)]
 mod tests {
     use crate::pipeline::pre_tokenizers::PreTokenizer;
-    use crate::pipeline::scanners::{cut, walked};
+    use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
     use serde_json::{json, Value};
 
     fn json() -> Value {
@@ -137,29 +137,17 @@ mod tests {
             "中文123한국어 😀1😀",
         ];
         for t in tricky {
-            let want = cut(&generic, t);
-            assert_eq!(cut(&fused, t), want, "{t:?}");
-            assert_eq!(walked(&fused, t), want, "{t:?}");
-            assert_eq!(walked(&generic, t), want, "{t:?}");
+            assert_agree(&fused, &generic, t);
         }
-        let mut alphabet: Vec<String> = [
-            "a", "Z", " ", "  ", "\t", "\n", "\r", "\u{a0}", "\u{3000}", "0", "1", "9", "12", "½",
-            "²", "١", "①", "Ⅻ", ".", ",", "'", "'s", "'ll", "s", "t", "ve", "-", "_", "(", "中",
-            "é", "😀", "\u{301}",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        for cp in (0x80u32..0x3_0000).step_by(257) {
-            if let Some(c) = char::from_u32(cp) {
-                alphabet.push(c.to_string());
-            }
-        }
-        let refs: Vec<&str> = alphabet.iter().map(String::as_str).collect();
-        for t in super::super::random_texts(&refs, 20000, 40) {
-            let want = cut(&generic, &t);
-            assert_eq!(cut(&fused, &t), want, "{t:?}");
-            assert_eq!(walked(&fused, &t), want, "{t:?}");
-        }
+        assert_agree_on_random_texts(
+            &fused,
+            &generic,
+            &[
+                "a", "Z", " ", "  ", "\t", "\n", "\r", "\u{a0}", "\u{3000}", "0", "1", "9", "12",
+                "½", "²", "١", "①", "Ⅻ", ".", ",", "'", "'s", "'ll", "s", "t", "ve", "-", "_", "(",
+                "中", "é", "😀", "\u{301}",
+            ],
+            257,
+        );
     }
 }
