@@ -490,6 +490,46 @@ def test_fast_paths_are_taken() -> None:
     assert "engine" not in ours("gpt-2")._core_bpe.hf_paths()
 
 
+def _conflict_patterns(model: str) -> list[str]:
+    """The words where tiktoken's rule and HF's pair merges may differ on an engine model:
+    a token t with splits (t[:k1], t[k1:]) and (t[:k2], t[k2:]) into listed merges, HF
+    ranking the k2 one first, t[k1:] == t[:k2], followed by t[k2:] (`choose_paths`)."""
+    model_cfg = config(model)["model"]
+    vocab: dict[str, int] = model_cfg["vocab"]
+    rank = {
+        (tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m)): i
+        for i, m in enumerate(model_cfg["merges"])
+    }
+    enc = ours(model)
+    out = []
+    for t in vocab:
+        splits = {
+            k: rank[(t[:k], t[k:])] for k in range(1, len(t)) if (t[:k], t[k:]) in rank
+        }
+        for k1, r1 in splits.items():
+            k2 = len(t) - k1
+            if k2 != k1 and splits.get(k2, r1) < r1 and t[k1:] == t[:k2]:
+                raw = enc.decode_single_token_bytes(vocab[t]) + enc.decode_single_token_bytes(
+                    vocab[t[k2:]]
+                )
+                out.append(raw.decode("utf-8", errors="replace"))
+    return out
+
+
+@pytest.mark.parametrize("model", ["llama-bpe", "tekken_240911"])
+def test_engine_models_merge_conflict_words_as_hf(model: str) -> None:
+    # The engine serves these models but for words holding such a pattern, which HF's
+    # merging takes (when the engine's cache does not already hold the word).
+    patterns = _conflict_patterns(model)
+    assert len(patterns) > 100
+    texts = []
+    for p in patterns:
+        texts += [p, "x" + p, p + "y", f"foo {p} bar", p + p]
+    got = ours(model).encode_ordinary_batch(texts)
+    want = [e.ids for e in theirs(model).encode_batch(texts, add_special_tokens=False)]
+    assert got == want
+
+
 def test_cli_takes_a_tokenizer_json() -> None:
     import subprocess
     import sys

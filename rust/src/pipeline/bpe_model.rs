@@ -21,7 +21,7 @@ use super::normalizers::{bad, unsupported};
 use crate::encode::bpe::char_cuts::CharCuts;
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
-use crate::encode::bpe::{encode_piece_in, ends_in_char_from_u1000};
+use crate::encode::bpe::{encode_piece_in, encode_piece_in_with, ends_in_char_from_u1000};
 use crate::error::Result;
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::token_table::hash_bytes;
@@ -331,7 +331,7 @@ impl HfBpe {
         out: &mut Vec<u32>,
     ) -> Result<()> {
         if self.paths.engine {
-            return self.encode_word_engine(vocab, text, w, cache, engine_cache, out);
+            return self.encode_word_engine(vocab, text, w, engine_cache, out);
         }
         let whole = if self.paths.vocab_lookup {
             vocab.rank(w).or_else(|| {
@@ -402,46 +402,38 @@ impl HfBpe {
 
     /// [`HfBpe::encode_word`] where ferrotok's engine gives HF's ids but for words that
     /// hold a `conflicts` pattern (see [`HfBpe::choose_paths`]); `ignore_merges` holds.
+    /// The engine's cache serves every word: the patterns are looked for only in a word the
+    /// engine would merge (not a token, not in the cache), and such a word is merged HF's
+    /// way and cached like any other.
     #[inline]
     fn encode_word_engine(
         &self,
         vocab: &BpeVocab,
         text: &[u8],
         w: &[u8],
-        cache: &mut Local<'_>,
         engine_cache: &mut Local<'_>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        let extra = self.paths.extra_first[w[0] as usize];
-        if w.len() < self.paths.conflict_min && !extra {
+        if self.paths.extra_first[w[0] as usize] {
+            if let Some(&id) = self.paths.extra.get(w) {
+                out.push(id);
+                return Ok(());
+            }
+        }
+        let Some(ac) = &self.paths.conflicts else {
+            return encode_piece_in(vocab, text, w, engine_cache, out);
+        };
+        if w.len() < self.paths.conflict_min {
             return encode_piece_in(vocab, text, w, engine_cache, out);
         }
-        let whole = vocab
-            .rank(w)
-            .or_else(|| extra.then(|| self.paths.extra.get(w).copied()).flatten());
-        if let Some(id) = whole {
-            out.push(id);
-            return Ok(());
-        }
-        // Words long enough to hold a pattern: the answer is cached, so each distinct word
-        // is searched for the patterns once.
-        let h = hash_bytes(w);
-        if cache.get(w, h, out) {
-            return Ok(());
-        }
-        let start = out.len();
-        if self
-            .paths
-            .conflicts
-            .as_ref()
-            .is_some_and(|ac| ac.is_match(w))
-        {
-            self.merge(w, out, None);
-        } else {
-            encode_piece_in(vocab, text, w, engine_cache, out)?;
-        }
-        cache.put(w, h, &out[start..]);
-        Ok(())
+        let hf = |p: &[u8], out: &mut Vec<u32>| {
+            let take = ac.is_match(p);
+            if take {
+                self.merge(p, out, None);
+            }
+            take
+        };
+        encode_piece_in_with(vocab, text, w, engine_cache, out, Some(&hf))
     }
 
     /// Whether BPE on `w` (the bytes of token `id`) gives `id` alone.
