@@ -105,25 +105,35 @@ class Encoding:
 
     @classmethod
     def _from_hf_json(cls, text: str, name: str) -> Encoding:
-        """The encoding of a `tokenizer.json`'s text (see `from_hf`)."""
+        """The encoding of a `tokenizer.json`'s text (see `from_hf`).
+
+        Only Rust parses the file here; the Python dict of the whole file (`_hf_config`, for
+        the HF face and `to_hf`) is made at its first use, as it costs more to make than
+        the encoder and takes tens of MB for a large vocabulary.
+        """
         import json
 
         from .hf_json import single_template
 
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"tokenizer.json: not valid JSON: {e}") from None
         core = _core.CoreBPE.from_hf_json(text)
-        _untracked_merges(config)
         # The ids HF gives the added tokens when it loads the file (not the file's `id`s).
         special_tokens = {t: i for t, i, special in core.hf_added_tokens() if special}
         enc = cls.__new__(cls)
         enc._setup(name, "", None, special_tokens, None, core)
-        enc._hf_config = config
         enc._hf_json = text
-        enc._hf_template = single_template(config.get("post_processor"), config)
+        enc._hf_template = single_template(json.loads(core.hf_post_processor() or "null"))
         return enc
+
+    @property
+    def _hf_config(self) -> dict[str, Any] | None:
+        """The parsed `tokenizer.json` this encoding was loaded from (`None` for others)."""
+        if self._hf_config_parsed is None and self._hf_json is not None:
+            import json
+
+            config: dict[str, Any] = json.loads(self._hf_json)
+            _untracked_merges(config)
+            self._hf_config_parsed = config
+        return self._hf_config_parsed
 
     def _setup(
         self,
@@ -141,7 +151,7 @@ class Encoding:
         self._core_bpe = core
         # Set by `from_hf`: the ids a post-processor puts around a text, and the file.
         self._hf_template: tuple[list[int], list[int]] = ([], [])
-        self._hf_config: dict[str, Any] | None = None
+        self._hf_config_parsed: dict[str, Any] | None = None
         self._hf_json: str | None = None
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
@@ -650,7 +660,7 @@ class Encoding:
         >>> sorted(os.listdir(os.path.dirname(path)))
         ['cl100k.tiktoken', 'cl100k.tiktoken.json']
         """
-        if self._hf_config is not None:
+        if self._hf_json is not None:
             # A .tiktoken file keeps tiktoken's merge rule (any split of a token merges); a
             # tokenizer.json model merges only its listed pairs, after its own normalizer and
             # pre-tokenizers, so a .tiktoken copy would encode differently: refuse it.

@@ -48,7 +48,7 @@ def read_hf(path: StrPath) -> tuple[str, str]:
     return p.read_text(encoding="utf-8"), _name_for(p)
 
 
-def single_template(pp: Any, config: dict[str, Any]) -> tuple[list[int], list[int]]:
+def single_template(pp: Any) -> tuple[list[int], list[int]]:
     """The ids the post-processor puts before and after a single sequence."""
     if not pp:
         return [], []
@@ -59,7 +59,7 @@ def single_template(pp: Any, config: dict[str, Any]) -> tuple[list[int], list[in
         before: list[int] = []
         after: list[int] = []
         for p in pp.get("processors") or []:
-            b, a = single_template(p, config)
+            b, a = single_template(p)
             before = b + before
             after = after + a
         return before, after

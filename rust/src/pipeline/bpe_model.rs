@@ -161,6 +161,7 @@ impl HfBpe {
             .ok_or_else(|| bad("the BPE model has no merges list"))?;
         let mut merges: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
         merges.reserve(merges_json.len());
+        let mut merged = String::new();
         for (rank, mv) in merges_json.iter().enumerate() {
             let (a, b) = match mv {
                 Value::String(s) => s
@@ -179,7 +180,9 @@ impl HfBpe {
                     .ok_or_else(|| bad(&format!("merge token {t:?} is not in the vocab")))
             };
             let (ia, ib) = (look(a)?, look(b)?);
-            let merged = format!("{a}{b}");
+            merged.clear();
+            merged.push_str(a);
+            merged.push_str(b);
             let new_id = look(&merged)?;
             merges.insert(key(ia, ib), (rank as u32, new_id));
         }
@@ -274,37 +277,25 @@ impl HfBpe {
         }) {
             return Ok(());
         }
-        let mut conflicts: Vec<Vec<u8>> = Vec::new();
-        for (t, &id) in &self.by_bytes {
-            let n = t.len();
-            if n < 2 || extra_ids.contains(&id) {
-                continue;
-            }
-            let mut splits: Vec<(usize, u32)> = Vec::new();
-            for k in 1..n {
-                let (Some(a), Some(b)) = (vocab.rank(&t[..k]), vocab.rank(&t[k..])) else {
-                    continue;
-                };
-                match self.merges.get(&key(a, b)) {
-                    Some(&(rank, new_id)) if new_id == id => splits.push((k, rank)),
-                    _ => return Ok(()), // C1 fails: tiktoken would merge a pair HF does not
-                }
-            }
-            for &(k1, r1) in &splits {
-                let k2 = n - k1;
-                if k2 == k1 {
-                    continue;
-                }
-                let Some(&(_, r2)) = splits.iter().find(|s| s.0 == k2) else {
-                    continue;
-                };
-                if r2 < r1 && t[k1..] == t[..k2] {
-                    let mut pat = t.to_vec();
-                    pat.extend_from_slice(&t[k2..]);
-                    conflicts.push(pat);
-                }
-            }
-        }
+        // Per token (in parallel: a large vocabulary has 10^5-10^6 splits to look up), its
+        // conflict patterns, or `None` if C1 fails for it.
+        let tokens: Vec<(&[u8], u32)> = self.by_bytes.iter().map(|(t, &id)| (&t[..], id)).collect();
+        let per_token: Option<Vec<Vec<Vec<u8>>>> = crate::runtime::pool::parallel(|| {
+            use rayon::prelude::*;
+            tokens
+                .par_iter()
+                .map(|&(t, id)| {
+                    if t.len() < 2 || extra_ids.contains(&id) {
+                        return Some(Vec::new());
+                    }
+                    self.conflicts_of(vocab, t, id)
+                })
+                .collect()
+        });
+        let Some(per_token) = per_token else {
+            return Ok(()); // C1 fails: tiktoken would merge a pair HF does not
+        };
+        let conflicts: Vec<Vec<u8>> = per_token.into_iter().flatten().collect();
         self.paths.engine = true;
         self.paths.conflict_min = conflicts.iter().map(Vec::len).min().unwrap_or(usize::MAX);
         if !conflicts.is_empty() {
@@ -315,6 +306,39 @@ impl HfBpe {
             );
         }
         Ok(())
+    }
+
+    /// For token `t` (id `id`, at least 2 bytes): `None` if some split of it into two tokens
+    /// is not its listed merge (C1 fails), else the patterns where HF's merge order and
+    /// tiktoken's can differ on it (see [`HfBpe::choose_paths`]).
+    fn conflicts_of(&self, vocab: &Vocab, t: &[u8], id: u32) -> Option<Vec<Vec<u8>>> {
+        let n = t.len();
+        let mut splits: Vec<(usize, u32)> = Vec::new();
+        for k in 1..n {
+            let (Some(a), Some(b)) = (vocab.rank(&t[..k]), vocab.rank(&t[k..])) else {
+                continue;
+            };
+            match self.merges.get(&key(a, b)) {
+                Some(&(rank, new_id)) if new_id == id => splits.push((k, rank)),
+                _ => return None,
+            }
+        }
+        let mut out = Vec::new();
+        for &(k1, r1) in &splits {
+            let k2 = n - k1;
+            if k2 == k1 {
+                continue;
+            }
+            let Some(&(_, r2)) = splits.iter().find(|s| s.0 == k2) else {
+                continue;
+            };
+            if r2 < r1 && t[k1..] == t[..k2] {
+                let mut pat = t.to_vec();
+                pat.extend_from_slice(&t[k2..]);
+                out.push(pat);
+            }
+        }
+        Some(out)
     }
 
     /// Appends the ids of word `w` to `out` (see the module docs). `text` holds `w` (the

@@ -47,6 +47,9 @@ pub struct Pipeline {
     special_index: Vec<Option<usize>>,
     pretok: PreTokenizer,
     model: HfBpe,
+    /// The file's `post_processor`, as JSON text (`null` if none): the Python layer reads
+    /// the ids it puts around a text from it, without parsing the whole file.
+    pub post_processor: String,
 }
 
 /// One token of [`Pipeline::encode_detail`]: id, char offsets, word index.
@@ -334,7 +337,9 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         ));
     }
     check_decoder(root.get("decoder").unwrap_or(&Value::Null))?;
-    check_post_processor(root.get("post_processor").unwrap_or(&Value::Null))?;
+    let post_processor = root.get("post_processor").unwrap_or(&Value::Null);
+    check_post_processor(post_processor)?;
+    let post_processor = post_processor.to_string();
     let added = AddedVocab::from_json(
         root.get("added_tokens").unwrap_or(&Value::Null),
         normalizer.as_ref(),
@@ -418,6 +423,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         special_index,
         pretok,
         model,
+        post_processor,
     }));
     Ok(enc)
 }

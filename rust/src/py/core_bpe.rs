@@ -207,6 +207,11 @@ impl PyCoreBPE {
             .unwrap_or_default()
     }
 
+    /// A HuggingFace pipeline's `post_processor` as JSON text (`None` for other encoders).
+    fn hf_post_processor(&self) -> Option<String> {
+        self.inner.hf.as_ref().map(|h| h.post_processor.clone())
+    }
+
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).
     fn hf_paths(&self) -> Vec<&'static str> {
         self.inner
