@@ -39,6 +39,11 @@ def _untracked_merges(config: dict[str, Any]) -> None:
         model["merges"] = [tuple(m) if isinstance(m, list) else m for m in model["merges"]]
 
 class Encoding:
+    # Set by `_setup`; a `tokenizer.json` encoding keeps the file's text, and its parsed dict
+    # once asked for (`_hf_config`).
+    _hf_json: str | None
+    _hf_config_parsed: dict[str, Any] | None
+
     def __init__(
         self,
         name: str,
@@ -151,8 +156,8 @@ class Encoding:
         self._core_bpe = core
         # Set by `from_hf`: the ids a post-processor puts around a text, and the file.
         self._hf_template: tuple[list[int], list[int]] = ([], [])
-        self._hf_config_parsed: dict[str, Any] | None = None
-        self._hf_json: str | None = None
+        self._hf_config_parsed = None
+        self._hf_json = None
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
             raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
