@@ -357,6 +357,18 @@ impl HfBpe {
         if self.paths.engine {
             return self.encode_word_engine(vocab, text, w, engine_cache, out);
         }
+        self.encode_word_merging(vocab, w, cache, out)
+    }
+
+    /// [`HfBpe::encode_word`] off the engine: HF's merging, with this model's cache.
+    #[inline]
+    fn encode_word_merging(
+        &self,
+        vocab: &BpeVocab,
+        w: &[u8],
+        cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
         let whole = if self.paths.vocab_lookup {
             vocab.rank(w).or_else(|| {
                 if self.paths.extra_first[w[0] as usize] {
@@ -429,7 +441,7 @@ impl HfBpe {
     /// The engine's cache serves every word: the patterns are looked for only in a word the
     /// engine would merge (not a token, not in the cache), and such a word is merged HF's
     /// way and cached like any other.
-    #[inline]
+    #[inline(always)]
     fn encode_word_engine(
         &self,
         vocab: &BpeVocab,
