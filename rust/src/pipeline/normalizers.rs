@@ -8,6 +8,7 @@
 //! the crate (and Unicode 9 tables) HuggingFace uses, so text normalizes exactly as there.
 
 use crate::error::{Error, Result};
+use crate::runtime::process_once::ProcessOnce;
 use serde_json::Value;
 use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick};
 use unicode_normalization_alignments::{IsNormalized, UnicodeNormalization};
@@ -131,7 +132,7 @@ impl Normalizer {
             return true;
         }
         match self {
-            Normalizer::Nfc => is_nfc_quick(s.chars()) == IsNormalized::Yes,
+            Normalizer::Nfc => nfc_quick_yes(s),
             Normalizer::Nfd => is_nfd_quick(s.chars()) == IsNormalized::Yes,
             Normalizer::Nfkc => is_nfkc_quick(s.chars()) == IsNormalized::Yes,
             Normalizer::Nfkd => is_nfkd_quick(s.chars()) == IsNormalized::Yes,
@@ -166,6 +167,69 @@ impl Normalizer {
     }
 }
 
+/// `is_nfc_quick(s.chars()) == Yes`, with the table look-ups of the crate skipped for most
+/// chars.
+///
+/// The quick check reads each char's own NFC property and the combining class of the char
+/// before it; it is Yes iff every char's property is Yes and no char of non-zero class
+/// follows one of a higher class. For a char of [`nfc_starters`] (property Yes, class 0,
+/// read from the same tables) only "its class is 0" matters, which needs no look-up.
+fn nfc_quick_yes(s: &str) -> bool {
+    use unicode_normalization_alignments::char::canonical_combining_class;
+    let starters = nfc_starters();
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut last = 0u8;
+    while i < b.len() {
+        // Eight ASCII chars at a time (ASCII chars are such starters).
+        if let Some(w) = b[i..].first_chunk::<8>() {
+            if u64::from_le_bytes(*w) & 0x8080_8080_8080_8080 == 0 {
+                i += 8;
+                last = 0;
+                continue;
+            }
+        }
+        // `i` is on a char boundary: it moves by whole chars and by ASCII bytes.
+        let Some(c) = s[i..].chars().next() else {
+            break;
+        };
+        i += c.len_utf8();
+        let u = c as usize;
+        if starters.get(u >> 6).is_some_and(|w| w >> (u & 63) & 1 == 1) {
+            last = 0;
+            continue;
+        }
+        let class = canonical_combining_class(c);
+        if last > class && class != 0 {
+            return false;
+        }
+        if is_nfc_quick(std::iter::once(c)) != IsNormalized::Yes {
+            return false;
+        }
+        last = class;
+    }
+    true
+}
+
+/// One bit per char of the Basic Multilingual Plane: set if its NFC quick-check property is
+/// Yes and its combining class 0 (8 KiB, built at the first NFC text that is not ASCII).
+fn nfc_starters() -> &'static [u64] {
+    use unicode_normalization_alignments::char::canonical_combining_class;
+    static STARTERS: ProcessOnce<Box<[u64]>> = ProcessOnce::new();
+    STARTERS.get_or_init(|| {
+        let mut bits = vec![0u64; 0x10000 / 64];
+        for c in (0..0x10000u32).filter_map(char::from_u32) {
+            if canonical_combining_class(c) == 0
+                && is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes
+            {
+                let u = c as usize;
+                bits[u >> 6] |= 1 << (u & 63);
+            }
+        }
+        bits.into_boxed_slice()
+    })
+}
+
 pub fn bad(m: &str) -> Error {
     Error::Vocab(format!("tokenizer.json: {m}"))
 }
@@ -180,6 +244,31 @@ pub fn unsupported(what: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nfc_quick_yes_equals_the_whole_text_check() {
+        // Chars from the ranges where the answer turns: Latin-1, combining marks, Hangul
+        // jamo and syllables, CJK, composition exclusions, kana voicing marks, other scripts
+        // and a char beyond the BMP.
+        let pool: Vec<char> = "ж\u{5d0}\u{5b4}\u{627}\u{654}\u{915}\u{93c}\u{e01}\u{e48}\u{3001}\u{ff21}\u{1f600}\u{2f800}\u{1109a}aZ é\u{e9}e\u{301}\u{301}\u{316}\u{340}\u{344}\u{958}\u{2000}\u{2126}\u{212b}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{3099}\u{304b}\u{4e2d}\u{f900}\u{1d15e}’"
+            .chars()
+            .collect();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = (x % 9) as usize;
+            let t: String = (0..n)
+                .map(|i| pool[((x >> (6 * i + 3)) % pool.len() as u64) as usize])
+                .collect();
+            assert_eq!(
+                nfc_quick_yes(&t),
+                is_nfc_quick(t.chars()) == IsNormalized::Yes,
+                "{t:?}"
+            );
+        }
+    }
 
     #[test]
     fn nfc_composes_and_aligns_to_the_first_char() {
