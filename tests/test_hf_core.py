@@ -530,6 +530,23 @@ def test_engine_models_merge_conflict_words_as_hf(model: str) -> None:
     assert got == want
 
 
+@pytest.mark.parametrize("model", ["qwen2", "tekken_240911", "gpt-2"])
+def test_build_tables_builds_the_pipelines_own_tables(model: str) -> None:
+    # A fresh instance: the cached one may have built them by encoding.
+    enc = ferrotok.Encoding.from_hf(path_of(model))
+    before = dict(enc._core_bpe.tables_built())
+    assert not any(before.values()), before
+    enc.build_tables()
+    after = dict(enc._core_bpe.tables_built())
+    assert after.keys() == before.keys() and all(after.values()), after
+    # The pipeline's own: cut tables and whole-token answers (Qwen2 and GPT-2 have no
+    # ignore_merges), the general-path DFA of Tekken's Split.
+    want = {"tekken_240911": "hf split dfa"}.get(model, "hf whole tokens")
+    assert want in after
+    text = sample_docs()[-1]
+    assert enc.encode_ordinary(text) == theirs(model).encode(text, add_special_tokens=False).ids
+
+
 def test_cli_takes_a_tokenizer_json() -> None:
     import subprocess
     import sys

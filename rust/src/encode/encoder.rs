@@ -54,12 +54,16 @@ impl Allowed<'_> {
 
 impl Encoder {
     /// Builds now what encoding otherwise builds at its first need: the vocabulary's tables
-    /// ([`BpeVocab::build_tables`]) and, for a pattern on the general path, its splitter's DFA.
+    /// ([`BpeVocab::build_tables`]), for a pattern on the general path its splitter's DFA,
+    /// and a `tokenizer.json` pipeline's own (`Pipeline::build_tables`).
     /// For a program that forks workers: done before the fork, the workers share them.
     pub fn build_tables(&self) {
         self.vocab.build_tables();
         if let Splitter::General(g) = &self.splitter {
             g.has_dfa();
+        }
+        if let Some(hf) = &self.hf {
+            hf.build_tables(&self.vocab);
         }
     }
 
@@ -68,6 +72,9 @@ impl Encoder {
         let mut built = self.vocab.tables_built().to_vec();
         if let Splitter::General(g) = &self.splitter {
             built.push(("dfa", g.dfa_tried()));
+        }
+        if let Some(hf) = &self.hf {
+            built.extend(hf.tables_built());
         }
         built
     }

@@ -31,7 +31,7 @@ use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 const NONE: u32 = u32::MAX;
 
@@ -51,6 +51,8 @@ pub struct HfBpe {
     paths: Paths,
     /// The cuts of `paths.cuts` (see the module docs), built at the first word that needs them.
     cuts: ProcessOnce<Option<CharCuts>>,
+    /// Set once [`HfBpe::build_tables`] has filled `whole` for every token.
+    whole_built: AtomicBool,
 }
 
 /// Which of ferrotok's fast paths give HF's ids for this model (decided at load).
@@ -208,6 +210,7 @@ impl HfBpe {
                 cache: PieceCache::new(),
                 paths: Paths::default(),
                 cuts: ProcessOnce::new(),
+                whole_built: AtomicBool::new(false),
             },
             vocab,
         ))
@@ -221,6 +224,38 @@ impl HfBpe {
         }
         if self.paths.engine {
             v.push("engine");
+        }
+        v
+    }
+
+    /// Builds now what encoding otherwise builds at its first need: the cut tables (where
+    /// words are cut) and, where a whole-token word must be reached by BPE (no
+    /// `ignore_merges`), the answer for every token, in parallel.
+    pub fn build_tables(&self, vocab: &BpeVocab) {
+        if self.paths.cuts {
+            self.cuts.get_or_init(|| CharCuts::cuts_only(vocab));
+        }
+        if !self.ignore_merges || self.paths.cuts {
+            let tokens: Vec<(&[u8], u32)> =
+                self.by_bytes.iter().map(|(t, &id)| (&t[..], id)).collect();
+            crate::runtime::pool::parallel(|| {
+                use rayon::prelude::*;
+                tokens.par_iter().for_each(|&(t, id)| {
+                    self.reaches(id, t);
+                });
+            });
+            self.whole_built.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Which of [`HfBpe::build_tables`]'s tables apply here, and whether each is built.
+    pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
+        let mut v = Vec::new();
+        if self.paths.cuts {
+            v.push(("hf cuts", self.cuts.get().is_some()));
+        }
+        if !self.ignore_merges || self.paths.cuts {
+            v.push(("hf whole tokens", self.whole_built.load(Ordering::Relaxed)));
         }
         v
     }

@@ -289,6 +289,20 @@ impl Pipeline {
             .collect()
     }
 
+    /// Builds now what the pipeline otherwise builds at its first need (see
+    /// `Encoder::build_tables`): the model's tables and the pre-tokenizer's DFAs.
+    pub fn build_tables(&self, vocab: &crate::encode::bpe::tables::BpeVocab) {
+        self.model.build_tables(vocab);
+        self.pretok.build_tables();
+    }
+
+    /// Which of [`Pipeline::build_tables`]'s tables apply here, and whether each is built.
+    pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
+        let mut v = self.model.tables_built();
+        v.extend(self.pretok.tables_built());
+        v
+    }
+
     /// The paths this pipeline runs on, for tests and benchmarks: the model's fast paths
     /// and each `Split` step's splitter.
     pub fn paths(&self) -> Vec<&'static str> {

@@ -368,6 +368,28 @@ impl PreTokenizer {
             .collect()
     }
 
+    /// Builds the DFA of each `Split` step whose pattern runs on the general path (otherwise
+    /// built at its first text).
+    pub fn build_tables(&self) {
+        for s in &self.steps {
+            if let Step::Split { splitter, .. } = s {
+                splitter.build_tables();
+            }
+        }
+    }
+
+    /// Whether each general-path `Split` step's DFA is built.
+    pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
+        self.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Split { splitter, .. } => splitter.dfa_tried(),
+                _ => None,
+            })
+            .map(|b| ("hf split dfa", b))
+            .collect()
+    }
+
     /// The splitter when the whole pre-tokenizer is one isolating scan followed by bytes:
     /// `[Split(Isolated)]` + `ByteLevel` without regex or prefix space, or a lone
     /// `ByteLevel` with its regex and no prefix space.

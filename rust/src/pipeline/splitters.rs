@@ -52,6 +52,21 @@ impl PieceSplitter {
         Ok(PieceSplitter::Plain(Splitter::new(pattern)?))
     }
 
+    /// Builds the general path's DFA, if the pattern runs there (see `Encoder::build_tables`).
+    pub fn build_tables(&self) {
+        if let PieceSplitter::Plain(Splitter::General(g)) = self {
+            g.has_dfa();
+        }
+    }
+
+    /// For a pattern on the general path, whether its DFA is built (`None` elsewhere).
+    pub fn dfa_tried(&self) -> Option<bool> {
+        match self {
+            PieceSplitter::Plain(Splitter::General(g)) => Some(g.dfa_tried()),
+            _ => None,
+        }
+    }
+
     /// Which path splits: the `Splitter` kind, or `"llama3"`.
     pub fn kind(&self) -> &'static str {
         match self {
