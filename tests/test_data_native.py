@@ -203,6 +203,119 @@ def test_each_line_alone_native_or_handed_back(tmp_path):
         assert core.encode_jsonl_block(b'{"text": "ok"}\n' * 3000 + line, "text", set(), 2) is None
 
 
+def test_native_layout_for_shards_equals_the_python_one():
+    """With bos/eot/dtype the native calls lay the ids out as native.laid_out lays out their
+    plain result (each document with BOS before and EOT after it, uint16 or uint32), on one
+    thread or two; an id past uint16 is refused, never cut."""
+    from ferrotok.data.native import laid_out
+
+    core = ENC._core_bpe
+    block = b"".join(_lines()) * 20
+    texts = ["alpha", "", "βγ 😀", "x" * 100_000, "tail"] * 30
+    arr = pa.array(texts, pa.large_string())
+    _, offs_buf, data_buf = arr.buffers()
+    calls = [
+        lambda threads, **kw: core.encode_jsonl_block(block, "text", set(), threads, **kw),
+        lambda threads, **kw: core.encode_arrow_values(offs_buf, data_buf, True, arr.offset,
+                                                       len(arr), "all", threads, **kw),
+    ]
+    for call in calls:
+        ids, offs = call(1)
+        assert ids.dtype == np.uint32
+        for bos, eot in ((None, None), (None, 100_255), (7, None), (7, 100_255)):
+            want_ids, want_offs = laid_out(ids, offs, bos, eot, "uint32")
+            for threads in (1, 2):
+                got_ids, got_offs = call(threads, bos=bos, eot=eot, dtype="uint32")
+                assert got_ids.dtype == np.uint32 and got_offs.dtype == np.int64
+                assert got_ids.tolist() == want_ids.tolist()
+                assert got_offs.tolist() == want_offs.tolist()
+        # cl100k's ids go past uint16: refused whole, like the Python layout
+        with pytest.raises(ValueError, match="uint16"):
+            call(2, eot=5, dtype="uint16")
+        with pytest.raises(ValueError, match="uint16"):
+            laid_out(ids, offs, None, 5, "uint16")
+        with pytest.raises(ValueError, match="does not fit uint16"):
+            call(1, eot=70_000, dtype="uint16")
+        with pytest.raises(ValueError, match="dtype"):
+            call(1, dtype="int64")
+    # ids that fit uint16 (GPT-2's): the same values, narrowed
+    import ferrotok
+
+    gpt2 = ferrotok.get_encoding("gpt2")._core_bpe
+    ids, offs = gpt2.encode_jsonl_block(block, "text", set(), 2)
+    got_ids, got_offs = gpt2.encode_jsonl_block(block, "text", set(), 2, bos=1, eot=50256,
+                                                dtype="uint16")
+    want_ids, want_offs = laid_out(ids, offs, 1, 50256, "uint16")
+    assert got_ids.dtype == np.uint16 and want_ids.dtype == np.uint16
+    assert got_ids.tolist() == want_ids.tolist() and got_offs.tolist() == want_offs.tolist()
+
+
+def test_writing_chunks_cuts_the_shards_of_one_array(tmp_path):
+    """The writing stage given a batch as several laid-out chunks (as the job hands it over,
+    some documents dropped on resume) writes the shards and manifest entries it writes from
+    the same documents as one array: shard cuts fall across chunk ends, a document longer
+    than a shard gets one of its own."""
+    from ferrotok.data import job as jobmod
+    from ferrotok.data.native import laid_out
+
+    rng = np.random.default_rng(5)
+    lens = rng.integers(0, 40, size=300)
+    lens[[17, 150]] = 130  # longer than a shard
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    ids = rng.integers(0, 50_000, size=int(offsets[-1])).astype(np.uint32)
+
+    def run(d: Path, chunked: bool, drop: int) -> tuple[list[Any], dict[str, bytes]]:
+        d.mkdir()
+        job = jobmod.Job({"test": 1}, [])
+        manifest = jobmod.prepare_manifest(str(d), job, "shard", False)
+        w = jobmod.WriteStage(
+            str(d), job, manifest, fmt="megatron", prefix="shard", dtype=np.dtype(np.uint16),
+            shard_tokens=100, bos=3, eot=50_256, tokenizer="t", start=Position(0, 0),
+            skipped=Skipped(), progress=jobmod.JobProgress(False, 0),
+        )
+        for i, (a, b) in enumerate([(0, 120), (120, 300)]):
+            batch = readers.Batch([], Position(0, b), 10, Skipped())
+            part_ids = ids[offsets[a]:offsets[b]]
+            part_offs = offsets[a:b + 1] - offsets[a]
+            k = drop if i == 0 else 0
+            if not chunked:
+                w.write(batch, part_ids[part_offs[k]:], part_offs[k:] - part_offs[k], k)
+                continue
+            flat = laid_out(part_ids, part_offs, 3, 50_256, "uint16")
+            cuts = sorted({0, b - a, *rng.integers(0, b - a, size=6).tolist()})
+            chunks = []
+            for x, y in zip(cuts, cuts[1:]):
+                o = flat[1][x:y + 1]
+                chunks.append((flat[0][o[0]:o[-1]], o - o[0]))
+            chunks, dropped = jobmod._drop_documents(chunks, k)
+            assert dropped == k
+            w.write_chunks(batch, chunks, dropped)
+        w.finish()
+        files = {f.name: f.read_bytes() for f in sorted(d.iterdir()) if f.name != "manifest.json"}
+        return manifest["shards"], files
+
+    for drop in (0, 5, 120):
+        one = run(tmp_path / f"one{drop}", False, drop)
+        many = run(tmp_path / f"many{drop}", True, drop)
+        assert one == many
+        # and both are the greedy cut of the documents (with BOS/EOT) into shards of 100
+        docs = [[3, *ids[offsets[i]:offsets[i + 1]].tolist(), 50_256]
+                for i in range(drop, len(lens))]
+        want: list[list[int]] = [[]]
+        counts = [0]
+        for doc in docs:
+            if want[-1] and len(want[-1]) + len(doc) > 100:
+                want.append([])
+                counts.append(0)
+            want[-1] += doc
+            counts[-1] += 1
+        shards, files = one
+        assert [s["documents"] for s in shards] == counts
+        got = [np.frombuffer(files[s["files"][0]], dtype=np.uint16).tolist() for s in shards]
+        assert got == want
+
+
 def test_tokenize_files_jsonl_skips_and_counts_as_before(tmp_path):
     lines = [x for bad, _ in BAD_LINES for x in (bad, *_lines()[:2])]
     src = tmp_path / "mixed.jsonl"

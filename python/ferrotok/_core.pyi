@@ -2,7 +2,7 @@
 
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -74,10 +74,19 @@ class CoreBPE:
     # The data job's fast paths (rust/src/py/data.rs): `encode_batch_to_numpy` of a JSONL
     # block's `field` values, or of an Arrow string/binary array's values (its offsets and
     # data buffers, 64-bit offsets if `wide`, `first` = `Array.offset`, `len` = `len(Array)`);
-    # None if any record needs the Python reader.
+    # None if any record needs the Python reader. With `bos`/`eot` each document has that id
+    # before/after it (counted in the offsets); `dtype` is "uint32" or "uint16" (an id that
+    # does not fit: ValueError).
     def encode_jsonl_block(
-        self, block: bytes, field: str, allowed_special: _Allowed, num_threads: int
-    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]] | None: ...
+        self,
+        block: bytes,
+        field: str,
+        allowed_special: _Allowed,
+        num_threads: int,
+        bos: int | None = None,
+        eot: int | None = None,
+        dtype: str = "uint32",
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]] | None: ...
     def encode_arrow_values(
         self,
         offsets: Buffer,
@@ -87,7 +96,10 @@ class CoreBPE:
         len: int,
         allowed_special: _Allowed,
         num_threads: int,
-    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]] | None: ...
+        bos: int | None = None,
+        eot: int | None = None,
+        dtype: str = "uint32",
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]] | None: ...
 
 # The JSONL reader's line count (rust/src/py/data.rs): occurrences of `byte` in `data`, with
 # the GIL released.

@@ -285,33 +285,47 @@ class WriteStage:
     def write(
         self, batch: Batch, ids: npt.NDArray[Any], offsets: npt.NDArray[Any], dropped: int = 0
     ) -> None:
-        """Writes a batch's documents; the first ``dropped`` of the batch were left out (they
-        are in the shards already) and count for the resume position."""
+        """Writes a batch's documents (``ids[offsets[i]:offsets[i + 1]]`` is document ``i``,
+        without BOS/EOT); the first ``dropped`` of the batch were left out (they are in the
+        shards already) and count for the resume position."""
+        import numpy as np
+
+        out, lengths = with_specials(ids, offsets, self.bos, self.eot)
+        laid = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=laid[1:])
+        self.write_chunks(batch, [(out.astype(self.dtype, copy=False), laid)], dropped)
+
+    def write_chunks(
+        self, batch: Batch, chunks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]],
+        dropped: int = 0,
+    ) -> None:
+        """As :meth:`write`, the documents given laid out for the shards: each chunk's ids
+        already hold BOS/EOT and are of the shards' dtype, and its offsets count them."""
         import numpy as np
 
         self.docs_offset = self.docs_in_batch = dropped
-
-        n = len(offsets) - 1
-        ids, lengths = with_specials(ids, offsets, self.bos, self.eot)
-        ids = ids.astype(self.dtype, copy=False)
-        ends = np.cumsum(lengths)
-        i = 0  # next document of this batch
-        while i < n:
-            shard = self._open()
-            room = self.shard_tokens - shard.num_tokens
-            base = int(ends[i - 1]) if i else 0
-            k = int(np.searchsorted(ends[i:] - base, room, side="right"))
-            if k == 0 and shard.num_tokens == 0:
-                k = 1  # a document longer than a shard gets a shard of its own
-            if k:
-                stop = int(ends[i + k - 1])
-                shard.write(ids[base:stop], lengths[i : i + k])
-                i += k
-                self.docs_in_batch = self.docs_offset + i
-                self.total_docs += k
-                self.total_tokens += stop - base
-            if i < n:  # the next document does not fit: the shard is full
-                self._close()
+        done = 0  # documents of the earlier chunks
+        for ids, offsets in chunks:
+            n = len(offsets) - 1
+            i = 0  # next document of this chunk
+            while i < n:
+                shard = self._open()
+                room = self.shard_tokens - shard.num_tokens
+                base = int(offsets[i])
+                # documents i..i+k-1 fit: they end at most `room` past `base`
+                k = int(np.searchsorted(offsets, base + room, side="right")) - 1 - i
+                if k == 0 and shard.num_tokens == 0:
+                    k = 1  # a document longer than a shard gets a shard of its own
+                if k:
+                    stop = int(offsets[i + k])
+                    shard.write(ids[base:stop], np.diff(offsets[i : i + k + 1]))
+                    i += k
+                    self.docs_in_batch = self.docs_offset + done + i
+                    self.total_docs += k
+                    self.total_tokens += stop - base
+                if i < n:  # the next document does not fit: the shard is full
+                    self._close()
+            done += n
         self.bytes_done += batch.nbytes
         self.pos = batch.end
         self.skipped = batch.skipped
@@ -339,7 +353,7 @@ class WriteStage:
                     else:
                         self.abort()
                     return
-                self.write(*item)
+                self.write_chunks(*item)
         except BaseException as e:  # noqa: BLE001 - handed to the main thread
             self.error = e
             self.abort()
@@ -347,6 +361,25 @@ class WriteStage:
             while not ended:
                 item = q.get()
                 ended = item is None or isinstance(item, str)
+
+
+def _drop_documents(
+    chunks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]], k: int
+) -> tuple[list[tuple[npt.NDArray[Any], npt.NDArray[Any]]], int]:
+    """The chunks without their first ``k`` documents (all if fewer), and how many that
+    left out."""
+    out = []
+    dropped = 0
+    for ids, offsets in chunks:
+        n = len(offsets) - 1
+        take = min(k - dropped, n)
+        if take:
+            ids = ids[offsets[take]:]
+            offsets = offsets[take:] - offsets[take]
+            dropped += take
+        if take < n:
+            out.append((ids, offsets))
+    return out, dropped
 
 
 def _describe_inputs(paths: list[str]) -> list[dict[str, Any]]:
@@ -513,7 +546,8 @@ def tokenize_files(
     reader_error: list[BaseException] = []
 
     stage = EncodeStage(enc, field=field, skip_bad=skip_bad, allowed=allowed,
-                        num_threads=num_threads, batch_bytes=batch_bytes, skipped=skipped)
+                        num_threads=num_threads, batch_bytes=batch_bytes, skipped=skipped,
+                        bos=bos_id, eot=eot_id, dtype=out_dtype.name)
 
     def read() -> None:
         try:
@@ -559,17 +593,15 @@ def tokenize_files(
             seg = read_q.get()
             if seg is None:
                 break
-            done = stage.feed(seg)
+            done = stage.feed_chunks(seg)
             if done is None:
                 continue
-            b, ids, offsets = done
+            b, chunks = done
             dropped = 0
             if skip_docs:  # resuming: the documents before the start are already in shards
-                dropped = min(skip_docs, len(offsets) - 1)
-                ids = ids[offsets[dropped]:]
-                offsets = offsets[dropped:] - offsets[dropped]
+                chunks, dropped = _drop_documents(chunks, skip_docs)
                 skip_docs -= dropped
-            put_write((b, ids, offsets, dropped))
+            put_write((b, chunks, dropped))
         if reader_error:
             raise reader_error[0]
         put_write(None)

@@ -11,6 +11,10 @@ What this module promises:
 * A JSONL block is parsed by the encoder's threads, each line's field read in place
   (``CoreBPE.encode_jsonl_block``); a Parquet array is encoded from its Arrow buffers
   (``CoreBPE.encode_arrow_values``). No document becomes a Python ``str``.
+* With ``bos``/``eot``/``dtype`` the ids come laid out for the shards: each document with
+  ``bos`` before and ``eot`` after it, as ``dtype`` (:meth:`EncodeStage.feed_chunks` gives a
+  batch as the arrays each part was encoded into, never joined). The native calls lay them
+  out in the one copy they make anyway; only the slow path lays them out here.
 * Whenever the native parser is not sure to agree with Python's rules (a bad line, a lone
   surrogate escape, ``NaN``, bytes that are not UTF-8...) it declines the whole block, and
   the block is read here with :mod:`json` (:func:`~ferrotok.data.readers.jsonl_block_slow`):
@@ -43,7 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EncodeStage"]
 
-Flat = tuple["npt.NDArray[np.uint32]", "npt.NDArray[np.int64]"]
+#: ``(ids, offsets)``: ``ids[offsets[i]:offsets[i + 1]]`` is document ``i`` (with its BOS/EOT).
+Flat = tuple["npt.NDArray[Any]", "npt.NDArray[np.int64]"]
 _Allowed = Union[Literal["all"], "set[str]"]
 
 
@@ -61,8 +66,16 @@ class EncodeStage:
         num_threads: int,
         batch_bytes: int,
         skipped: Skipped,
+        bos: int | None = None,
+        eot: int | None = None,
+        dtype: str = "uint32",
     ) -> None:
+        if dtype not in ("uint16", "uint32"):
+            raise ValueError(f"dtype must be 'uint16' or 'uint32', got {dtype!r}")
         self.enc = enc
+        self.bos = bos
+        self.eot = eot
+        self.dtype = dtype
         self.field = field
         self.skip_bad = skip_bad
         self.allowed = allowed
@@ -83,15 +96,18 @@ class EncodeStage:
     def _texts(self, texts: list[str]) -> Flat:
         enc = self.enc
         if self.core_allowed:
-            return enc.encode_batch_to_numpy(
+            ids, offsets = enc.encode_batch_to_numpy(
                 texts, num_threads=self.num_threads, allowed_special=self.core_allowed,
                 disallowed_special=(),
             )
-        return enc.encode_ordinary_batch_to_numpy(texts, num_threads=self.num_threads)
+        else:
+            ids, offsets = enc.encode_ordinary_batch_to_numpy(texts, num_threads=self.num_threads)
+        return laid_out(ids, offsets, self.bos, self.eot, self.dtype)
 
     def _jsonl(self, part: JsonlBlock) -> Flat:
         flat = self.enc._core_bpe.encode_jsonl_block(
-            part.data, self.field, self.core_allowed, self.num_threads
+            part.data, self.field, self.core_allowed, self.num_threads,
+            bos=self.bos, eot=self.eot, dtype=self.dtype,
         )
         if flat is not None:
             return flat
@@ -111,7 +127,8 @@ class EncodeStage:
             _, offsets, data = arr.buffers()
             flat = self.enc._core_bpe.encode_arrow_values(
                 offsets, b"" if data is None else data, wide, arr.offset, len(arr),
-                self.core_allowed, self.num_threads,
+                self.core_allowed, self.num_threads, bos=self.bos, eot=self.eot,
+                dtype=self.dtype,
             )
         if flat is not None:
             return flat
@@ -122,6 +139,16 @@ class EncodeStage:
     def feed(self, seg: Segment) -> tuple[Batch, Any, Any] | None:
         """Encodes a segment's parts; returns ``(batch, ids, offsets)`` when a batch ends
         after it (as :func:`~ferrotok.data.readers.iter_batches` would end one there)."""
+        done = self.feed_chunks(seg)
+        if done is None:
+            return None
+        batch, chunks = done
+        ids, offsets = _joined(chunks, self.dtype)
+        return batch, ids, offsets
+
+    def feed_chunks(self, seg: Segment) -> tuple[Batch, list[Flat]] | None:
+        """As :meth:`feed`, the batch's documents given as the ``(ids, offsets)`` of each
+        part that holds any, in order, not joined into one array."""
         for part in seg.parts:
             if isinstance(part, BadInput):
                 self._bad(part)
@@ -145,21 +172,40 @@ class EncodeStage:
             ends = True
         if not ends:
             return None
-        ids, offsets = _joined(self.pending)
+        chunks = self.pending
         snap = Skipped(dict(self.skipped.counts), list(self.skipped.examples))
         batch = Batch([], seg.end, self.nbytes, snap)
         self.pending, self.docs, self.nbytes = [], 0, 0
-        return batch, ids, offsets
+        return batch, chunks
 
 
-def _joined(parts: list[Flat]) -> tuple[Any, Any]:
+def laid_out(
+    ids: npt.NDArray[Any], offsets: npt.NDArray[Any], bos: int | None, eot: int | None,
+    dtype: str,
+) -> Flat:
+    """``(ids, offsets)`` of a flat batch with ``bos`` put before and ``eot`` after each
+    document (None: not), the ids as ``dtype``: what the native calls return for the same
+    arguments."""
+    import numpy as np
+
+    from .job import with_specials
+
+    out, lengths = with_specials(ids, offsets, bos, eot)
+    if dtype == "uint16" and len(out) and int(out.max()) > 0xFFFF:
+        raise ValueError("an id does not fit uint16: the encoding's ids need uint32")
+    laid = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=laid[1:])
+    return out.astype(dtype, copy=False), laid
+
+
+def _joined(parts: list[Flat], dtype: str = "uint32") -> tuple[Any, Any]:
     """One ``(ids, offsets)`` of several, documents one after another."""
     import numpy as np
 
     if len(parts) == 1:
         return parts[0]
     if not parts:
-        return np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
+        return np.zeros(0, dtype=dtype), np.zeros(1, dtype=np.int64)
     ids = np.concatenate([p[0] for p in parts])
     offs = [np.zeros(1, dtype=np.int64)]
     base = 0

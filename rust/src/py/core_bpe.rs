@@ -3,6 +3,7 @@
 //! convert the results; batches go through `batches.rs`.
 
 use super::batches::{batch, decode_list_shared, encode_lists, threads_for, SignalPoll};
+use super::data::{FlatArrays, Layout};
 use super::errors::{detached, detached_polled, panic_error};
 use super::id_arrays::numpy_api;
 use super::ids::{id_lists, ids_read_directly, packed_ids};
@@ -332,6 +333,12 @@ impl PyCoreBPE {
     /// The documents of a JSON Lines block (whole lines: `field` of each non-blank one) as
     /// `encode_batch_to_numpy` gives them, or `None` if any line needs the Python reader
     /// (`py/data.rs`).
+    ///
+    /// With `bos`/`eot`, each document has that id before/after it (the offsets include
+    /// them), and with `dtype="uint16"` the ids are `uint16` (an id that does not fit is a
+    /// `ValueError`): the layout the data job writes into its shards.
+    #[pyo3(signature = (block, field, allowed_special, num_threads, bos=None, eot=None, dtype="uint32"))]
+    #[allow(clippy::too_many_arguments)]
     fn encode_jsonl_block<'py>(
         &self,
         py: Python<'py>,
@@ -339,15 +346,20 @@ impl PyCoreBPE {
         field: &str,
         allowed_special: &Bound<'_, PyAny>,
         num_threads: usize,
-    ) -> PyResult<Option<FlatBatch<'py>>> {
+        bos: Option<Rank>,
+        eot: Option<Rank>,
+        dtype: &str,
+    ) -> PyResult<Option<FlatArrays<'py>>> {
+        let layout = Layout::new(bos, eot, dtype)?;
         let allowed = self.allowed(allowed_special)?;
         let a = allowed.as_allowed();
-        super::data::encode_jsonl_block(py, &self.inner, a, block, field, num_threads)
+        super::data::encode_jsonl_block(py, &self.inner, a, block, field, num_threads, layout)
     }
 
     /// The values of an Arrow string or binary array without nulls, from its buffers, as
     /// `encode_batch_to_numpy` gives them, or `None` if any needs the Python reader
-    /// (`py/data.rs`).
+    /// (`py/data.rs`). `bos`, `eot` and `dtype` as for `encode_jsonl_block`.
+    #[pyo3(signature = (offsets, data, wide, first, len, allowed_special, num_threads, bos=None, eot=None, dtype="uint32"))]
     #[allow(clippy::too_many_arguments)]
     fn encode_arrow_values<'py>(
         &self,
@@ -359,11 +371,22 @@ impl PyCoreBPE {
         len: usize,
         allowed_special: &Bound<'_, PyAny>,
         num_threads: usize,
-    ) -> PyResult<Option<FlatBatch<'py>>> {
+        bos: Option<Rank>,
+        eot: Option<Rank>,
+        dtype: &str,
+    ) -> PyResult<Option<FlatArrays<'py>>> {
+        let layout = Layout::new(bos, eot, dtype)?;
         let allowed = self.allowed(allowed_special)?;
         let a = allowed.as_allowed();
         let enc = &self.inner;
-        super::data::encode_arrow_values(py, enc, a, offsets, data, wide, first, len, num_threads)
+        let values = super::data::ArrowArgs {
+            offsets,
+            data,
+            wide,
+            first,
+            len,
+        };
+        super::data::encode_arrow_values(py, enc, a, values, num_threads, layout)
     }
 
     /// Builds now the tables encoding builds at its first need, and the int objects of every

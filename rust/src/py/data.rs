@@ -1,6 +1,6 @@
 //! The data readers' fast paths (`CoreBPE.encode_jsonl_block`, `CoreBPE.encode_arrow_values`):
 //! a JSON Lines block as `bytes`, or an Arrow array's buffers, in; `(ids, offsets)` as
-//! `encode_batch_to_numpy` returns them, or `None`, out. The work is `crate::data`'s, with
+//! `encode_batch_to_numpy` returns them (or laid out for shards: [`Layout`]), or `None`, out. The work is `crate::data`'s, with
 //! the GIL released; this layer only reaches the bytes and converts the result.
 //!
 //! Invariant: `None` means "read these records the Python way" and nothing was kept; an
@@ -14,8 +14,9 @@ use crate::encode::encoder::{Allowed, Encoder};
 use crate::vocab::Rank;
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::PyBufferError;
+use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
+use std::mem::MaybeUninit;
 
 /// How many times `byte` occurs in `data`, counted with the GIL released: the JSONL reader
 /// counts the lines of each block it reads, and `bytes.count` held the GIL (~1.4 ms a 4 MB
@@ -35,31 +36,144 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// a tenth of a second is still an instant answer to Ctrl-C.
 const POLL_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// `(ids, offsets)` of a flat batch, as numpy arrays that own the Rust vectors.
-pub(super) type FlatArrays<'py> = (Bound<'py, PyArray1<Rank>>, Bound<'py, PyArray1<i64>>);
+/// `(ids, offsets)` of a flat batch: the ids as a numpy `uint32` or `uint16` array
+/// ([`Layout`]), and `ids[offsets[i]..offsets[i + 1]]` document `i` with its BOS/EOT.
+pub(super) type FlatArrays<'py> = (Bound<'py, PyAny>, Bound<'py, PyArray1<i64>>);
 
-/// The pieces' ids joined into one new array, and their offsets. The ids array is numpy's
-/// (memory from the C allocator, which hands the same blocks out again batch after batch),
-/// not a joined Rust vector: a vector that large would be a fresh mapping whose pages the
-/// kernel clears on every call (`runtime/huge_pages.rs`).
-fn arrays(py: Python<'_>, parts: Option<crate::data::Parts>) -> Option<FlatArrays<'_>> {
-    let parts = parts?;
-    let (total, _) = crate::data::sizes(&parts);
-    // SAFETY: `new` makes a 1-d, C-contiguous array of `total` uninitialised `u32`s that
-    // nothing else references yet; the loop writes each of them exactly once through the raw
-    // pointer (the pieces' lengths add up to `total`, and their buffers are ours, apart from
-    // the array), and no reference to an element is made before that. `u32` has no drop.
-    let ids = unsafe {
-        let ids = PyArray1::<Rank>::new(py, total, false);
-        let mut at = ids.data();
-        for e in &parts {
-            std::ptr::copy_nonoverlapping(e.ids.as_ptr(), at, e.ids.len());
-            at = at.add(e.ids.len());
+/// How the ids of a batch are laid out: `bos` before and `eot` after each document, each id
+/// as a `u16` when `narrow`, else as a `u32`. The default is `encode_batch_to_numpy`'s
+/// layout (no BOS/EOT, `u32`).
+///
+/// Why: the data job writes exactly these arrays into its shards. Laying them out here, in
+/// the one copy the pieces need anyway, spares the job a concatenation, an insertion pass
+/// and a cast pass per batch, each a new array of megabytes whose fresh pages the kernel
+/// clears.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Layout {
+    pub bos: Option<Rank>,
+    pub eot: Option<Rank>,
+    pub narrow: bool,
+}
+
+impl Layout {
+    /// From the Python arguments: `dtype` is `"uint32"` or `"uint16"`, and `bos`/`eot`
+    /// must fit it.
+    pub(super) fn new(bos: Option<Rank>, eot: Option<Rank>, dtype: &str) -> PyResult<Self> {
+        let narrow = match dtype {
+            "uint32" => false,
+            "uint16" => true,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "dtype must be 'uint16' or 'uint32', got {dtype:?}"
+                )))
+            }
+        };
+        for (what, id) in [("bos", bos), ("eot", eot)] {
+            if let Some(id) = id {
+                if narrow && id > Rank::from(u16::MAX) {
+                    return Err(PyValueError::new_err(format!(
+                        "{what}={id} does not fit uint16"
+                    )));
+                }
+            }
         }
-        ids
+        Ok(Layout { bos, eot, narrow })
+    }
+
+    /// Ids added to each document.
+    fn extra(&self) -> usize {
+        usize::from(self.bos.is_some()) + usize::from(self.eot.is_some())
+    }
+}
+
+/// Writes the documents of `parts` into `out` (exactly their ids plus [`Layout::extra`] per
+/// document) as `layout` says, each id through `cast`, and returns the offsets (from 0, one
+/// more than documents) and the bitwise or of every id written, by which the caller checks
+/// that `cast` lost nothing.
+fn lay_out<T: Copy>(
+    parts: &[crate::data::Encoded],
+    layout: Layout,
+    out: &mut [MaybeUninit<T>],
+    cast: impl Fn(Rank) -> T,
+) -> (Vec<i64>, Rank) {
+    let (_, docs) = crate::data::sizes(parts);
+    let mut offsets = Vec::with_capacity(docs + 1);
+    offsets.push(0i64);
+    let mut at = 0usize;
+    let mut all = 0 as Rank;
+    for e in parts {
+        let mut start = 0usize;
+        for &end in &e.ends {
+            if let Some(b) = layout.bos {
+                out[at].write(cast(b));
+                at += 1;
+                all |= b;
+            }
+            let doc = &e.ids[start..end];
+            for (d, &id) in out[at..at + doc.len()].iter_mut().zip(doc) {
+                d.write(cast(id));
+                all |= id;
+            }
+            at += doc.len();
+            if let Some(t) = layout.eot {
+                out[at].write(cast(t));
+                at += 1;
+                all |= t;
+            }
+            offsets.push(at as i64);
+            start = end;
+        }
+    }
+    debug_assert_eq!(at, out.len());
+    (offsets, all)
+}
+
+/// A new 1-d numpy array of `T` with `parts` laid out in it, and its offsets (see
+/// [`lay_out`]); the copy runs with the GIL released.
+fn filled<'py, T: numpy::Element + Copy + Send>(
+    py: Python<'py>,
+    parts: &[crate::data::Encoded],
+    layout: Layout,
+    cast: impl Fn(Rank) -> T + Send + Sync,
+) -> PyResult<(Bound<'py, PyArray1<T>>, Vec<i64>, Rank)> {
+    let (ids, docs) = crate::data::sizes(parts);
+    let total = ids + docs * layout.extra();
+    // SAFETY: `new` makes a 1-d, C-contiguous array of `total` uninitialised `T`s that
+    // nothing else references yet (it is not handed to Python before this returns), so a
+    // slice of `MaybeUninit<T>` over exactly its memory aliases nothing and claims nothing
+    // about its contents. `lay_out` writes every element (`total` counts what it writes),
+    // before the array is returned and read. `T` has no drop.
+    let ids = unsafe { PyArray1::<T>::new(py, total, false) };
+    let out = unsafe { std::slice::from_raw_parts_mut(ids.data().cast::<MaybeUninit<T>>(), total) };
+    let (offsets, all) = py.detach(|| lay_out(parts, layout, out, cast));
+    Ok((ids, offsets, all))
+}
+
+/// The pieces' documents laid out in one new array (see [`Layout`]), and their offsets. The
+/// ids array is numpy's (memory from the C allocator, which hands the same blocks out again
+/// batch after batch), not a joined Rust vector: a vector that large would be a fresh
+/// mapping whose pages the kernel clears on every call (`runtime/huge_pages.rs`).
+fn arrays<'py>(
+    py: Python<'py>,
+    parts: Option<crate::data::Parts>,
+    layout: Layout,
+) -> PyResult<Option<FlatArrays<'py>>> {
+    let Some(parts) = parts else {
+        return Ok(None);
     };
-    let offsets = PyArray1::from_vec(py, crate::data::offsets(&parts));
-    Some((ids, offsets))
+    let (ids, offsets) = if layout.narrow {
+        let (ids, offsets, all) = filled(py, &parts, layout, |id| id as u16)?;
+        if all > Rank::from(u16::MAX) {
+            return Err(PyValueError::new_err(
+                "an id does not fit uint16: the encoding's ids need uint32",
+            ));
+        }
+        (ids.into_any(), offsets)
+    } else {
+        let (ids, offsets, _) = filled(py, &parts, layout, |id| id)?;
+        (ids.into_any(), offsets)
+    };
+    Ok(Some((ids, PyArray1::from_vec(py, offsets))))
 }
 
 /// The documents of a JSON Lines block (see `crate::data::jsonl`).
@@ -70,6 +184,7 @@ pub(super) fn encode_jsonl_block<'py>(
     block: &[u8],
     field: &str,
     num_threads: usize,
+    layout: Layout,
 ) -> PyResult<Option<FlatArrays<'py>>> {
     numpy_api(py)?;
     let mut poll = SignalPoll::every(POLL_EVERY);
@@ -82,7 +197,7 @@ pub(super) fn encode_jsonl_block<'py>(
             || poll.stop(),
         )
     });
-    Ok(arrays(py, poll.stash.finish(flat)?))
+    arrays(py, poll.stash.finish(flat)?, layout)
 }
 
 /// A flat, one-byte-per-item buffer of `obj` (a `pyarrow.Buffer`, `bytes`, a memoryview...).
@@ -116,30 +231,35 @@ fn bytes_of(buf: &PyUntypedBuffer) -> &[u8] {
     unsafe { std::slice::from_raw_parts(buf.buf_ptr().cast::<u8>(), n) }
 }
 
-/// The values of an Arrow string/binary array without nulls, from its `offsets` and `data`
+/// An Arrow string/binary array without nulls as Python names it: its `offsets` and `data`
 /// buffers (`Array.buffers()[1:]`), `wide` for 64-bit offsets, `first` its `Array.offset`
 /// and `len` its length (see `crate::data::arrow`).
-#[allow(clippy::too_many_arguments)]
+pub(super) struct ArrowArgs<'a, 'py> {
+    pub offsets: &'a Bound<'py, PyAny>,
+    pub data: &'a Bound<'py, PyAny>,
+    pub wide: bool,
+    pub first: usize,
+    pub len: usize,
+}
+
+/// The values of an Arrow array (see [`ArrowArgs`]), laid out as `layout` says.
 pub(super) fn encode_arrow_values<'py>(
     py: Python<'py>,
     enc: &Encoder,
     allowed: Allowed<'_>,
-    offsets: &Bound<'py, PyAny>,
-    data: &Bound<'py, PyAny>,
-    wide: bool,
-    first: usize,
-    len: usize,
+    array: ArrowArgs<'_, 'py>,
     num_threads: usize,
+    layout: Layout,
 ) -> PyResult<Option<FlatArrays<'py>>> {
     numpy_api(py)?;
-    let offsets_buf = byte_buffer(offsets, "offsets")?;
-    let data_buf = byte_buffer(data, "data")?;
+    let offsets_buf = byte_buffer(array.offsets, "offsets")?;
+    let data_buf = byte_buffer(array.data, "data")?;
     let values = crate::data::arrow::Values {
         offsets: bytes_of(&offsets_buf),
         data: bytes_of(&data_buf),
-        wide,
-        first,
-        len,
+        wide: array.wide,
+        first: array.first,
+        len: array.len,
     };
     let mut poll = SignalPoll::every(POLL_EVERY);
     let flat = detached(py, || {
@@ -152,5 +272,5 @@ pub(super) fn encode_arrow_values<'py>(
     });
     let flat = poll.stash.finish(flat)?;
     drop((offsets_buf, data_buf));
-    Ok(arrays(py, flat))
+    arrays(py, flat, layout)
 }
