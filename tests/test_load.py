@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -659,6 +660,12 @@ def test_data_gym_errors_name_file_and_line(tmp_path: Path) -> None:
     vocab, encoder = _gym_files(tmp_path, "a b\nab \u4e00\n", {"ab": 256})
     with pytest.raises(ValueError, match=rf"{vocab}, line 3: .* not a data-gym byte"):
         load.data_gym_to_mergeable_bpe_ranks(vocab, encoder)
+    # characters below U+0100 that stand for no byte (the bytes GPT-2 moved to U+0100...)
+    for c in ("\x00", "\x7f", "\x81", "\xad"):
+        vocab, encoder = _gym_files(tmp_path, f"a b\nab {c}b\n", {"ab": 256})
+        bad = re.escape(repr(c))
+        with pytest.raises(ValueError, match=rf"{vocab}, line 3: {bad} is not a data-gym byte"):
+            load.data_gym_to_mergeable_bpe_ranks(vocab, encoder)
     vocab, encoder = _gym_files(tmp_path, "a b\n", {"ab": 300})
     with pytest.raises(ValueError, match=r"disagree on 1 token.*b'ab'.*256.*300"):
         load.data_gym_to_mergeable_bpe_ranks(vocab, encoder)

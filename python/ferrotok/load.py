@@ -498,9 +498,18 @@ def data_gym_to_mergeable_bpe_ranks(
     (256, 0, 257)
     """
     table = _data_gym_byte_table()
+    # One translation turns the stand-ins into the Latin-1 characters of the bytes they stand
+    # for, and every other character below U+0100 into one Latin-1 cannot encode, so that a
+    # character standing for no byte fails the encoding, never passes for a byte.
+    to_latin1 = {b: 0xFFFF for b in range(256)}
+    to_latin1.update((ord(c), b) for c, b in table.items())
 
     def decode(s: str, where: str) -> bytes:
         try:
+            return s.translate(to_latin1).encode("latin-1")
+        except UnicodeEncodeError:
+            pass
+        try:  # the same check character by character, to name the one that is not a byte's
             return bytes(table[c] for c in s)
         except KeyError as e:
             raise ValueError(f"{where}: {e.args[0]!r} is not a data-gym byte character") from e
