@@ -195,9 +195,19 @@ def test_megatron_shards_hold_tiktoken_ids(inputs, tmp_path, kind):
      for f in ("bin", "llmc", "datatrove", "numpy", "megatron")
      if (n, f) != ("cl100k_base", "megatron")],
 )
-def test_every_format_read_back_by_its_reader(inputs, tmp_path, fmt, name):
+def test_every_format_read_back_by_its_reader(inputs, tmp_path, fmt, name, monkeypatch):
+    from ferrotok.data import writers
+
+    # Every write handed to the disk and dropped from the page cache at once (where the OS
+    # allows it): the files are the same, headers rewritten at close included.
+    monkeypatch.setattr(writers, "SYNC_EVERY", 1)
+    dropped = []
+    real_drop = writers.ShardWriter._drop_cached
+    monkeypatch.setattr(writers.ShardWriter, "_drop_cached",
+                        lambda self: (dropped.append(1), real_drop(self)))
     m = tokenize_files(inputs["jsonl.zst"], tmp_path, encoding=name, format=fmt,
                        shard_tokens=50_000, progress=False)
+    assert bool(dropped) == writers._CAN_DROP
     want = _expected(name, DOCS)
     eot_id = pair(name)[1].eot_token
     if fmt == "megatron":
