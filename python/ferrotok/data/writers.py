@@ -53,6 +53,15 @@ SYNC_EVERY = 32 << 20
 _CAN_DROP = hasattr(os, "fdatasync") and hasattr(os, "posix_fadvise")
 
 
+def _drop_pages(fd: int) -> None:
+    """Drops the clean cached pages of ``fd``'s file: advice, so a file system that refuses
+    it changes nothing."""
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError:
+        pass
+
+
 def dtype_for_vocab(n_vocab: int) -> np.dtype[Any]:
     """uint16 when every id fits (``n_vocab <= 65536``), else uint32."""
     return np.dtype(np.uint16) if n_vocab <= 1 << 16 else np.dtype(np.uint32)
@@ -138,7 +147,7 @@ class ShardWriter:
         self._f.flush()
         fd = self._f.fileno()
         os.fdatasync(fd)  # (both calls release the GIL)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        _drop_pages(fd)
         self.unsynced = 0
 
     def close(self) -> list[str]:
@@ -162,7 +171,7 @@ class ShardWriter:
             f.flush()
             os.fsync(f.fileno())
             if _CAN_DROP:
-                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                _drop_pages(f.fileno())
         finally:
             f.close()
         index: bytes | None = None
