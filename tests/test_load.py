@@ -674,6 +674,16 @@ def test_data_gym_errors_name_file_and_line(tmp_path: Path) -> None:
         load.data_gym_to_mergeable_bpe_ranks(vocab, encoder)
 
 
+def test_data_gym_merges_with_other_whitespace_read_as_tiktoken(tmp_path: Path) -> None:
+    # Lines the all-at-once translation does not take (a tab, two spaces, a CR) are read
+    # line by line, as tiktoken reads them.
+    vocab, encoder = _gym_files(tmp_path, "a b\nab  c\nc\td\r\n",
+                                {"ab": 256, "abc": 257, "cd": 258})
+    ours = load.data_gym_to_mergeable_bpe_ranks(vocab, encoder)
+    assert ours == tiktoken.load.data_gym_to_mergeable_bpe_ranks(vocab, encoder)
+    assert ours[b"abc"] == 257 and ours[b"cd"] == 258
+
+
 def test_data_gym_clobber_one_byte_tokens(tmp_path: Path) -> None:
     vocab, encoder = _gym_files(tmp_path, "a b\n", {"ab": 256})
     kwargs = {"clobber_one_byte_tokens": True}

@@ -468,6 +468,34 @@ def _data_gym_byte_table() -> dict[str, int]:
     return table
 
 
+def _merged_tokens(lines: list[str], to_latin1: dict[int, int]) -> list[bytes] | None:
+    """The token of each merge line (``a b`` -> the bytes of ``ab``), all translated at once,
+    when every line is two tokens of stand-in characters with one space between; None for
+    anything else (a bad line, other whitespace), which the line-by-line loop then reads and
+    names.
+
+    Exact because no stand-in character is whitespace: a line passes here only if
+    ``line.split()`` is the same two tokens, and a token only if it translates to Latin-1.
+    """
+    if not lines:
+        return []
+    # The separators become characters Latin-1 cannot encode and no translated token holds.
+    seps = dict(to_latin1)
+    seps[ord(" ")] = 0xFFFF
+    seps[ord("\n")] = 0xFFFE
+    seps[0xFFFF] = seps[0xFFFE] = 0xFFFD
+    out = []
+    try:
+        for line in "\n".join(lines).translate(seps).split("\ufffe"):
+            a, b = line.split("\uffff")
+            if not (a and b):
+                return None
+            out.append((a + b).encode("latin-1"))
+    except (ValueError, UnicodeEncodeError):  # not two parts; not a stand-in
+        return None
+    return out
+
+
 def data_gym_to_mergeable_bpe_ranks(
     vocab_bpe_file: str,
     encoder_json_file: str,
@@ -522,7 +550,12 @@ def data_gym_to_mergeable_bpe_ranks(
     except UnicodeDecodeError as e:
         raise ValueError(f"{vocab_source}: not UTF-8 ({e})") from e
     # As in tiktoken: the first line is a version header, and the file ends with a newline.
-    for lineno, line in enumerate(merges_text.split("\n")[1:-1], start=2):
+    lines = merges_text.split("\n")[1:-1]
+    merged = _merged_tokens(lines, to_latin1)
+    if merged is not None:
+        ranks.update(zip(merged, range(len(ranks), len(ranks) + len(merged))))
+        lines = []  # all read
+    for lineno, line in enumerate(lines, start=2):
         parts = line.split()
         if len(parts) != 2:
             raise ValueError(
