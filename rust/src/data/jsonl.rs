@@ -1,6 +1,10 @@
 //! One field of each line of a JSON Lines block, as Python's `json.loads(line)[field]` gives
 //! it, parsed by serde_json without building the object: other values are skipped, the
-//! field's string is borrowed from the line when it holds no escapes.
+//! field's string is borrowed from the line when it holds no escapes, and otherwise
+//! unescaped here ([`unescape`]) into a buffer the encoding thread reuses line after line
+//! (serde_json would unescape each into a scratch vector grown from empty and then copied:
+//! several allocations per document, which the encoding threads made under glibc's arena
+//! lock, in turn).
 //!
 //! Invariant: [`field_text`] says [`Line::Text`] only when `json.loads` would return an
 //! object whose `field` is a string holding exactly that text (and nothing a Python reader
@@ -24,6 +28,7 @@ use super::{encode_pieces, Encoded, Parts, Piece, PIECE_BYTES};
 use crate::error::Result;
 use crate::vocab::Rank;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -45,7 +50,9 @@ fn is_blank(line: &[u8]) -> bool {
 }
 
 /// The text of `field` in `line` (one line of the file without its `\n`): see the module doc.
-pub fn field_text<'a>(line: &'a [u8], field: &str) -> Line<'a> {
+/// The text is borrowed from the line when it holds no escape, else unescaped into `buf`
+/// (cleared first), which the caller reuses line after line: no allocation per document.
+pub fn field_text<'a>(line: &'a [u8], field: &str, buf: &'a mut String) -> Line<'a> {
     if is_blank(line) {
         return Line::Blank;
     }
@@ -55,27 +62,102 @@ pub fn field_text<'a>(line: &'a [u8], field: &str) -> Line<'a> {
         return Line::Fallback;
     };
     let mut de = serde_json::Deserializer::from_str(text);
-    match (Object { field }).deserialize(&mut de) {
+    let body = match (Object { field }).deserialize(&mut de) {
         // `end` refuses anything but whitespace after the object, as `json.loads` does.
-        Ok(Some(value)) if de.end().is_ok() => Line::Text(value),
-        _ => Line::Fallback,
+        Ok(Some(body)) if de.end().is_ok() => body,
+        _ => return Line::Fallback,
+    };
+    if memchr::memchr(b'\\', body.as_bytes()).is_none() {
+        return Line::Text(Cow::Borrowed(body));
     }
+    if !unescape(body, buf) {
+        return Line::Fallback;
+    }
+    Line::Text(Cow::Borrowed(buf.as_str()))
 }
 
-/// The top-level value, which must be an object: the last value of `field`, if any.
+/// Writes into `out` (cleared first) the string a JSON string literal's body stands for, as
+/// `json.loads` reads it; `false` for a lone surrogate (which Python keeps and the reader
+/// replaces: the slow path's business) or anything that is not one of JSON's escapes.
+///
+/// `body` is what `serde_json` checked as a string literal (no control characters, every
+/// backslash starting one of `\" \\ \/ \b \f \n \r \t \uXXXX`); nothing here relies on that
+/// for safety: every index is checked.
+fn unescape(body: &str, out: &mut String) -> bool {
+    out.clear();
+    out.reserve(body.len());
+    let bytes = body.as_bytes();
+    let mut copied = 0; // `body[..copied]` is in `out`
+    while let Some(off) = memchr::memchr(b'\\', &bytes[copied..]) {
+        let at = copied + off;
+        out.push_str(&body[copied..at]); // (`at` is an ASCII byte's index: a char boundary)
+        let Some(&kind) = bytes.get(at + 1) else {
+            return false;
+        };
+        let (c, len) = match kind {
+            b'"' => ('"', 2),
+            b'\\' => ('\\', 2),
+            b'/' => ('/', 2),
+            b'b' => ('\u{8}', 2),
+            b'f' => ('\u{c}', 2),
+            b'n' => ('\n', 2),
+            b'r' => ('\r', 2),
+            b't' => ('\t', 2),
+            b'u' => match hex4(bytes, at + 2) {
+                Some(hi @ 0xD800..=0xDBFF) => {
+                    // Only a `\uDC00`-`\uDFFF` escape right after completes the pair.
+                    let lo = match bytes.get(at + 6..at + 8) {
+                        Some(b"\\u") => hex4(bytes, at + 8),
+                        _ => None,
+                    };
+                    match lo {
+                        Some(lo @ 0xDC00..=0xDFFF) => {
+                            match char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)) {
+                                Some(c) => (c, 12),
+                                None => return false,
+                            }
+                        }
+                        _ => return false,
+                    }
+                }
+                Some(cp) => match char::from_u32(cp) {
+                    Some(c) => (c, 6), // (a lone low surrogate is no char: refused here)
+                    None => return false,
+                },
+                None => return false,
+            },
+            _ => return false,
+        };
+        out.push(c);
+        copied = at + len; // past an ASCII escape: a char boundary
+    }
+    out.push_str(&body[copied..]);
+    true
+}
+
+/// The four hex digits at `bytes[at..at + 4]`, if they are.
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = bytes.get(at..at + 4)?;
+    digits
+        .iter()
+        .try_fold(0u32, |n, &d| Some(n * 16 + char::from(d).to_digit(16)?))
+}
+
+/// The top-level value, which must be an object: the body (between the quotes, escapes as
+/// written) of the last value of `field`, if any.
 struct Object<'f> {
     field: &'f str,
 }
 
 impl<'de> DeserializeSeed<'de> for Object<'_> {
-    type Value = Option<Cow<'de, str>>;
+    type Value = Option<&'de str>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for Object<'_> {
-    type Value = Option<Cow<'de, str>>;
+    type Value = Option<&'de str>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
@@ -89,8 +171,14 @@ impl<'de> Visitor<'de> for Object<'_> {
         while let Some(is_field) = map.next_key_seed(KeyIs(self.field))? {
             if is_field {
                 // A later value of the same key replaces this one, as in a Python dict;
-                // a value that is not a string is an error (the slow path names it).
-                found = Some(map.next_value_seed(Text)?);
+                // a value that is not a string is an error (the slow path names it). The
+                // raw value is the literal as serde_json checked it, quotes included.
+                let raw = map.next_value::<&'de RawValue>()?.get();
+                let body = raw
+                    .strip_prefix('"')
+                    .and_then(|r| r.strip_suffix('"'))
+                    .ok_or_else(|| serde::de::Error::custom("the field is not a string"))?;
+                found = Some(body);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -116,36 +204,6 @@ impl<'de> Visitor<'de> for KeyIs<'_> {
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<bool, E> {
         Ok(v == self.0)
-    }
-}
-
-/// The field's value, which must be a string: borrowed from the line when it holds no
-/// escape.
-struct Text;
-
-impl<'de> DeserializeSeed<'de> for Text {
-    type Value = Cow<'de, str>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Text {
-    type Value = Cow<'de, str>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_borrowed_str<E: serde::de::Error>(
-        self,
-        v: &'de str,
-    ) -> std::result::Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
-    }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_owned()))
-    }
-    fn visit_string<E: serde::de::Error>(self, v: String) -> std::result::Result<Self::Value, E> {
-        Ok(Cow::Owned(v))
     }
 }
 
@@ -209,8 +267,9 @@ pub fn encode_block(
             ids: Vec::with_capacity(piece.len() / 3),
             ends: Vec::new(),
         };
+        let mut buf = String::new(); // the unescaped text of a line, reused by the next
         for line in lines(piece) {
-            match field_text(line, field) {
+            match field_text(line, field, &mut buf) {
                 Line::Text(text) => e.push(|out| encode(&text, out))?,
                 Line::Blank => {}
                 Line::Fallback => return Ok(Piece::Fallback),
@@ -225,8 +284,18 @@ pub fn encode_block(
 mod tests {
     use super::*;
 
-    fn text(line: &str) -> Line<'_> {
-        field_text(line.as_bytes(), "text")
+    /// `field_text` of `line`, its text owned.
+    fn text(line: &str) -> Line<'static> {
+        owned_line(line.as_bytes())
+    }
+
+    fn owned_line(line: &[u8]) -> Line<'static> {
+        let mut buf = String::new();
+        match field_text(line, "text", &mut buf) {
+            Line::Text(t) => Line::Text(Cow::Owned(t.into_owned())),
+            Line::Blank => Line::Blank,
+            Line::Fallback => Line::Fallback,
+        }
     }
 
     fn owned(s: &str) -> Line<'static> {
@@ -236,10 +305,41 @@ mod tests {
     #[test]
     fn takes_the_field_and_skips_the_rest() {
         assert_eq!(text(r#"{"text": "hi"}"#), owned("hi"));
-        assert!(matches!(
-            text(r#"{"text": "hi"}"#),
-            Line::Text(Cow::Borrowed("hi"))
-        ));
+        // without escapes the text is the line's own bytes: the buffer is not touched
+        let (line, mut buf) = (br#"{"text": "hi"}"#, String::new());
+        match field_text(line, "text", &mut buf) {
+            Line::Text(Cow::Borrowed(t)) => {
+                assert_eq!(t, "hi");
+                assert_eq!(t.as_ptr(), line[10..].as_ptr());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(buf.capacity(), 0);
+        // every escape, and the buffer reused by the next line
+        for (line, want) in [
+            (
+                r#"{"text": "\"\\\/\b\f\n\r\t\u0041\u00e9\u20ac\ud83d\ude00 end"}"#,
+                "\"\\/\u{8}\u{c}\n\r\tA\u{e9}\u{20ac}\u{1f600} end",
+            ),
+            (
+                r#"{"text": "\u0000 nul, \\u escaped"}"#,
+                "\0 nul, \\u escaped",
+            ),
+            (r#"{"text": "short \n"}"#, "short \n"),
+        ] {
+            let got = field_text(line.as_bytes(), "text", &mut buf);
+            assert_eq!(got, Line::Text(Cow::Borrowed(want)), "{line}");
+        }
+        // a pair split or reversed, and lone halves: Python's rules (the slow path)
+        for line in [
+            r#"{"text": "\ud83d"}"#,
+            r#"{"text": "\ude00\ud83d"}"#,
+            r#"{"text": "\ud83d x \ude00"}"#,
+            r#"{"text": "\ud83d\u0041"}"#,
+            r#"{"text": "end \ud83d\"}"#,
+        ] {
+            assert_eq!(text(line), Line::Fallback, "{line}");
+        }
         assert_eq!(
             text(
                 r#" {"id": [1, {"a": null}, 2.5e300, -0, true], "text": "a\"b\n\u00e9\ud83d\ude00", "x": {}} "#
@@ -306,9 +406,9 @@ mod tests {
             "]".repeat(199)
         );
         assert_eq!(text(&deep), Line::Fallback);
-        assert_eq!(field_text(b"{\"text\": \"\xff\"}", "text"), Line::Fallback);
+        assert_eq!(owned_line(b"{\"text\": \"\xff\"}"), Line::Fallback);
         assert_eq!(
-            field_text(b"{\"x\": \"\xc3\", \"text\": \"a\"}", "text"),
+            owned_line(b"{\"x\": \"\xc3\", \"text\": \"a\"}"),
             Line::Fallback
         );
     }
