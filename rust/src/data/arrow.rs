@@ -94,15 +94,20 @@ pub fn encode_values(
             ids: Vec::new(),
             ends: Vec::with_capacity(range.len()),
         };
+        // Each value's copy, in one buffer reused value after value: a new vector per
+        // document was an allocation each encoding thread made under glibc's arena lock.
+        let mut copy = Vec::new();
         for i in range.clone() {
             let Some(raw) = values.value(i) else {
                 return Ok(Piece::Fallback);
             };
             // A copy of its own: checked and encoded from memory no one else can write.
-            let Ok(text) = String::from_utf8(raw.to_vec()) else {
+            copy.clear();
+            copy.extend_from_slice(raw);
+            let Ok(text) = std::str::from_utf8(&copy) else {
                 return Ok(Piece::Fallback);
             };
-            e.push(|out| encode(&text, out))?;
+            e.push(|out| encode(text, out))?;
         }
         Ok(Piece::Done(e))
     };
