@@ -9,7 +9,8 @@
 //! priority is the merge's line, not the token's id.
 //!
 //! A word that is itself a token is that token only if BPE reaches it: that answer is kept
-//! per token, computed at its first need, so later words skip the merging.
+//! per token, computed at its first need (or for every token by `build_tables`), so later
+//! words skip the merging.
 //!
 //! A long word of CJK chars is cut where no token of the vocabulary spans the boundary
 //! (`encode/bpe/char_cuts.rs`, whose argument holds for any merge rule: every merge makes a
