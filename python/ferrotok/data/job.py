@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ..progress import Line, end_line
-from .native import EncodeStage
+from .native import EncodeStage, with_specials
 from .readers import Batch, Position, Skipped, expand_inputs, iter_segments
 from .readers import input_format as _input_format
 from .writers import FORMATS, ShardWriter, dtype_for_vocab
@@ -107,33 +107,6 @@ def token_id(enc: Encoding, what: str, value: int | str | None) -> int | None:
     if not 0 <= value < enc.n_vocab:
         raise ValueError(f"{what}={value} is not an id of {enc.name} (0..{enc.n_vocab - 1})")
     return value
-
-
-def with_specials(
-    ids: npt.NDArray[Any], offsets: npt.NDArray[Any], bos: int | None, eot: int | None
-) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
-    """``(ids, lengths)`` of a flat batch (``ids[offsets[i]:offsets[i + 1]]`` is document
-    ``i``) with ``bos`` put before and ``eot`` after each document (None: not)."""
-    import numpy as np
-
-    n = len(offsets) - 1
-    offs = np.asarray(offsets, dtype=np.int64)
-    lengths: npt.NDArray[np.int64] = offs[1:] - offs[:-1]
-    extra = [t for t in (bos, eot) if t is not None]
-    if extra and n:
-        if len(extra) == 2:
-            at = np.empty(2 * n, dtype=np.int64)
-            at[0::2] = offsets[:-1]
-            at[1::2] = offsets[1:]
-            values = np.tile(np.array(extra, dtype=ids.dtype), n)
-        else:
-            at = np.asarray(offsets[:-1] if bos is not None else offsets[1:], dtype=np.int64)
-            values = np.full(n, extra[0], dtype=ids.dtype)
-        # np.insert keeps the given order among equal positions: eot of document i comes
-        # before bos of document i + 1, and an empty document gets bos then eot.
-        ids = np.insert(ids, at, values)
-        lengths = lengths + len(extra)
-    return ids, lengths
 
 
 @dataclass

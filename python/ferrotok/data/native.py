@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from ..core import Encoding
 
-__all__ = ["EncodeStage"]
+__all__ = ["EncodeStage", "with_specials"]
 
 #: ``(ids, offsets)``: ``ids[offsets[i]:offsets[i + 1]]`` is document ``i`` (with its BOS/EOT).
 Flat = tuple["npt.NDArray[Any]", "npt.NDArray[np.int64]"]
@@ -179,6 +179,33 @@ class EncodeStage:
         return batch, chunks
 
 
+def with_specials(
+    ids: npt.NDArray[Any], offsets: npt.NDArray[Any], bos: int | None, eot: int | None
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64]]:
+    """``(ids, lengths)`` of a flat batch (``ids[offsets[i]:offsets[i + 1]]`` is document
+    ``i``) with ``bos`` put before and ``eot`` after each document (None: not)."""
+    import numpy as np
+
+    n = len(offsets) - 1
+    offs = np.asarray(offsets, dtype=np.int64)
+    lengths: npt.NDArray[np.int64] = offs[1:] - offs[:-1]
+    extra = [t for t in (bos, eot) if t is not None]
+    if extra and n:
+        if len(extra) == 2:
+            at = np.empty(2 * n, dtype=np.int64)
+            at[0::2] = offsets[:-1]
+            at[1::2] = offsets[1:]
+            values = np.tile(np.array(extra, dtype=ids.dtype), n)
+        else:
+            at = np.asarray(offsets[:-1] if bos is not None else offsets[1:], dtype=np.int64)
+            values = np.full(n, extra[0], dtype=ids.dtype)
+        # np.insert keeps the given order among equal positions: eot of document i comes
+        # before bos of document i + 1, and an empty document gets bos then eot.
+        ids = np.insert(ids, at, values)
+        lengths = lengths + len(extra)
+    return ids, lengths
+
+
 def laid_out(
     ids: npt.NDArray[Any], offsets: npt.NDArray[Any], bos: int | None, eot: int | None,
     dtype: str,
@@ -187,8 +214,6 @@ def laid_out(
     document (None: not), the ids as ``dtype``: what the native calls return for the same
     arguments."""
     import numpy as np
-
-    from .job import with_specials
 
     out, lengths = with_specials(ids, offsets, bos, eot)
     if dtype == "uint16" and len(out) and int(out.max()) > 0xFFFF:

@@ -112,7 +112,7 @@ class Tokenize:
         """``(ids, offsets)`` of ``texts`` with BOS/EOT, ids in the output dtype."""
         import numpy as np
 
-        from .job import with_specials
+        from .native import with_specials
 
         if self.allowed:
             ids, offsets = self.enc.encode_batch_to_numpy(
