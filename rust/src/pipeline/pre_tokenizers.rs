@@ -356,6 +356,7 @@ impl PreTokenizer {
                 Step::Split { splitter, .. } => Some(match splitter.kind() {
                     "llama3" => "split:llama3",
                     "qwen2" => "split:qwen2",
+                    "tekken" => "split:tekken",
                     "general" => "split:general",
                     "fancy-regex" => "split:fancy-regex",
                     "cl100k" => "split:cl100k",

@@ -19,7 +19,12 @@
 //! excludes them, the others are letters, punctuation or whitespace), so a `\p{N}` char
 //! only ever starts a numbers piece, which is 1-3 of them in Llama 3 and one in Qwen2:
 //! Llama 3's pieces with each numbers piece cut into its chars are Qwen2's.
+//!
+//! Mistral's Tekken pattern is o200k_base's without the contraction that ends o200k's two
+//! letter alternatives, and with `\p{N}` for `\p{N}{1,3}`: it runs on o200k's scanner with
+//! those two rules switched (`pretok/o200k.rs` argues both).
 
+use crate::encode::pretok::o200k::Tekken;
 use crate::encode::pretok::{Splitter, CL100K_PATTERN};
 use crate::error::Result;
 
@@ -33,12 +38,20 @@ pub const QWEN2_PATTERN: &str = concat!(
     r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
+pub const TEKKEN_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|",
+    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
 pub enum PieceSplitter {
     Plain(Splitter),
     /// Llama 3's pattern, run by cl100k's scanner (see the module docs).
     Llama3(Splitter),
     /// Qwen2's pattern: Llama 3's pieces, numbers one char a piece (see the module docs).
     Qwen2(Splitter),
+    /// Tekken's pattern, by o200k's scanner without contractions, one digit a piece.
+    Tekken(Tekken),
 }
 
 impl PieceSplitter {
@@ -48,6 +61,9 @@ impl PieceSplitter {
         }
         if pattern == QWEN2_PATTERN {
             return Ok(PieceSplitter::Qwen2(Splitter::new(CL100K_PATTERN)?));
+        }
+        if pattern == TEKKEN_PATTERN {
+            return Ok(PieceSplitter::Tekken(Tekken::new()));
         }
         Ok(PieceSplitter::Plain(Splitter::new(pattern)?))
     }
@@ -67,12 +83,13 @@ impl PieceSplitter {
         }
     }
 
-    /// Which path splits: the `Splitter` kind, or `"llama3"`.
+    /// Which path splits: the `Splitter` kind, or `"llama3"`, `"qwen2"`, `"tekken"`.
     pub fn kind(&self) -> &'static str {
         match self {
             PieceSplitter::Plain(s) => s.kind(),
             PieceSplitter::Llama3(_) => "llama3",
             PieceSplitter::Qwen2(_) => "qwen2",
+            PieceSplitter::Tekken(_) => "tekken",
         }
     }
 
@@ -85,6 +102,7 @@ impl PieceSplitter {
         match self {
             PieceSplitter::Plain(s) => s.for_each_piece(text, f),
             PieceSplitter::Llama3(s) => llama3_pieces(s, text, f),
+            PieceSplitter::Tekken(s) => s.for_each_piece(text, f),
             PieceSplitter::Qwen2(s) => llama3_pieces(s, text, |p| {
                 if p.chars().next().is_some_and(is_number) {
                     for (i, c) in p.char_indices() {
@@ -166,6 +184,47 @@ mod tests {
             "1234567 don't\n\n\nWE'LL",
         ] {
             assert_eq!(pieces(&fast, t), pieces(&reference, t), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn tekken_equals_its_pattern_on_the_reference_engine() {
+        let fast = PieceSplitter::new(TEKKEN_PATTERN).unwrap();
+        assert_eq!(fast.kind(), "tekken");
+        let reference = PieceSplitter::Plain(Splitter::reference(TEKKEN_PATTERN).unwrap());
+        for t in [
+            "don't DON'T x's's it'll WE'VE ſ'ſ",
+            "year 2024, 1234567 and \u{661}\u{662}\u{663} \u{bd}x\u{b2}",
+            "HTTPServer camelCase ABc aB a\u{301}b \u{2b0}x",
+            "a/b\n/\n;\n  \t\n \n",
+        ] {
+            assert_eq!(pieces(&fast, t), pieces(&reference, t), "{t:?}");
+        }
+        // Pseudo-random texts over the chars where the rules turn, long enough for the
+        // 64-byte windows of the fast path.
+        let alphabet: Vec<char> = "aZsStTdmlLvVeErR'’ \n\r\t\u{b}19/.!?-_\u{301}\u{2b0}\u{1c5}ſÉé\u{661}\u{bd}中한\u{a0}\u{3000}"
+            .chars()
+            .collect();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..3000 {
+            let len = 1 + round % 160;
+            let mut t = String::new();
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mostly ASCII letters, so whole windows are ASCII.
+                let k = (x >> 32) as usize;
+                if k % 4 != 0 {
+                    t.push((b'a' + (k / 4 % 3) as u8) as char);
+                    if k % 7 == 0 {
+                        t.push('A');
+                    }
+                } else {
+                    t.push(alphabet[k / 4 % alphabet.len()]);
+                }
+            }
+            assert_eq!(pieces(&fast, &t), pieces(&reference, &t), "{t:?}");
         }
     }
 

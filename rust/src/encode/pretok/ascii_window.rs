@@ -307,7 +307,7 @@ macro_rules! boundaries_test {
                 const PARTS: &[&str] = &$parts;
                 const TAILS: &[&str] = &$tails;
                 let scalar = <$splitter>::new();
-                super::super::ascii_window::check_against_scalar(
+                $crate::encode::pretok::ascii_window::check_against_scalar(
                     PARTS,
                     TAILS,
                     boundaries,

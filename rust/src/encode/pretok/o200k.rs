@@ -42,9 +42,15 @@
 //!
 //! C (`(?i:'s|'t|'re|'ve|'m|'ll|'d)`) uses regex-syntax's simple case folding,
 //! which adds only `ſ` (U+017F) to the ASCII pairs of these letters.
+//!
+//! [`Tekken`] splits Mistral's Tekken pattern: A1 and A2 without C, and `\p{N}` for A3.
+//! The argument above holds with C matching nothing (where it was tried, the piece ends)
+//! and A3 taking one N char, and so do the fast path's rules (`o200k_block.rs`): a `'` is
+//! then a P char like any other. One set of rules, `Family`, with C and A3's length as
+//! parameters, serves both.
 
 use super::ascii_window::splitter_type;
-use super::classes::{ascii_run_end, run3_end, AsciiRun, END, L, N, NL, S, U, W};
+use super::classes::{ascii_run_end, run3_end, AsciiRun, CharClasses, END, L, N, NL, S, U, W};
 use super::o200k_block;
 
 splitter_type!(
@@ -53,14 +59,42 @@ splitter_type!(
     o200k_block::boundaries
 );
 
+splitter_type!(
+    /// The splitter of Mistral's Tekken pattern: o200k's rules with no contraction (`C`) and
+    /// single digits (see the module docs).
+    Tekken,
+    o200k_block::boundaries_tekken
+);
+
 impl O200k {
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
-        if let Some(e) = ascii_piece(b, i) {
+        Family::<true, 3>(self.t).piece_end(b, i)
+    }
+}
+
+impl Tekken {
+    /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
+    #[inline(always)]
+    pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
+        Family::<false, 1>(self.t).piece_end(b, i)
+    }
+}
+
+/// The rules of the family: `CONTRACTIONS` whether the letter alternatives end in `C`,
+/// `DIGITS` the longest `\p{N}` piece (3 in o200k, 1 in Tekken).
+#[derive(Clone, Copy)]
+struct Family<const CONTRACTIONS: bool, const DIGITS: usize>(&'static CharClasses);
+
+impl<const CONTRACTIONS: bool, const DIGITS: usize> Family<CONTRACTIONS, DIGITS> {
+    /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
+    #[inline(always)]
+    fn piece_end(&self, b: &[u8], i: usize) -> usize {
+        if let Some(e) = ascii_piece::<CONTRACTIONS, DIGITS>(b, i) {
             return e;
         }
-        let t = self.t;
+        let t = self.0;
         let (c, len) = t.at(b, i);
         let is_x = c & (L | N | NL) == 0;
         // A1/A2 can only match if c ∈ U ∪ W, or c ∈ X is followed by a U ∪ W char
@@ -75,7 +109,11 @@ impl O200k {
             }
         }
         if c & N != 0 {
-            return t.digits3_end(b, i, len);
+            return if DIGITS == 3 {
+                t.digits3_end(b, i, len)
+            } else {
+                i + len
+            };
         }
         let p_start = if c & (L | N | S) == 0 {
             Some(i + len)
@@ -142,7 +180,7 @@ impl O200k {
     /// if any. A2: `Some(C after e)` if a > p.
     #[inline(always)]
     fn scan(&self, b: &[u8], p: usize) -> (Option<usize>, Option<usize>) {
-        let t = self.t;
+        let t = self.0;
         // Three-byte chars in both U and W (CJK, kana, Hangul) by bitset; each is W, so the
         // last W char of that stretch ends where it ends.
         let mut a = run3_end(b, p, &t.upper_lower3);
@@ -162,13 +200,13 @@ impl O200k {
             (d, l) = t.at(b, e);
         }
         if e > a {
-            let end = Some(contraction_end(b, e));
+            let end = Some(c_end::<CONTRACTIONS>(b, e));
             (end, if a > p { end } else { None })
         } else {
             (
-                last_w_end.map(|k| contraction_end(b, k)),
+                last_w_end.map(|k| c_end::<CONTRACTIONS>(b, k)),
                 if a > p {
-                    Some(contraction_end(b, e))
+                    Some(c_end::<CONTRACTIONS>(b, e))
                 } else {
                     None
                 },
@@ -236,7 +274,7 @@ fn kind(b: &[u8], k: usize) -> Option<u8> {
 /// prefix (no W char, and an ASCII prefix is no mark), and A2 matches up to a.
 /// Either way C follows at e. Other kinds follow A3-A7 as in the general code.
 #[inline(always)]
-fn ascii_piece(b: &[u8], i: usize) -> Option<usize> {
+fn ascii_piece<const CONTRACTIONS: bool, const DIGITS: usize>(b: &[u8], i: usize) -> Option<usize> {
     let c = kind(b, i)?;
     let d = kind(b, i + 1)?;
     let p = if c & (UP | LO) != 0 {
@@ -244,9 +282,9 @@ fn ascii_piece(b: &[u8], i: usize) -> Option<usize> {
     } else if c & (DG | NLK) == 0 && d & (UP | LO) != 0 {
         i + 1
     } else if c & DG != 0 {
-        // A3: up to three digits.
+        // A3: up to `DIGITS` digits.
         let mut k = i + 1;
-        while k < i + 3 {
+        while k < i + DIGITS {
             let e = kind(b, k)?;
             if e & DG == 0 {
                 break;
@@ -300,7 +338,17 @@ fn ascii_piece(b: &[u8], i: usize) -> Option<usize> {
     while kind(b, e)? & LO != 0 {
         e += 1;
     }
-    Some(contraction_end(b, e))
+    Some(c_end::<CONTRACTIONS>(b, e))
+}
+
+/// End of `C?` at `k`: [`contraction_end`] where the family has `C`, else `k`.
+#[inline(always)]
+fn c_end<const CONTRACTIONS: bool>(b: &[u8], k: usize) -> usize {
+    if CONTRACTIONS {
+        contraction_end(b, k)
+    } else {
+        k
+    }
 }
 
 /// End of `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` at `k`.

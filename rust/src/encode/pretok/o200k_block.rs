@@ -26,14 +26,26 @@
 //! - A5-A7: what is left of a whitespace run splits as in cl100k: at its start, after its last
 //!   `\r\n`, and before its last char if at least two chars follow that `\r\n`.
 
-use super::ascii_window::{
-    boundaries_test, classified_masks, digit_group_starts, space_run_starts, span, WINDOW,
-};
+use super::ascii_window::{classified_masks, digit_group_starts, space_run_starts, span, WINDOW};
 use super::cl100k::contraction_ci;
 
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
 #[inline(always)]
 pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
+    boundaries_of::<true, 3>(w)
+}
+
+/// [`boundaries`] for Tekken's pattern: no `C`, and every digit a piece.
+#[inline(always)]
+pub fn boundaries_tekken(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
+    boundaries_of::<false, 1>(w)
+}
+
+/// The rules with `C` or not (`CONTRACTIONS`) and digit pieces of at most `DIGITS` (3 or 1).
+#[inline(always)]
+fn boundaries_of<const CONTRACTIONS: bool, const DIGITS: usize>(
+    w: &[u8; WINDOW],
+) -> Option<(u64, u32)> {
     let (m, valid_len, valid) = classified_masks(w)?;
     let (letter, upper, digit) = (m.letter & valid, m.upper & valid, m.digit & valid);
     let (space, newline, blank) = (m.space & valid, m.newline & valid, m.blank & valid);
@@ -47,7 +59,11 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
     // C, in order: `inside` marks each contraction's `'` and letters, `after` the char that
     // follows it.
     let (mut inside, mut after) = (0u64, 0u64);
-    let mut quotes = m.apostrophe & prev(letter) & valid;
+    let mut quotes = if CONTRACTIONS {
+        m.apostrophe & prev(letter) & valid
+    } else {
+        0
+    };
     while quotes != 0 {
         let q = quotes.trailing_zeros();
         quotes &= quotes - 1;
@@ -90,7 +106,11 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
         & ((!prev(letter) & !prev(punct_start) & !prev(space & !newline)) | (upper & prev(lower)));
 
     // A3.
-    let digit_start = digit_group_starts(digit);
+    let digit_start = if DIGITS == 3 {
+        digit_group_starts(digit)
+    } else {
+        digit
+    };
 
     // A5-A7.
     let rest = space & !tail;
@@ -101,56 +121,74 @@ pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
     (last > 0).then_some((starts, last))
 }
 
-boundaries_test!(
-    super::super::o200k::O200k,
-    parts: [
-            "a",
-            "Z",
-            "s",
-            "S",
-            "t",
-            "d",
-            "m",
-            "l",
-            "L",
-            "v",
-            "e",
-            "E",
-            "r",
-            "'",
-            " ",
-            "  ",
-            "\n",
-            "\r",
-            "\t",
-            "\x0b",
-            "1",
-            "22",
-            "4444",
-            ".",
-            "!?",
-            "/",
-            "//",
-            "\x00",
-            "'s",
-            "'ll",
-            "'VE",
-            "'Re",
-            "'x",
-            " '",
-            "\n\n",
-            " \n ",
-            "    ",
-            "aB",
-            "ABc",
-            "HTTPServer",
-            "camelCase",
-            "don't",
-            "IT'S",
-            "x's's",
-            ".\n/",
-            "\n/\n",
-            ";\n",
+#[cfg(test)]
+mod o200k_rules {
+    use super::boundaries;
+    crate::encode::pretok::ascii_window::boundaries_test!(
+        crate::encode::pretok::o200k::O200k,
+        parts: [
+                "a",
+                "Z",
+                "s",
+                "S",
+                "t",
+                "d",
+                "m",
+                "l",
+                "L",
+                "v",
+                "e",
+                "E",
+                "r",
+                "'",
+                " ",
+                "  ",
+                "\n",
+                "\r",
+                "\t",
+                "\x0b",
+                "1",
+                "22",
+                "4444",
+                ".",
+                "!?",
+                "/",
+                "//",
+                "\x00",
+                "'s",
+                "'ll",
+                "'VE",
+                "'Re",
+                "'x",
+                " '",
+                "\n\n",
+                " \n ",
+                "    ",
+                "aB",
+                "ABc",
+                "HTTPServer",
+                "camelCase",
+                "don't",
+                "IT'S",
+                "x's's",
+                ".\n/",
+                "\n/\n",
+                ";\n",
+            ],
+        tails: ["A", "/", "ſ", "É", "\u{301}", "ʰ"],
+    );
+}
+
+#[cfg(test)]
+mod tekken_rules {
+    use super::boundaries_tekken as boundaries;
+    crate::encode::pretok::ascii_window::boundaries_test!(
+        crate::encode::pretok::o200k::Tekken,
+        parts: [
+            "a", "Z", "s", "t", "'", " ", "  ", "\n", "\r", "\t", "1", "22", "4444", ".", "!?",
+            "/", "//", "'s", "'ll", "'VE", "'x", " '", "\n\n", " \n ", "aB", "ABc", "don't",
+            "IT'S", "x's's", ".\n/", ";\n",
         ],
-    tails: ["A", "/", "ſ", "É", "\u{301}", "ʰ"],
-);
+        tails: ["A", "/", "ſ", "É", "\u{301}", "ʰ", "٣"],
+    );
+}
