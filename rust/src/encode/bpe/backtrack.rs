@@ -246,26 +246,42 @@ fn last_merge_heap(vocab: &Vocab, bytes: &[u8]) -> Option<Option<(Rank, Rank)>> 
     (parts == 1).then_some(last)
 }
 
+/// Per rank: the two tokens the last merge of BPE on the token's bytes joins (`(r, r)` for
+/// a single byte), or `None` for a token BPE does not reach and for a special token's id.
+fn last_merges(vocab: &BpeVocab) -> Vec<Option<(Rank, Rank)>> {
+    let filter = vocab.pair_filter();
+    crate::runtime::pool::parallel(|| {
+        (0..vocab.n_ids() as Rank)
+            .into_par_iter()
+            .map_init(
+                || (Vec::new(), Vec::new()),
+                |scratch, r| {
+                    let bytes = vocab.ordinary_bytes(r)?;
+                    let last = last_merge(vocab, filter, bytes, scratch)?;
+                    Some(last.unwrap_or((r, r)))
+                },
+            )
+            .collect()
+    })
+}
+
+/// Per rank: does BPE of the token's bytes give the token back? From the tables where
+/// [`Backtrack::new`] accepts `vocab`, else computed here (as `new` computes it).
+pub fn reachable(vocab: &BpeVocab) -> Vec<bool> {
+    match vocab.backtrack() {
+        Some(bt) => (0..vocab.n_ids() as Rank)
+            .map(|r| bt.is_reachable(r))
+            .collect(),
+        None => last_merges(vocab).iter().map(Option::is_some).collect(),
+    }
+}
+
 impl Backtrack {
     /// Build the tables for `vocab`, or `None` if some token's last merge joins a part whose
     /// rank is not below the token's (then the unwinding in `compatible` would be wrong).
     pub fn new(vocab: &BpeVocab) -> Option<Backtrack> {
         let n = vocab.n_ids();
-        let filter = vocab.pair_filter();
-        // Per rank: Some(split) for reachable ordinary tokens.
-        let merges: Vec<Option<(Rank, Rank)>> = crate::runtime::pool::parallel(|| {
-            (0..n as Rank)
-                .into_par_iter()
-                .map_init(
-                    || (Vec::new(), Vec::new()),
-                    |scratch, r| {
-                        let bytes = vocab.ordinary_bytes(r)?;
-                        let last = last_merge(vocab, filter, bytes, scratch)?;
-                        Some(last.unwrap_or((r, r)))
-                    },
-                )
-                .collect()
-        });
+        let merges = last_merges(vocab);
         let mut split = vec![(NO_RANK, NO_RANK); n];
         let mut reachable: Vec<(&[u8], Rank)> = Vec::new();
         let mut whole_tokens_from = 1;

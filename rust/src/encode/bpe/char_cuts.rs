@@ -121,11 +121,12 @@ impl CharCuts {
     /// The tables for `vocab`, or `None` if it has fewer than [`MIN_WHOLE_CHARS`] tokens that
     /// are one three-byte char from U+1000 up. o200k: ~6 ms, at the first CJK piece.
     pub fn new(vocab: &BpeVocab) -> Option<CharCuts> {
-        // The vocabularies backtracking refuses keep their pieces whole too: they are not trained
-        // ones, and the reachability below comes from the backtracking tables.
+        // The argument above needs no order of ranks, so a vocabulary that backtracking
+        // refuses (Llama 3's: some merges join a part of higher rank than their result) is
+        // cut too; only the reachability then comes from elsewhere.
         Self::build(vocab, || {
-            let backtrack = vocab.backtrack()?;
-            Some(move |r: Rank| backtrack.is_reachable(r))
+            let reach = super::backtrack::reachable(vocab);
+            Some(move |r: Rank| reach.get(r as usize).copied().unwrap_or(false))
         })
     }
 
@@ -562,6 +563,53 @@ mod tests {
                 encode_piece(&v, piece, &mut local, &mut got).expect("every byte is a token");
                 assert_eq!(got, as_piece, "{:?}", String::from_utf8_lossy(piece));
             }
+        }
+        assert!(was_cut > 100, "only {was_cut} pieces were cut");
+    }
+
+    /// A vocabulary whose token 一丁 ranks below its parts 一 and 丁 (Llama 3 has such
+    /// tokens): backtracking refuses it, and its CJK pieces are still cut, to the same tokens.
+    #[test]
+    fn a_vocabulary_backtracking_refuses_is_cut_too() {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.push([utf8('一'), utf8('丁')].concat());
+        let base = vocab(&[]);
+        for id in 256..base.n_ids() as Rank {
+            tokens.push(base.ordinary_bytes(id).expect("a token").to_vec());
+        }
+        let ranks: FxHashMap<Vec<u8>, Rank> = tokens.into_iter().zip(0..).collect();
+        let v = BpeVocab::new(Vocab::new(ranks, Vec::new()).expect("a valid vocabulary"));
+        v.build_tables();
+        assert!(
+            v.backtrack().is_none(),
+            "backtracking should refuse this vocabulary"
+        );
+        let cuts = v.char_cuts_once_backtracking().expect("cut tables");
+        let alphabet: Vec<char> = "一丁七万\u{6000}a".chars().collect();
+        let mut was_cut = 0;
+        let cache = PieceCache::new();
+        let mut local = cache.local();
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for len in 1..300 {
+            let piece: String = (0..len % 30 + 1)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    alphabet[(x % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let piece = piece.as_bytes();
+            let mut expected = Vec::new();
+            merge_heap(&v, piece, &mut expected).expect("every byte is a token");
+            let expected = v.rank(piece).map_or(expected, |r| vec![r]);
+            let mut parts = Vec::new();
+            if cuts.encode(piece, &mut parts, |part, out| merge_heap(&v, part, out)) == Ok(true) {
+                was_cut += 1;
+            }
+            let mut got = Vec::new();
+            encode_piece(&v, piece, &mut local, &mut got).expect("every byte is a token");
+            assert_eq!(got, expected, "{:?}", String::from_utf8_lossy(piece));
         }
         assert!(was_cut > 100, "only {was_cut} pieces were cut");
     }

@@ -39,7 +39,8 @@ pub struct BpeVocab {
     /// Which pairs might merge, built at the first BPE that needs it (see `pair_filter.rs`).
     pair_filter: ProcessOnce<PairFilter>,
     /// Where long CJK pieces may be cut, built at the first one once the backtracking tables
-    /// are (`None` for a vocabulary with too few such chars; see `char_cuts.rs`).
+    /// are built or refused (`None` for a vocabulary with too few such chars; see
+    /// `char_cuts.rs`).
     char_cuts: ProcessOnce<Option<CharCuts>>,
 }
 
@@ -91,11 +92,12 @@ impl BpeVocab {
         self.char_cuts.get_or_init(|| CharCuts::new(self)).as_ref()
     }
 
-    /// [`BpeVocab::char_cuts`] once the backtracking tables are built (their reachability is
-    /// part of the cut tables), else `None`: until then a CJK piece goes the way of any other.
+    /// [`BpeVocab::char_cuts`] once the backtracking tables are built or refused for this
+    /// vocabulary (the cut tables take their reachability from the same work), else `None`:
+    /// until then a CJK piece goes the way of any other.
     #[inline]
     pub fn char_cuts_once_backtracking(&self) -> Option<&CharCuts> {
-        self.backtrack_if_built()?;
+        self.backtrack.get()?;
         self.char_cuts()
     }
 
