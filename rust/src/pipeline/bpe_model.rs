@@ -335,8 +335,11 @@ impl HfBpe {
         self.paths.engine = true;
         self.paths.conflict_min = conflicts.iter().map(Vec::len).min().unwrap_or(usize::MAX);
         if !conflicts.is_empty() {
+            // A DFA: the patterns share their prefixes (runs of one char), a few thousand
+            // states, and the search runs on every word the engine merges.
             self.paths.conflicts = Some(
                 AhoCorasick::builder()
+                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
                     .build(&conflicts)
                     .map_err(|e| bad(&e.to_string()))?,
             );
