@@ -399,9 +399,15 @@ impl HfBpe {
         self.encode_word_merging(vocab, w, cache, out)
     }
 
+    /// Whether [`HfBpe::encode_word`] takes the engine's path (see the module docs).
+    #[inline]
+    pub fn on_engine(&self) -> bool {
+        self.paths.engine
+    }
+
     /// [`HfBpe::encode_word`] off the engine: HF's merging, with this model's cache.
     #[inline]
-    fn encode_word_merging(
+    pub fn encode_word_merging(
         &self,
         vocab: &BpeVocab,
         w: &[u8],
@@ -481,7 +487,7 @@ impl HfBpe {
     /// engine would merge (not a token, not in the cache), and such a word is merged HF's
     /// way and cached like any other.
     #[inline(always)]
-    fn encode_word_engine(
+    pub fn encode_word_engine(
         &self,
         vocab: &BpeVocab,
         text: &[u8],

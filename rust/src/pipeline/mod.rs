@@ -100,33 +100,19 @@ impl Pipeline {
             };
             let mut model = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
                 if let Some(re) = self.pretok.single_scan() {
-                    // One isolating scan, then bytes: the pieces straight from the scanner.
+                    // One isolating scan, then bytes: the pieces straight from the scanner, to
+                    // the model's path chosen once a text, not once a word.
                     let text = s.as_bytes();
-                    let base = s.as_ptr() as usize;
-                    let mut prev = 0;
                     let (vocab, model) = (&enc.vocab, &self.model);
-                    re.for_each_piece(s, |m| {
-                        let at = m.as_ptr() as usize - base;
-                        if prev < at {
-                            let gap = &text[prev..at];
-                            model.encode_word(
-                                vocab,
-                                text,
-                                gap,
-                                &mut cache,
-                                &mut engine_cache,
-                                out,
-                            )?;
-                        }
-                        prev = at + m.len();
-                        let w = m.as_bytes();
-                        model.encode_word(vocab, text, w, &mut cache, &mut engine_cache, out)
-                    })?;
-                    if prev < text.len() {
-                        let rest = &text[prev..];
-                        model.encode_word(vocab, text, rest, &mut cache, &mut engine_cache, out)?;
-                    }
-                    return Ok(());
+                    return if model.on_engine() {
+                        each_word(re, s, |w| {
+                            model.encode_word_engine(vocab, text, w, &mut engine_cache, out)
+                        })
+                    } else {
+                        each_word(re, s, |w| {
+                            model.encode_word_merging(vocab, w, &mut cache, out)
+                        })
+                    };
                 }
                 if let Some(fused) = self.pretok.fused() {
                     // One scanner for the whole Sequence: its pieces straight to the model.
@@ -310,6 +296,31 @@ impl Pipeline {
         v.extend(self.pretok.splitter_kinds());
         v
     }
+}
+
+/// Calls `word` with the bytes of each piece `re` finds in `s` and of each gap between them
+/// (text no match covers, a piece of its own under `Isolated`), in order.
+#[inline(always)]
+fn each_word(
+    re: &splitters::PieceSplitter,
+    s: &str,
+    mut word: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let text = s.as_bytes();
+    let base = s.as_ptr() as usize;
+    let mut prev = 0;
+    re.for_each_piece(s, |m| {
+        let at = m.as_ptr() as usize - base;
+        if prev < at {
+            word(&text[prev..at])?;
+        }
+        prev = at + m.len();
+        word(m.as_bytes())
+    })?;
+    if prev < text.len() {
+        word(&text[prev..])?;
+    }
+    Ok(())
 }
 
 /// The bytes of piece `p` of `s`: a slice, or in `buf` with the virtual space first.
