@@ -24,6 +24,7 @@
 //! letter alternatives, and with `\p{N}` for `\p{N}{1,3}`: it runs on o200k's scanner with
 //! those two rules switched (`pretok/o200k.rs` argues both).
 
+use crate::encode::pretok::classes::{CharClasses, N};
 use crate::encode::pretok::o200k::Tekken;
 use crate::encode::pretok::{Splitter, CL100K_PATTERN};
 use crate::error::Result;
@@ -103,34 +104,28 @@ impl PieceSplitter {
             PieceSplitter::Plain(s) => s.for_each_piece(text, f),
             PieceSplitter::Llama3(s) => llama3_pieces(s, text, f),
             PieceSplitter::Tekken(s) => s.for_each_piece(text, f),
-            PieceSplitter::Qwen2(s) => llama3_pieces(s, text, |p| {
-                if p.chars().next().is_some_and(is_number) {
-                    for (i, c) in p.char_indices() {
-                        f(&p[i..i + c.len_utf8()])?;
+            PieceSplitter::Qwen2(s) => {
+                // `\p{N}` as the scanners' tables have it (regex-syntax's Unicode tables).
+                let t = CharClasses::get();
+                llama3_pieces(s, text, |p| {
+                    if t.at(p.as_bytes(), 0).0 & N != 0 {
+                        return each_char(p, &mut f);
                     }
-                    Ok(())
-                } else {
+                    // One call of `f` here, so that it inlines.
                     f(p)
-                }
-            }),
+                })
+            }
         }
     }
 }
 
-/// `\p{N}` as the scanners' tables have it (regex-syntax's Unicode tables).
-fn is_number(c: char) -> bool {
-    use std::sync::OnceLock;
-    static N: OnceLock<Option<regex_automata::meta::Regex>> = OnceLock::new();
-    if c.is_ascii() {
-        return c.is_ascii_digit();
+/// Calls `f` with each char of `p`.
+#[inline(never)]
+fn each_char<'t>(p: &'t str, f: &mut impl FnMut(&'t str) -> Result<()>) -> Result<()> {
+    for (i, c) in p.char_indices() {
+        f(&p[i..i + c.len_utf8()])?;
     }
-    match N.get_or_init(|| regex_automata::meta::Regex::new(r"^\p{N}$").ok()) {
-        Some(re) => {
-            let mut buf = [0u8; 4];
-            re.is_match(c.encode_utf8(&mut buf).as_bytes())
-        }
-        None => c.is_numeric(),
-    }
+    Ok(())
 }
 
 /// Llama 3's pieces of `text`, from cl100k's scanner `s` (see the module docs).

@@ -19,7 +19,7 @@
 mod ascii_window;
 pub mod cl100k;
 mod cl100k_block;
-mod classes;
+pub(crate) mod classes;
 pub mod file_cuts;
 pub mod general;
 pub mod o200k;
