@@ -1,10 +1,12 @@
 //! One field of each line of a JSON Lines block, as Python's `json.loads(line)[field]` gives
-//! it, parsed by serde_json without building the object: other values are skipped, the
-//! field's string is borrowed from the line when it holds no escapes, and otherwise
-//! unescaped here ([`unescape`]) into a buffer the encoding thread reuses line after line
-//! (serde_json would unescape each into a scratch vector grown from empty and then copied:
-//! several allocations per document, which the encoding threads made under glibc's arena
-//! lock, in turn).
+//! it, without building the object: other values are skipped, the field's string is
+//! borrowed from the line when it holds no escapes, and otherwise unescaped into a buffer the
+//! encoding thread reuses line after line (serde_json would unescape each into a scratch
+//! vector grown from empty and then copied: several allocations per document, which the
+//! encoding threads made under glibc's arena lock, in turn). The common record is read in
+//! one pass by [`scan`]; a line it is not sure of is parsed by serde_json and its field
+//! unescaped here ([`unescape`]), as before the scanner, so the scanner only ever answers
+//! what this reading answers (a test compares the two).
 //!
 //! Invariant: [`field_text`] says [`Line::Text`] only when `json.loads` would return an
 //! object whose `field` is a string holding exactly that text (and nothing a Python reader
@@ -23,6 +25,8 @@
 //! skip over any number however long. serde_json refuses more (the extensions above), never
 //! less, and refusing only costs the slow path. A key that occurs twice keeps its last
 //! value, as a Python `dict` does.
+
+mod scan;
 
 use super::{encode_pieces, Encoded, Parts, Piece, PIECE_BYTES};
 use crate::error::Result;
@@ -61,6 +65,19 @@ pub fn field_text<'a>(line: &'a [u8], field: &str, buf: &'a mut String) -> Line<
     let Ok(text) = std::str::from_utf8(line) else {
         return Line::Fallback;
     };
+    // The common record in one pass; serde_json for whatever the scanner is not sure of.
+    match scan::field(text, field, buf) {
+        Some(scan::Found::InLine(start, end)) => {
+            return Line::Text(Cow::Borrowed(&text[start..end]))
+        }
+        Some(scan::Found::InBuf) => return Line::Text(Cow::Borrowed(buf.as_str())),
+        None => {}
+    }
+    serde_field_text(text, field, buf)
+}
+
+/// [`field_text`] of a line already checked to be UTF-8 and not blank, read by serde_json.
+fn serde_field_text<'a>(text: &'a str, field: &str, buf: &'a mut String) -> Line<'a> {
     let mut de = serde_json::Deserializer::from_str(text);
     let body = match (Object { field }).deserialize(&mut de) {
         // `end` refuses anything but whitespace after the object, as `json.loads` does.
@@ -356,6 +373,154 @@ mod tests {
         assert_eq!(text(r#"{"é": 1, "text": "c"}"#), owned("c"));
         // a lone surrogate in a value that is skipped: Python takes it too
         assert_eq!(text(r#"{"o": "\ud800", "text": "d"}"#), owned("d"));
+    }
+
+    /// The one-pass scanner (`scan`) says what serde_json's reading says whenever it answers,
+    /// on records built from random parts and on their mutations (bytes swapped, dropped,
+    /// doubled, cut short), and it answers for the usual records.
+    #[test]
+    fn the_scanner_agrees_with_serde_json() {
+        const STRINGS: [&str; 14] = [
+            r#""""#,
+            r#""plain text""#,
+            r#""line\nbreak \"quoted\" tab\t back\\slash \/""#,
+            r#""\u00e9\u20ac \ud83d\ude00 caf\u00E9""#,
+            r#""\ud800 lone""#,
+            r#""\udc00\ud800""#,
+            r#""\b\f\r""#,
+            "\"h\u{e9}llo \u{1f600} \u{4e16}\u{754c}\"",
+            r#""bad \x escape""#,
+            "\"raw \u{1} control\"",
+            r#""\u12""#,
+            r#""end\\""#,
+            r#""trail \"#,
+            r#""\u0000 nul""#,
+        ];
+        const OTHERS: [&str; 21] = [
+            "1",
+            "-0",
+            "0.5",
+            "1e10",
+            "-2.5E-3",
+            "01",
+            "1.",
+            ".5",
+            "-",
+            "1e",
+            "true",
+            "false",
+            "null",
+            "NaN",
+            "-Infinity",
+            "tru",
+            "1x",
+            "[1,]",
+            r#"{"k":}"#,
+            r#"{"k" 1}"#,
+            "nulll",
+        ];
+        const KEYS: [&str; 5] = [
+            r#""id""#,
+            r#""text""#,
+            r#""te\u0078t""#,
+            r#""meta""#,
+            r#""""#,
+        ];
+        fn value(rnd: &mut dyn FnMut(usize) -> usize, depth: usize) -> String {
+            match rnd(if depth < 3 { 6 } else { 4 }) {
+                0 | 1 => STRINGS[rnd(STRINGS.len())].to_string(),
+                2 | 3 => OTHERS[rnd(OTHERS.len())].to_string(),
+                4 => {
+                    let n = rnd(3);
+                    let items: Vec<String> = (0..n).map(|_| value(rnd, depth + 1)).collect();
+                    format!("[{}]", items.join(", "))
+                }
+                _ => {
+                    let n = rnd(3);
+                    let items: Vec<String> = (0..n)
+                        .map(|_| format!("{}: {}", KEYS[rnd(KEYS.len())], value(rnd, depth + 1)))
+                        .collect();
+                    format!("{{{}}}", items.join(","))
+                }
+            }
+        }
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let (mut answered, mut usual) = (0, 0);
+        for round in 0..20_000 {
+            let mut members = Vec::new();
+            for _ in 0..rnd(4) {
+                let key = KEYS[rnd(KEYS.len())];
+                let colon = ["", " "][rnd(2)];
+                let space = ["", " ", "\t"][rnd(3)];
+                members.push(format!("{key}{colon}:{space}{}", value(&mut rnd, 0)));
+            }
+            let text = STRINGS[rnd(STRINGS.len())];
+            members.insert(rnd(members.len() + 1), format!("\"text\": {text}"));
+            let before = ["", " ", "\t"][rnd(3)];
+            let after = ["", " ", "\r", " x", ","][rnd(5)];
+            let mut line = format!("{before}{{{}}}{after}", members.join(", ")).into_bytes();
+            if round % 2 == 1 {
+                // a mutation: most of these lines are not JSON any more
+                let at = rnd(line.len());
+                match rnd(4) {
+                    0 => {
+                        let other = rnd(line.len());
+                        line.swap(at, other);
+                    }
+                    1 => {
+                        line.remove(at);
+                    }
+                    2 => line.insert(at, line[at]),
+                    _ => line.truncate(at),
+                }
+            }
+            let Ok(text) = std::str::from_utf8(&line) else {
+                continue;
+            };
+            let (mut a, mut b) = (String::new(), String::new());
+            let want = serde_field_text(text, "text", &mut a);
+            let Some(found) = scan::field(text, "text", &mut b) else {
+                continue;
+            };
+            let got = match found {
+                scan::Found::InLine(start, end) => &text[start..end],
+                scan::Found::InBuf => b.as_str(),
+            };
+            assert_eq!(Line::Text(Cow::Borrowed(got)), want, "{text}");
+            answered += 1;
+            if round % 2 == 0 {
+                usual += 1;
+            }
+        }
+        assert!(
+            usual > 1_000,
+            "the scanner answered {usual} unmutated lines"
+        );
+        assert!(answered > usual, "no mutated line was answered");
+        // the usual record, escapes and all, is the scanner's
+        let mut buf = String::new();
+        for line in [
+            r#"{"id": 12, "text": "a\nb \"c\" \u00e9\ud83d\ude00", "meta": {"x": [1, 2.5, null]}}"#,
+            r#"{"text": "plain"}"#,
+            "{\"text\": \"h\u{e9}llo\"}\r",
+        ] {
+            assert!(scan::field(line, "text", &mut buf).is_some(), "{line}");
+        }
+        // and what it leaves to serde_json comes back as before
+        for line in [
+            r#"{"te\u0078t": "esc key"}"#,
+            r#"{"x": NaN, "text": "a"}"#,
+            r#"{"text": "\ud800"}"#,
+            r#"{"text": 1}"#,
+        ] {
+            assert!(scan::field(line, "text", &mut buf).is_none(), "{line}");
+        }
     }
 
     #[test]
