@@ -91,7 +91,7 @@ pub fn encode_values(
     };
     let work = |range: &std::ops::Range<usize>| -> Result<Piece> {
         let mut e = Encoded {
-            ids: Vec::new(),
+            ids: Vec::with_capacity(super::ids_room(PIECE_BYTES)),
             ends: Vec::with_capacity(range.len()),
         };
         // Each value's copy, in one buffer reused value after value: a new vector per

@@ -281,7 +281,7 @@ pub fn encode_block(
     let pieces = pieces(block);
     let work = |piece: &&[u8]| -> Result<Piece> {
         let mut e = Encoded {
-            ids: Vec::with_capacity(piece.len() / 3),
+            ids: Vec::with_capacity(super::ids_room(piece.len())),
             ends: Vec::new(),
         };
         let mut buf = String::new(); // the unescaped text of a line, reused by the next

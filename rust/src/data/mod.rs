@@ -32,6 +32,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// costs nothing beside encoding it.
 pub const PIECE_BYTES: usize = 64 << 10;
 
+/// Room for the ids of `bytes` of records, made when a piece starts: one id per two bytes,
+/// more than text takes (a few bytes an id), so that the vector seldom grows, which copies
+/// what it holds.
+pub fn ids_room(bytes: usize) -> usize {
+    bytes / 2
+}
+
 /// The ids of a piece's documents, one after another, and where each document ends.
 #[derive(Default)]
 pub struct Encoded {
