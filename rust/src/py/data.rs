@@ -11,6 +11,7 @@ use super::batches::SignalPoll;
 use super::errors::detached;
 use super::id_arrays::numpy_api;
 use crate::encode::encoder::{Allowed, Encoder};
+use crate::runtime::batch::{batch_map, threads_for_ids};
 use crate::vocab::Rank;
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::buffer::PyUntypedBuffer;
@@ -89,43 +90,87 @@ impl Layout {
 /// Writes the documents of `parts` into `out` (exactly their ids plus [`Layout::extra`] per
 /// document) as `layout` says, each id through `cast`, and returns the offsets (from 0, one
 /// more than documents) and the bitwise or of every id written, by which the caller checks
-/// that `cast` lost nothing.
-fn lay_out<T: Copy>(
+/// that `cast` lost nothing. Each part is written into its own stretch of `out`, on up to
+/// `num_threads` threads ([`batch_map`]).
+///
+/// Why on the batch's threads: the copy is the one step of a block the encoding threads do
+/// not share, and it runs between two blocks, while a helper that encoded with the caller
+/// would wait for the next block.
+fn lay_out<T: Copy + Send>(
     parts: &[crate::data::Encoded],
     layout: Layout,
     out: &mut [MaybeUninit<T>],
-    cast: impl Fn(Rank) -> T,
-) -> (Vec<i64>, Rank) {
+    cast: impl Fn(Rank) -> T + Sync + Send,
+    num_threads: usize,
+) -> crate::error::Result<(Vec<i64>, Rank)> {
     let (_, docs) = crate::data::sizes(parts);
+    let extra = layout.extra();
     let mut offsets = Vec::with_capacity(docs + 1);
     offsets.push(0i64);
     let mut at = 0usize;
-    let mut all = 0 as Rank;
+    let mut jobs = Vec::with_capacity(parts.len());
+    let mut rest = out;
     for e in parts {
         let mut start = 0usize;
         for &end in &e.ends {
-            if let Some(b) = layout.bos {
-                out[at].write(cast(b));
-                at += 1;
-                all |= b;
-            }
-            let doc = &e.ids[start..end];
-            for (d, &id) in out[at..at + doc.len()].iter_mut().zip(doc) {
-                d.write(cast(id));
-                all |= id;
-            }
-            at += doc.len();
-            if let Some(t) = layout.eot {
-                out[at].write(cast(t));
-                at += 1;
-                all |= t;
-            }
+            at += end - start + extra;
             offsets.push(at as i64);
             start = end;
         }
+        // `out` holds exactly every part's ids and extras (the caller sized it so), so
+        // each part's stretch is there.
+        let (mine, tail) =
+            std::mem::take(&mut rest).split_at_mut(e.ids.len() + e.ends.len() * extra);
+        rest = tail;
+        jobs.push((e, std::sync::Mutex::new(mine)));
+    }
+    debug_assert!(rest.is_empty());
+    let write = |(e, stretch): &(
+        &crate::data::Encoded,
+        std::sync::Mutex<&mut [MaybeUninit<T>]>,
+    )| {
+        // (only this job locks its stretch: the lock is never contended nor poisoned)
+        let mut out = stretch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(write_part(e, layout, &mut out, &cast))
+    };
+    let ors = batch_map(&jobs, threads_for_ids(at, num_threads), write)?;
+    Ok((offsets, ors.into_iter().fold(0, |a, b| a | b)))
+}
+
+/// One part's documents written into `out` (exactly its stretch) as [`lay_out`] says; the
+/// bitwise or of the ids written.
+fn write_part<T: Copy>(
+    e: &crate::data::Encoded,
+    layout: Layout,
+    out: &mut [MaybeUninit<T>],
+    cast: &impl Fn(Rank) -> T,
+) -> Rank {
+    let mut at = 0usize;
+    let mut all = 0 as Rank;
+    let mut start = 0usize;
+    for &end in &e.ends {
+        if let Some(b) = layout.bos {
+            out[at].write(cast(b));
+            at += 1;
+            all |= b;
+        }
+        let doc = &e.ids[start..end];
+        for (d, &id) in out[at..at + doc.len()].iter_mut().zip(doc) {
+            d.write(cast(id));
+            all |= id;
+        }
+        at += doc.len();
+        if let Some(t) = layout.eot {
+            out[at].write(cast(t));
+            at += 1;
+            all |= t;
+        }
+        start = end;
     }
     debug_assert_eq!(at, out.len());
-    (offsets, all)
+    all
 }
 
 /// A new 1-d numpy array of `T` with `parts` laid out in it, and its offsets (see
@@ -135,17 +180,20 @@ fn filled<'py, T: numpy::Element + Copy + Send>(
     parts: &[crate::data::Encoded],
     layout: Layout,
     cast: impl Fn(Rank) -> T + Send + Sync,
+    num_threads: usize,
 ) -> PyResult<(Bound<'py, PyArray1<T>>, Vec<i64>, Rank)> {
     let (ids, docs) = crate::data::sizes(parts);
     let total = ids + docs * layout.extra();
     // SAFETY: `new` makes a 1-d, C-contiguous array of `total` uninitialised `T`s that
     // nothing else references yet (it is not handed to Python before this returns), so a
     // slice of `MaybeUninit<T>` over exactly its memory aliases nothing and claims nothing
-    // about its contents. `lay_out` writes every element (`total` counts what it writes),
-    // before the array is returned and read. `T` has no drop.
+    // about its contents. `lay_out` writes every element (`total` counts what it writes;
+    // each part's stretch is written by one thread, and all are done when it returns)
+    // before the array is returned and read; on an error the array is dropped unread. `T`
+    // has no drop.
     let ids = unsafe { PyArray1::<T>::new(py, total, false) };
     let out = unsafe { std::slice::from_raw_parts_mut(ids.data().cast::<MaybeUninit<T>>(), total) };
-    let (offsets, all) = py.detach(|| lay_out(parts, layout, out, cast));
+    let (offsets, all) = detached(py, || lay_out(parts, layout, out, cast, num_threads))?;
     Ok((ids, offsets, all))
 }
 
@@ -157,12 +205,13 @@ fn arrays<'py>(
     py: Python<'py>,
     parts: Option<crate::data::Parts>,
     layout: Layout,
+    num_threads: usize,
 ) -> PyResult<Option<FlatArrays<'py>>> {
     let Some(parts) = parts else {
         return Ok(None);
     };
     let (ids, offsets) = if layout.narrow {
-        let (ids, offsets, all) = filled(py, &parts, layout, |id| id as u16)?;
+        let (ids, offsets, all) = filled(py, &parts, layout, |id| id as u16, num_threads)?;
         if all > Rank::from(u16::MAX) {
             return Err(PyValueError::new_err(
                 "an id does not fit uint16: the encoding's ids need uint32",
@@ -170,7 +219,7 @@ fn arrays<'py>(
         }
         (ids.into_any(), offsets)
     } else {
-        let (ids, offsets, _) = filled(py, &parts, layout, |id| id)?;
+        let (ids, offsets, _) = filled(py, &parts, layout, |id| id, num_threads)?;
         (ids.into_any(), offsets)
     };
     Ok(Some((ids, PyArray1::from_vec(py, offsets))))
@@ -197,7 +246,7 @@ pub(super) fn encode_jsonl_block<'py>(
             || poll.stop(),
         )
     });
-    arrays(py, poll.stash.finish(flat)?, layout)
+    arrays(py, poll.stash.finish(flat)?, layout, num_threads)
 }
 
 /// A flat, one-byte-per-item buffer of `obj` (a `pyarrow.Buffer`, `bytes`, a memoryview...).
@@ -272,5 +321,5 @@ pub(super) fn encode_arrow_values<'py>(
     });
     let flat = poll.stash.finish(flat)?;
     drop((offsets_buf, data_buf));
-    arrays(py, flat, layout)
+    arrays(py, flat, layout, num_threads)
 }
