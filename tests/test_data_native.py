@@ -490,3 +490,34 @@ def test_hypothesis_json_objects_read_as_json_loads():
         assert ids.tolist() == TK.encode_ordinary(text) and offs.tolist() == [0, len(ids)]
 
     check()
+
+
+def test_file_blocks_are_the_stream_blocks(tmp_path, monkeypatch):
+    """A regular file is cut into the blocks a stream of the same bytes is cut into (the
+    last separator of each chunk ends a block, the rest follows), though each block is read
+    exactly after a look at its chunk's end: long lines across chunks and windows, no
+    separator at the end, only separators, an empty file, a file read from a later start."""
+    import io
+    import random
+
+    monkeypatch.setattr(readers, "_PEEK", 7)  # windows smaller than lines and chunks
+    rnd = random.Random(5)
+    contents = [b"", b"\n", b"\n\n\n", b"no separator at all", b"a\n" * 50 + b"tail"]
+    for _ in range(40):
+        lines = [bytes(rnd.choice(b"xyz ") for _ in range(rnd.choice([0, 1, 3, 9, 40])))
+                 for _ in range(rnd.randrange(1, 30))]
+        data = b"\n".join(lines)
+        contents.append(data if rnd.random() < 0.5 else data + b"\n")
+    path = tmp_path / "f.jsonl"
+    for data in contents:
+        path.write_bytes(data)
+        for size in (1, 2, 5, 16, 64, 1000):
+            for skip in (0, 3):
+                with open(path, "rb") as f:
+                    f.read(skip)
+                    got = list(readers._blocks(f, b"\n", size))
+                stream = io.BytesIO(data)
+                stream.read(skip)
+                want = list(readers._stream_blocks(stream, b"\n", size))
+                assert got == want, (data, size, skip)
+                assert b"".join(got) == data[skip:]

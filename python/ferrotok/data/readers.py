@@ -30,8 +30,10 @@ which applies the rules :func:`iter_batches` applies, so both cut the same batch
 from __future__ import annotations
 
 import glob
+import io
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple, Union, cast
@@ -239,7 +241,71 @@ def _open(path: str, comp: str | None) -> IO[bytes]:
 
 def _blocks(f: IO[bytes], sep: bytes, size: int = _BLOCK) -> Iterator[bytes]:
     """The stream cut into blocks of about ``size`` bytes that end just after a ``sep``
-    (the last may not)."""
+    (the last may not): the stream read in chunks of ``size`` bytes, and a block ending
+    after the last ``sep`` of a chunk that holds one."""
+    if len(sep) == 1 and hasattr(os, "pread") and isinstance(f, io.BufferedReader):
+        try:
+            fd = f.fileno()
+            st = os.fstat(fd)
+            start = f.tell()
+        except (OSError, ValueError):
+            pass
+        else:
+            if stat.S_ISREG(st.st_mode):
+                yield from _file_blocks(f, fd, sep, size, start, st.st_size)
+                return
+    yield from _stream_blocks(f, sep, size)
+
+
+#: Bytes of a file read at a time, back from a chunk's end, to find its last separator.
+_PEEK = 64 << 10
+
+
+def _file_blocks(
+    f: IO[bytes], fd: int, sep: bytes, size: int, start: int, end: int
+) -> Iterator[bytes]:
+    """:func:`_blocks` of a regular file ``f`` (descriptor ``fd``) read from ``start``, whose
+    size is ``end``: the same blocks, each read from the file with no other copy. The end of
+    each chunk is looked at first (``os.pread``, which leaves ``f`` where it is) for its last
+    separator, so the block up to it is read exactly, where a block read past its end had to
+    be joined to the next one's start (a copy of the block, GIL held)."""
+    pos = start  # where the next block starts, and where `f` is
+    lo = start  # where the current chunk starts
+    while lo < end:
+        hi = min(lo + size, end)
+        cut = _last_sep(fd, sep, lo, hi)
+        if cut is None:
+            break  # the file changed under us: read on as a stream
+        if cut > lo:  # a separator is in the chunk: the block ends after it
+            block = f.read(cut - pos)
+            pos += len(block)
+            if block:
+                yield block
+            if pos != cut:
+                break  # the file changed under us
+        lo = hi
+    # What follows the last separator (or anything the file gained while it was read).
+    yield from _stream_blocks(f, sep, size)
+
+
+def _last_sep(fd: int, sep: bytes, lo: int, hi: int) -> int | None:
+    """Just past the last ``sep`` in bytes ``lo..hi`` of file ``fd`` (``lo`` if none), read
+    back from ``hi`` a window at a time; None if the file is shorter than ``hi``."""
+    at = hi
+    while at > lo:
+        n = min(_PEEK, at - lo)
+        window = os.pread(fd, n, at - n)
+        if len(window) != n:
+            return None
+        i = window.rfind(sep)
+        if i >= 0:
+            return at - n + i + 1
+        at -= n
+    return lo
+
+
+def _stream_blocks(f: IO[bytes], sep: bytes, size: int) -> Iterator[bytes]:
+    """:func:`_blocks` of any stream."""
     rest = b""
     while True:
         chunk = f.read(size)
