@@ -26,7 +26,7 @@ Each contender's peak RSS (its own and its children's) is recorded.
     python benches/data.py --mb 1024            # the 1 GB run
     python benches/data.py --mb 5120 --only ferrotok-job   # 5 GB: peak memory stays flat
 
-Results are appended to benches/results/data.jsonl, one JSON object per run.
+Results are appended to benches/results/data.jsonl (or --results), one JSON object per run.
 """
 
 from __future__ import annotations
@@ -281,6 +281,7 @@ def child(args: argparse.Namespace) -> None:
     src, out = Path(args.input), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fmt = "megatron" if src.suffix == ".jsonl" else "bin"
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     if args.child == "ferrotok-job":
         tokens = run_ferrotok_job(src, out / "shards", fmt, None)
@@ -297,11 +298,18 @@ def child(args: argparse.Namespace) -> None:
     else:
         raise SystemExit(f"unknown contender {args.child}")
     dt = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     self_rss = _vm_hwm_mb()
     # (a forked child's ru_maxrss starts at its parent's: this is an upper bound)
     kids_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    # CPU seconds (this process's threads, then its child processes'): on a shared machine
+    # they move less with the load than the seconds do.
     print(json.dumps({"seconds": dt, "tokens": tokens, "peak_rss_mb": self_rss,
-                      "peak_rss_children_mb": kids_rss}))
+                      "peak_rss_children_mb": kids_rss,
+                      "cpu_user_s": ru1.ru_utime - ru0.ru_utime,
+                      "cpu_sys_s": ru1.ru_stime - ru0.ru_stime,
+                      "cpu_children_s": kids.ru_utime + kids.ru_stime}))
 
 
 # ------------------------------------------------------------------ baseline and probe
@@ -328,13 +336,16 @@ def in_memory_encode(src: Path, max_mb: float = 64) -> dict[str, dict[str, float
     enc.encode_ordinary_batch_to_numpy(texts[:200], num_threads=1)  # warm tables
     out = {}
     for name, threads in (("single_thread_encode", 1), ("two_thread_encode", 2)):
-        best = float("inf")
+        best, best_cpu = float("inf"), 0.0
         for _ in range(2):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for i in range(0, len(texts), 1024):
                 enc.encode_ordinary_batch_to_numpy(texts[i : i + 1024], num_threads=threads)
-            best = min(best, time.perf_counter() - t0)
-        out[name] = {"mb_per_s": nbytes / 1e6 / best, "mb": nbytes / 1e6}
+            dt = time.perf_counter() - t0
+            if dt < best:
+                best, best_cpu = dt, time.process_time() - c0
+        # cpu_s: the process's CPU seconds in that run (all threads)
+        out[name] = {"mb_per_s": nbytes / 1e6 / best, "mb": nbytes / 1e6, "cpu_s": best_cpu}
     return out
 
 
@@ -366,6 +377,8 @@ def main() -> None:
     p.add_argument("--only", action="append", default=[], choices=CONTENDERS)
     p.add_argument("--inputs", default="jsonl,parquet", help="jsonl, parquet or both")
     p.add_argument("--note", default="", help="recorded with the run (e.g. 'machine loaded')")
+    p.add_argument("--results", default=str(RESULTS),
+                   help=f"the JSON Lines file the run is appended to (default {RESULTS})")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--input", default=None, help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)
@@ -432,6 +445,12 @@ def main() -> None:
             continue
         summary = {
             "job_scaling_vs_probe": job["over_one_thread_encode"] / probe["scaling"],
+            # CPU seconds a text MB costs the job (start-up included) over what it costs the
+            # one-thread in-memory encode: the job's work beside encoding, whatever the load
+            "job_cpu_of_one_thread_encode": (
+                (job["cpu_user_s"] + job["cpu_sys_s"]) / args.mb
+                / (base["cpu_s"] / base["mb"])
+            ),
             # what the job keeps of the in-memory two-thread encode (its own losses) ...
             "job_of_two_thread_encode": job["text_mb_per_s"] / two["mb_per_s"],
             # ... and what two encoding threads reach of the probe's scaling (the hardware's)
@@ -443,10 +462,11 @@ def main() -> None:
         run[f"summary_{kind}"] = summary
         print(f"{kind}: " + ", ".join(f"{k} {v:.2f}" for k, v in summary.items()),
               file=sys.stderr)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS, "a", encoding="utf-8") as f:
+    results = Path(args.results)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with open(results, "a", encoding="utf-8") as f:
         f.write(json.dumps(run) + "\n")
-    print(f"appended to {RESULTS}", file=sys.stderr)
+    print(f"appended to {results}", file=sys.stderr)
 
 
 if __name__ == "__main__":
