@@ -251,7 +251,14 @@ impl<'a> Scan<'a> {
                     return Some(Found::InBuf);
                 }
                 b'\\' => {
-                    let (c, len) = escape(self.b, at)?.ok()?; // a lone surrogate: not sure
+                    // the escapes of text (line breaks, tabs, quotes) first, then the rest
+                    let (c, len) = match self.b.get(at + 1) {
+                        Some(b'n') => ('\n', 2),
+                        Some(b't') => ('\t', 2),
+                        Some(b'"') => ('"', 2),
+                        Some(b'\\') => ('\\', 2),
+                        _ => escape(self.b, at)?.ok()?, // a lone surrogate: not sure
+                    };
                     if !escaped {
                         escaped = true;
                         buf.clear();
