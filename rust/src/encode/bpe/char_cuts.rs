@@ -517,6 +517,23 @@ mod tests {
         assert_eq!(cuts.duo(0xFFFF, '一' as u32), None);
     }
 
+    /// Pieces `k` of `1..n`: `k % max_len + 1` chars of `alphabet`, drawn by xorshift from `seed`.
+    fn random_pieces(alphabet: &[char], seed: u64, n: usize, max_len: usize) -> Vec<String> {
+        let mut x = seed;
+        (1..n)
+            .map(|k| {
+                (0..k % max_len + 1)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        alphabet[(x % alphabet.len() as u64) as usize]
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     #[test]
     fn cut_pieces_encode_as_merging_does() {
         let v = vocab(&spanning_tokens());
@@ -528,17 +545,8 @@ mod tests {
             .collect();
         let cache = PieceCache::new();
         let mut local = cache.local();
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut was_cut = 0;
-        for len in 1..400 {
-            let piece: String = (0..len % 40 + 1)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    alphabet[(x % alphabet.len() as u64) as usize]
-                })
-                .collect();
+        for piece in random_pieces(&alphabet, 0x9E37_79B9_7F4A_7C15, 400, 40) {
             let piece = piece.as_bytes();
             let mut expected = Vec::new();
             merge_heap(&v, piece, &mut expected).expect("every byte is a token");
@@ -589,16 +597,7 @@ mod tests {
         let mut was_cut = 0;
         let cache = PieceCache::new();
         let mut local = cache.local();
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        for len in 1..300 {
-            let piece: String = (0..len % 30 + 1)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    alphabet[(x % alphabet.len() as u64) as usize]
-                })
-                .collect();
+        for piece in random_pieces(&alphabet, 0x2545_F491_4F6C_DD1D, 300, 30) {
             let piece = piece.as_bytes();
             let mut expected = Vec::new();
             merge_heap(&v, piece, &mut expected).expect("every byte is a token");
