@@ -315,12 +315,22 @@ def child(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------ baseline and probe
 
 
-def in_memory_encode(src: Path, max_mb: float = 64) -> dict[str, dict[str, float]]:
-    """ferrotok's encode of the documents in memory (up to max_mb), on one thread and on
-    two (``encode_ordinary_batch_to_numpy(num_threads=1 / 2)``, batches of 1,024
-    documents, best of 2 each): MB/s. The two-thread figure is the ceiling the job can
-    reach on two cores for this work, which shares the caches and memory bandwidth, where
-    the probe's pure-Python loop shares nothing."""
+def in_memory_encode(src: Path, max_mb: float = 110) -> dict[str, dict[str, float]]:
+    """ferrotok's encode of documents in memory, on one thread and on two
+    (``encode_ordinary_batch_to_numpy(num_threads=1 / 2)``, batches of 1,024 documents):
+    MB/s, best of 2 passes each, every pass on text met once, in the job's mix.
+
+    The documents are those of the corpus's first ``max_mb`` MB: the corpus repeats the
+    shared corpus (~100 MB: english, then code, then multilingual), so these are each of its
+    documents once, the mix the job reads. They are dealt into four slices (document ``k``
+    to slice ``k % 4``), and each pass encodes its own slice: one thread slices 0 and 1, two
+    threads 2 and 3. (A pass over text an earlier pass encoded reads words from the piece
+    cache, which the job, meeting each document once a cycle, does not; and the first 64 MB
+    alone are English and code, faster to encode than the multilingual third.)
+
+    The two-thread figure is the ceiling the job can reach on two cores for this work, which
+    shares the caches and memory bandwidth, where the probe's pure-Python loop shares
+    nothing."""
     import ferrotok
     import pyarrow.parquet as pq
 
@@ -333,19 +343,23 @@ def in_memory_encode(src: Path, max_mb: float = 64) -> dict[str, dict[str, float
             nbytes += len(t.encode("utf-8"))
         if nbytes >= max_mb * 1e6:
             break
-    enc.encode_ordinary_batch_to_numpy(texts[:200], num_threads=1)  # warm tables
+    slices = [texts[k::4] for k in range(4)]
+    enc.build_tables()
     out = {}
-    for name, threads in (("single_thread_encode", 1), ("two_thread_encode", 2)):
-        best, best_cpu = float("inf"), 0.0
-        for _ in range(2):
+    for name, threads, mine in (
+        ("single_thread_encode", 1, slices[:2]),
+        ("two_thread_encode", 2, slices[2:]),
+    ):
+        passes = []
+        for part in mine:
+            mb = sum(len(t.encode("utf-8")) for t in part) / 1e6
             t0, c0 = time.perf_counter(), time.process_time()
-            for i in range(0, len(texts), 1024):
-                enc.encode_ordinary_batch_to_numpy(texts[i : i + 1024], num_threads=threads)
+            for i in range(0, len(part), 1024):
+                enc.encode_ordinary_batch_to_numpy(part[i : i + 1024], num_threads=threads)
             dt = time.perf_counter() - t0
-            if dt < best:
-                best, best_cpu = dt, time.process_time() - c0
-        # cpu_s: the process's CPU seconds in that run (all threads)
-        out[name] = {"mb_per_s": nbytes / 1e6 / best, "mb": nbytes / 1e6, "cpu_s": best_cpu}
+            # cpu_s: the process's CPU seconds in that pass (all threads)
+            passes.append({"mb_per_s": mb / dt, "mb": mb, "cpu_s": time.process_time() - c0})
+        out[name] = max(passes, key=lambda p: p["mb_per_s"])
     return out
 
 
