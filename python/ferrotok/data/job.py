@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ..progress import Line, end_line
-from .native import EncodeStage, with_specials
+from .native import EncodeStage, laid_out, with_specials
 from .readers import Batch, Position, Skipped, expand_inputs, iter_segments
 from .readers import input_format as _input_format
 from .writers import FORMATS, ShardWriter, dtype_for_vocab
@@ -261,12 +261,8 @@ class WriteStage:
         """Writes a batch's documents (``ids[offsets[i]:offsets[i + 1]]`` is document ``i``,
         without BOS/EOT); the first ``dropped`` of the batch were left out (they are in the
         shards already) and count for the resume position."""
-        import numpy as np
-
-        out, lengths = with_specials(ids, offsets, self.bos, self.eot)
-        laid = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=laid[1:])
-        self.write_chunks(batch, [(out.astype(self.dtype, copy=False), laid)], dropped)
+        laid = laid_out(ids, offsets, self.bos, self.eot, self.dtype.name)
+        self.write_chunks(batch, [laid], dropped)
 
     def write_chunks(
         self, batch: Batch, chunks: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]],
