@@ -108,56 +108,15 @@ fn unescape(body: &str, out: &mut String) -> bool {
     while let Some(off) = memchr::memchr(b'\\', &bytes[copied..]) {
         let at = copied + off;
         out.push_str(&body[copied..at]); // (`at` is an ASCII byte's index: a char boundary)
-        let Some(&kind) = bytes.get(at + 1) else {
+                                         // Not one of JSON's escapes, or a lone surrogate: `false`.
+        let Some(Ok((c, len))) = scan::escape(bytes, at) else {
             return false;
-        };
-        let (c, len) = match kind {
-            b'"' => ('"', 2),
-            b'\\' => ('\\', 2),
-            b'/' => ('/', 2),
-            b'b' => ('\u{8}', 2),
-            b'f' => ('\u{c}', 2),
-            b'n' => ('\n', 2),
-            b'r' => ('\r', 2),
-            b't' => ('\t', 2),
-            b'u' => match hex4(bytes, at + 2) {
-                Some(hi @ 0xD800..=0xDBFF) => {
-                    // Only a `\uDC00`-`\uDFFF` escape right after completes the pair.
-                    let lo = match bytes.get(at + 6..at + 8) {
-                        Some(b"\\u") => hex4(bytes, at + 8),
-                        _ => None,
-                    };
-                    match lo {
-                        Some(lo @ 0xDC00..=0xDFFF) => {
-                            match char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)) {
-                                Some(c) => (c, 12),
-                                None => return false,
-                            }
-                        }
-                        _ => return false,
-                    }
-                }
-                Some(cp) => match char::from_u32(cp) {
-                    Some(c) => (c, 6), // (a lone low surrogate is no char: refused here)
-                    None => return false,
-                },
-                None => return false,
-            },
-            _ => return false,
         };
         out.push(c);
         copied = at + len; // past an ASCII escape: a char boundary
     }
     out.push_str(&body[copied..]);
     true
-}
-
-/// The four hex digits at `bytes[at..at + 4]`, if they are.
-fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
-    let digits = bytes.get(at..at + 4)?;
-    digits
-        .iter()
-        .try_fold(0u32, |n, &d| Some(n * 16 + char::from(d).to_digit(16)?))
 }
 
 /// The top-level value, which must be an object: the body (between the quotes, escapes as

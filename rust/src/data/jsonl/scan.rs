@@ -141,7 +141,7 @@ fn run_ends(bytes: &[u8; 16]) -> u32 {
 /// high-low pair; alone it is `Err(())` under `Some` (JSON allows it, Python keeps it as a lone
 /// surrogate: what that means is the caller's choice).
 #[inline]
-fn escape(b: &[u8], at: usize) -> Option<Result<(char, usize), ()>> {
+pub(super) fn escape(b: &[u8], at: usize) -> Option<Result<(char, usize), ()>> {
     let c = match *b.get(at + 1)? {
         b'"' => '"',
         b'\\' => '\\',
@@ -152,10 +152,10 @@ fn escape(b: &[u8], at: usize) -> Option<Result<(char, usize), ()>> {
         b'r' => '\r',
         b't' => '\t',
         b'u' => {
-            let hi = super::hex4(b, at + 2)?;
+            let hi = hex4(b, at + 2)?;
             if let 0xD800..=0xDBFF = hi {
                 if b.get(at + 6..at + 8) == Some(b"\\u") {
-                    if let Some(lo @ 0xDC00..=0xDFFF) = super::hex4(b, at + 8) {
+                    if let Some(lo @ 0xDC00..=0xDFFF) = hex4(b, at + 8) {
                         let c = char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00));
                         return Some(c.map(|c| (c, 12)).ok_or(()));
                     }
@@ -167,6 +167,14 @@ fn escape(b: &[u8], at: usize) -> Option<Result<(char, usize), ()>> {
         _ => return None,
     };
     Some(Ok((c, 2)))
+}
+
+/// The four hex digits at `bytes[at..at + 4]`, if they are.
+fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = bytes.get(at..at + 4)?;
+    digits
+        .iter()
+        .try_fold(0u32, |n, &d| Some(n * 16 + char::from(d).to_digit(16)?))
 }
 
 struct Scan<'a> {
