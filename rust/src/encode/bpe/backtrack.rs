@@ -18,8 +18,17 @@
 //! Compatibility never looks at bytes: it undoes the two tokens' merges (`split`, the last
 //! merge that built each token) latest first and asks whether a merge across the boundary
 //! would have come before the merge just undone (`Backtrack::compatible`). That needs every
-//! merge to join parts of lower rank than its result, as training always produces; `new`
-//! returns `None` for a vocabulary where that fails, and such vocabularies keep the heap.
+//! merge to join parts of lower rank than its result, as training always produces.
+//!
+//! A vocabulary not trained in rank order (Llama 3: 81 tokens whose last merge joins a part
+//! ranked above them) is *guarded*: `encode` refuses (returns `false`) a piece that holds the
+//! bytes of such a token, and the caller's heap takes it. Why the rest is still exact: a
+//! token forms only from bytes of the piece, so in a piece holding none of these tokens'
+//! bytes, no token holding them forms either, nor sits on either side of a pair the walk
+//! asks about (each is a substring of the piece); every token the walk and the unwinding
+//! touch is then one whose merges, down to its bytes, all rise in rank, and BPE of the piece
+//! is what it would be in the vocabulary without the others. `new` returns `None` only where
+//! more than [`MAX_GUARDED`] tokens would need the guard.
 //!
 //! Most pairs need neither the memo nor the unwinding: `Spines` settles them with one AND
 //! of two words (see there).
@@ -29,6 +38,7 @@ use crate::encode::bpe::pair_filter::PairFilter;
 use crate::encode::bpe::pair_memo::PairMemo;
 use crate::encode::bpe::prefix_trie::PrefixTrie;
 use crate::vocab::{Rank, Vocab, NO_RANK};
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rayon::prelude::*;
 
 pub struct Backtrack {
@@ -50,7 +60,15 @@ pub struct Backtrack {
     /// Asked before the memo, on pieces where it pays (see [`Spines`]); `None` for large
     /// vocabularies.
     spines: Option<Spines>,
+    /// The bytes of the tokens whose last merge joins a part ranked above them (see the
+    /// module docs): a piece holding one is refused. `None` for a vocabulary trained in
+    /// rank order (all of OpenAI's).
+    guard: Option<AhoCorasick>,
 }
+
+/// The most tokens out of rank order a vocabulary may have and still be backtracked (with
+/// the guard); above it nearly every piece would be refused anyway.
+const MAX_GUARDED: usize = 4096;
 
 /// A test that proves most pairs of tokens in a run of CJK text compatible, with no memo
 /// probe and no unwinding.
@@ -277,13 +295,15 @@ pub fn reachable(vocab: &BpeVocab) -> Vec<bool> {
 }
 
 impl Backtrack {
-    /// Build the tables for `vocab`, or `None` if some token's last merge joins a part whose
-    /// rank is not below the token's (then the unwinding in `compatible` would be wrong).
+    /// Build the tables for `vocab`, with a guard against the tokens whose last merge joins
+    /// a part ranked at or above them (for those the unwinding in `compatible` would be
+    /// wrong: see the module docs); `None` if there are more than [`MAX_GUARDED`] of them.
     pub fn new(vocab: &BpeVocab) -> Option<Backtrack> {
         let n = vocab.n_ids();
         let merges = last_merges(vocab);
         let mut split = vec![(NO_RANK, NO_RANK); n];
         let mut reachable: Vec<(&[u8], Rank)> = Vec::new();
+        let mut guarded: Vec<&[u8]> = Vec::new();
         let mut whole_tokens_from = 1;
         for (r, m) in merges.iter().enumerate() {
             let r = r as Rank;
@@ -293,13 +313,26 @@ impl Backtrack {
                 }
                 continue;
             };
-            if (a, b) != (r, r) && (a >= r || b >= r) {
-                return None;
-            }
             let bytes = vocab.ordinary_bytes(r)?;
+            if (a, b) != (r, r) && (a >= r || b >= r) {
+                // Still reachable, and its split still true (cut tables ask): only the walk
+                // must never meet it, which the guard sees to.
+                guarded.push(bytes);
+            }
             split[r as usize] = (a, b);
             reachable.push((bytes, r));
         }
+        let guard = match guarded.len() {
+            0 => None,
+            k if k > MAX_GUARDED => return None,
+            // A DFA: it runs over every piece the walk is asked to take.
+            _ => Some(
+                AhoCorasick::builder()
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(&guarded)
+                    .ok()?,
+            ),
+        };
         let (trie, shorter) = PrefixTrie::new(&reachable);
         let mut next_prefix = vec![NO_RANK; n];
         for (&(_, r), p) in reachable.iter().zip(shorter) {
@@ -314,7 +347,13 @@ impl Backtrack {
             split,
             memo: PairMemo::default(),
             spines,
+            guard,
         })
+    }
+
+    /// Whether some piece is refused: the vocabulary has tokens out of rank order.
+    pub fn is_guarded(&self) -> bool {
+        self.guard.is_some()
     }
 
     /// Does BPE of token `r`'s bytes give `r` back? (Every byte token does; a few longer
@@ -397,9 +436,13 @@ impl Backtrack {
     }
 
     /// Append the BPE tokens of `piece` to `out`. Returns `false`, with `out` unchanged, if
-    /// some byte has no token or the walk finds no sequence (impossible for a vocabulary that
-    /// `new` accepted; the caller then falls back to the heap, which reports the error).
+    /// the piece holds a guarded token's bytes (see the module docs), some byte has no token
+    /// or the walk finds no sequence (impossible for a vocabulary that `new` accepted); the
+    /// caller then takes the heap, which gives the tokens or reports the error.
     pub fn encode(&self, vocab: &BpeVocab, piece: &[u8], out: &mut Vec<Rank>) -> bool {
+        if self.guard.as_ref().is_some_and(|g| g.is_match(piece)) {
+            return false;
+        }
         let n = piece.len();
         let base = out.len();
         // One bit per position: set = dead. On the stack for pieces up to 511 bytes (nearly
@@ -473,12 +516,14 @@ impl Backtrack {
             + self.split.len() * 8
             + self.memo.memory_bytes()
             + self.spines.as_ref().map_or(0, Spines::memory_bytes)
+            + self.guard.as_ref().map_or(0, AhoCorasick::memory_usage)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encode::bpe::merge_heap;
     use rustc_hash::FxHashMap;
 
     /// The last merge by the definition: every round, every pair looked up again, the lowest
@@ -558,6 +603,65 @@ mod tests {
                 assert_eq!(last_merge(&vocab, filter, &text, &mut scratch), want);
             }
         }
+    }
+
+    /// Vocabularies with tokens out of rank order (each made by merging two earlier tokens,
+    /// then a few ranks swapped): backtracking guards them, and every piece it takes gets the
+    /// definition's tokens (the heap's); pieces holding a guarded token are refused.
+    #[test]
+    fn a_guarded_vocabulary_backtracks_exactly_or_refuses() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut taken, mut refused, mut guarded_vocabs) = (0, 0, 0);
+        for _ in 0..40 {
+            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+            let mut known: rustc_hash::FxHashSet<Vec<u8>> = tokens.iter().cloned().collect();
+            // Merges over a four-letter alphabet, so that tokens overlap and pieces hold them.
+            let mut pool: Vec<Vec<u8>> = b"abcd".iter().map(|&b| vec![b]).collect();
+            while tokens.len() < 256 + 60 {
+                let a = &pool[next() as usize % pool.len()];
+                let b = &pool[next() as usize % pool.len()];
+                let t = [a.as_slice(), b.as_slice()].concat();
+                if t.len() <= 8 && known.insert(t.clone()) {
+                    tokens.push(t.clone());
+                    pool.push(t);
+                }
+            }
+            for _ in 0..4 {
+                let i = 256 + next() as usize % 60;
+                let j = 256 + next() as usize % 60;
+                tokens.swap(i, j);
+            }
+            let ranks: FxHashMap<Vec<u8>, Rank> = tokens.into_iter().zip(0..).collect();
+            let vocab = BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap());
+            let bt = Backtrack::new(&vocab).expect("a few tokens out of order are guarded");
+            guarded_vocabs += usize::from(bt.is_guarded());
+            for _ in 0..300 {
+                let len = 1 + next() as usize % 40;
+                let piece: Vec<u8> = (0..len).map(|_| b"abcd"[next() as usize % 4]).collect();
+                let mut want = Vec::new();
+                merge_heap(&vocab, &piece, &mut want).unwrap();
+                let mut got = vec![7];
+                if bt.encode(&vocab, &piece, &mut got) {
+                    taken += 1;
+                    assert_eq!(got[1..], want[..], "{:?}", String::from_utf8_lossy(&piece));
+                } else {
+                    refused += 1;
+                    assert_eq!(got, [7], "a refusal appends nothing");
+                    assert!(bt.is_guarded(), "only a guard refuses here");
+                }
+            }
+        }
+        assert!(guarded_vocabs > 20, "{guarded_vocabs} of 40 were guarded");
+        assert!(
+            taken > 1000 && refused > 1000,
+            "{taken} taken, {refused} refused"
+        );
     }
 
     /// Every pair `Spines` proves compatible, `unwind` finds compatible, and the test is not
