@@ -18,9 +18,10 @@
 //! alone), and each part is merged, and cached, on its own: parts repeat where sentences don't.
 
 use super::byte_level::token_bytes;
+use super::long_words::LongWords;
 use super::normalizers::{bad, unsupported};
 use crate::encode::bpe::char_cuts::CharCuts;
-use crate::encode::bpe::piece_cache::{Local, PieceCache};
+use crate::encode::bpe::piece_cache::{Local, PieceCache, MAX_PIECE};
 use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{encode_piece_in, encode_piece_in_with, ends_in_char_from_u1000};
 use crate::error::Result;
@@ -49,6 +50,8 @@ pub struct HfBpe {
     /// Per id: 0 not yet known, 1 BPE of its bytes is the token itself, 2 it is not.
     whole: Vec<AtomicU8>,
     cache: PieceCache,
+    /// The ids of long words HF's merging took on the engine's path.
+    long: LongWords,
     paths: Paths,
     /// The cuts of `paths.cuts` (see the module docs), built at the first word that needs them.
     cuts: ProcessOnce<Option<CharCuts>>,
@@ -209,6 +212,7 @@ impl HfBpe {
                 fuse_unk: m.get("fuse_unk").and_then(Value::as_bool) == Some(true),
                 whole,
                 cache: PieceCache::new(),
+                long: LongWords::default(),
                 paths: Paths::default(),
                 cuts: ProcessOnce::new(),
                 whole_built: AtomicBool::new(false),
@@ -507,12 +511,22 @@ impl HfBpe {
         if w.len() < self.paths.conflict_min {
             return encode_piece_in(vocab, text, w, engine_cache, out);
         }
+        // A word longer than the engine's cache holds is looked for among the long words
+        // merged before (all of which hold a pattern) before it is searched.
         let hf = |p: &[u8], out: &mut Vec<u32>| {
-            let take = ac.is_match(p);
-            if take {
-                self.merge(p, out, None);
+            let long = p.len() > MAX_PIECE;
+            if long && self.long.get(p, out) {
+                return true;
             }
-            take
+            if !ac.is_match(p) {
+                return false;
+            }
+            let start = out.len();
+            self.merge(p, out, None);
+            if long {
+                self.long.put(p, &out[start..]);
+            }
+            true
         };
         encode_piece_in_with(vocab, text, w, engine_cache, out, Some(&hf))
     }

@@ -15,7 +15,8 @@
 //! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence; [`scanners`]: the
 //!   whole Sequences of known models (DeepSeek LLM, Falcon, StarCoder) as one scanner each, the same
 //!   pieces in one pass;
-//! - [`bpe_model`]: byte-level BPE with HF's merge-pair rule.
+//! - [`bpe_model`]: byte-level BPE with HF's merge-pair rule (`long_words`: its long
+//!   words' ids, kept per thread).
 //!
 //! The model stage is one implementation of a word → ids step; SentencePiece BPE (byte
 //! fallback), Unigram or WordPiece would be others behind the same three stages.
@@ -23,6 +24,7 @@
 pub mod added_tokens;
 pub mod bpe_model;
 pub mod byte_level;
+mod long_words;
 pub mod normalizers;
 pub mod pre_tokenizers;
 pub mod scanners;
