@@ -308,6 +308,9 @@ fn each_word(
     s: &str,
     mut word: impl FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
+    if re.covers_text() {
+        return re.for_each_piece(s, |m| word(m.as_bytes()));
+    }
     let text = s.as_bytes();
     let base = s.as_ptr() as usize;
     let mut prev = 0;

@@ -94,6 +94,17 @@ impl PieceSplitter {
         }
     }
 
+    /// Whether the pieces cover the text, with no gap between them: true for the scanners'
+    /// patterns (each has an alternative for every char: letters, numbers, any other
+    /// non-space, whitespace), so a caller need not look for text between pieces.
+    #[inline]
+    pub fn covers_text(&self) -> bool {
+        !matches!(
+            self,
+            PieceSplitter::Plain(Splitter::Regex(_) | Splitter::General(_))
+        )
+    }
+
     #[inline]
     pub fn for_each_piece<'t>(
         &self,
@@ -232,6 +243,41 @@ mod tests {
             }
             assert_eq!(pieces(&fast, &t), pieces(&reference, &t), "{t:?}");
         }
+    }
+
+    /// The splitters that claim to cover the text do, on texts mixing every class of char.
+    #[test]
+    fn the_scanners_pieces_cover_the_text() {
+        let alphabet: Vec<char> =
+            "aZ'’ \n\r\t\u{b}19/.!?-_\u{301}\u{2b0}\u{1c5}ÉĀ\u{661}\u{bd}中한\u{a0}\u{3000}\u{85}"
+                .chars()
+                .collect();
+        let splitters = [
+            LLAMA3_PATTERN,
+            QWEN2_PATTERN,
+            TEKKEN_PATTERN,
+            crate::encode::pretok::R50K_PATTERN,
+            CL100K_PATTERN,
+            crate::encode::pretok::O200K_PATTERN,
+        ]
+        .map(|p| PieceSplitter::new(p).unwrap());
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..2000 {
+            let text: String = (0..1 + round % 90)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    alphabet[(x >> 40) as usize % alphabet.len()]
+                })
+                .collect();
+            for s in &splitters {
+                assert!(s.covers_text(), "{}", s.kind());
+                assert_eq!(pieces(s, &text).concat(), text, "{}", s.kind());
+            }
+        }
+        let general = PieceSplitter::new(r"\p{L}+").unwrap();
+        assert!(!general.covers_text());
     }
 
     #[test]
