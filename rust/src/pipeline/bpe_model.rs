@@ -21,6 +21,7 @@ use super::byte_level::token_bytes;
 use super::long_words::LongWords;
 use super::normalizers::{bad, unsupported};
 use crate::encode::bpe::char_cuts::CharCuts;
+use crate::encode::bpe::occurs::Occurs;
 use crate::encode::bpe::piece_cache::{Local, PieceCache, MAX_PIECE};
 use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{encode_piece_in, encode_piece_in_with, ends_in_char_from_u1000};
@@ -28,7 +29,6 @@ use crate::error::Result;
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::token_table::hash_bytes;
 use crate::vocab::Vocab;
-use aho_corasick::AhoCorasick;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::cmp::Reverse;
@@ -66,7 +66,7 @@ struct Paths {
     /// ferrotok's engine (tiktoken's rule) gives HF's merges, except for words in which
     /// `conflicts` finds a match.
     engine: bool,
-    conflicts: Option<AhoCorasick>,
+    conflicts: Option<Occurs>,
     /// With `vocab_lookup`: the model's tokens the encoder's table lacks (special added
     /// tokens that are also in the model's vocab).
     extra: FxHashMap<Box<[u8]>, u32>,
@@ -341,12 +341,9 @@ impl HfBpe {
         if !conflicts.is_empty() {
             // A DFA: the patterns share their prefixes (runs of one char), a few thousand
             // states, and the search runs on every word the engine merges.
-            self.paths.conflicts = Some(
-                AhoCorasick::builder()
-                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-                    .build(&conflicts)
-                    .map_err(|e| bad(&e.to_string()))?,
-            );
+            self.paths.conflicts = Some(Occurs::new(&conflicts).ok_or_else(|| {
+                bad("the conflict patterns' automaton could not be built (too large)")
+            })?);
         }
         Ok(())
     }
@@ -518,7 +515,7 @@ impl HfBpe {
             if long && self.long.get(p, out) {
                 return true;
             }
-            if !ac.is_match(p) {
+            if !ac.in_text(p) {
                 return false;
             }
             let start = out.len();

@@ -34,11 +34,11 @@
 //! of two words (see there).
 
 use super::tables::BpeVocab;
+use crate::encode::bpe::occurs::Occurs;
 use crate::encode::bpe::pair_filter::PairFilter;
 use crate::encode::bpe::pair_memo::PairMemo;
 use crate::encode::bpe::prefix_trie::PrefixTrie;
 use crate::vocab::{Rank, Vocab, NO_RANK};
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rayon::prelude::*;
 
 pub struct Backtrack {
@@ -63,7 +63,7 @@ pub struct Backtrack {
     /// The bytes of the tokens whose last merge joins a part ranked above them (see the
     /// module docs): a piece holding one is refused. `None` for a vocabulary trained in
     /// rank order (all of OpenAI's).
-    guard: Option<AhoCorasick>,
+    guard: Option<Occurs>,
 }
 
 /// The most tokens out of rank order a vocabulary may have and still be backtracked (with
@@ -325,13 +325,7 @@ impl Backtrack {
         let guard = match guarded.len() {
             0 => None,
             k if k > MAX_GUARDED => return None,
-            // A DFA: it runs over every piece the walk is asked to take.
-            _ => Some(
-                AhoCorasick::builder()
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .build(&guarded)
-                    .ok()?,
-            ),
+            _ => Some(Occurs::new(&guarded)?),
         };
         let (trie, shorter) = PrefixTrie::new(&reachable);
         let mut next_prefix = vec![NO_RANK; n];
@@ -440,7 +434,7 @@ impl Backtrack {
     /// or the walk finds no sequence (impossible for a vocabulary that `new` accepted); the
     /// caller then takes the heap, which gives the tokens or reports the error.
     pub fn encode(&self, vocab: &BpeVocab, piece: &[u8], out: &mut Vec<Rank>) -> bool {
-        if self.guard.as_ref().is_some_and(|g| g.is_match(piece)) {
+        if self.guard.as_ref().is_some_and(|g| g.in_text(piece)) {
             return false;
         }
         let n = piece.len();
@@ -516,7 +510,7 @@ impl Backtrack {
             + self.split.len() * 8
             + self.memo.memory_bytes()
             + self.spines.as_ref().map_or(0, Spines::memory_bytes)
-            + self.guard.as_ref().map_or(0, AhoCorasick::memory_usage)
+            + self.guard.as_ref().map_or(0, Occurs::memory_bytes)
     }
 }
 

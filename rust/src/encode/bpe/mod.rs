@@ -29,6 +29,7 @@
 pub mod backtrack;
 pub mod char_cuts;
 pub mod char_steps;
+pub mod occurs;
 pub mod pair_filter;
 pub mod pair_memo;
 pub mod piece_cache;
