@@ -72,6 +72,8 @@ struct Paths {
     extra: FxHashMap<Box<[u8]>, u32>,
     /// The first bytes of the `extra` tokens.
     extra_first: [bool; 256],
+    /// `extra` is not empty (most models have no such token: one flag, not a table, per word).
+    has_extra: bool,
     /// The length of the shortest `conflicts` pattern (shorter words cannot hold one).
     conflict_min: usize,
     /// Long CJK words may be cut (see the module docs): the encoder's table holds exactly
@@ -88,6 +90,7 @@ impl Default for Paths {
             conflicts: None,
             extra: FxHashMap::default(),
             extra_first: [false; 256],
+            has_extra: false,
             conflict_min: usize::MAX,
             cuts: false,
         }
@@ -291,6 +294,7 @@ impl HfBpe {
         for b in extra.keys() {
             self.paths.extra_first[b[0] as usize] = true;
         }
+        self.paths.has_extra = !extra.is_empty();
         self.paths.extra = extra;
         self.paths.vocab_lookup = true;
         self.paths.cuts = self.byte_id.iter().all(|&id| id != NONE)
@@ -496,18 +500,20 @@ impl HfBpe {
         engine_cache: &mut Local<'_>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        if self.paths.extra_first[w[0] as usize] {
+        if self.paths.has_extra && self.paths.extra_first[w[0] as usize] {
             if let Some(&id) = self.paths.extra.get(w) {
                 out.push(id);
                 return Ok(());
             }
         }
-        let Some(ac) = &self.paths.conflicts else {
-            return encode_piece_in(vocab, text, w, engine_cache, out);
-        };
+        // `conflict_min` is `usize::MAX` where there are no patterns: one compare settles
+        // most words.
         if w.len() < self.paths.conflict_min {
             return encode_piece_in(vocab, text, w, engine_cache, out);
         }
+        let Some(ac) = &self.paths.conflicts else {
+            return encode_piece_in(vocab, text, w, engine_cache, out);
+        };
         // A word longer than the engine's cache holds is looked for among the long words
         // merged before (all of which hold a pattern) before it is searched.
         let hf = |p: &[u8], out: &mut Vec<u32>| {
