@@ -396,6 +396,19 @@ def test_arrow_values_from_buffers(tmp_path):
         core.encode_arrow_values(np.zeros(2, np.int32), b"", False, 0, 0, set(), 1)
 
 
+def test_parquet_start_inside_a_large_row_group(tmp_path):
+    # A start past the first record batch of a row group: the record batches before it are
+    # skipped whole, not taken for the rows at the start.
+    texts = [f"doc {i}" for i in range(6_000)]
+    src = _parquet(tmp_path / "big.parquet", texts, pa.string(), row_group_size=5_000)
+    for row in (0, 100, 1_500, 3_000, 4_999, 5_000, 5_001, 5_999, 6_000):
+        start = Position(0, row)
+        got = [t for b in readers.iter_batches(src, start=start) for t in b.texts]
+        assert got == texts[row:]
+        kw: dict[str, Any] = dict(batch_bytes=7_000, start=start)
+        assert _new_batches([src], **kw) == _old_batches([src], **kw)
+
+
 def test_parquet_job_resumes_as_one_run(tmp_path, monkeypatch):
     from ferrotok.data import writers
 

@@ -625,6 +625,9 @@ class _Reader:
         for rb in pf.iter_batches(batch_size=rows_per_batch, row_groups=groups,
                                   columns=[self.field], use_threads=False):
             col = rb.column(0)
+            if row + len(col) <= skip:  # wholly before the start
+                row += len(col)
+                continue
             if row < skip:
                 col = col.slice(skip - row)
                 row = skip
