@@ -263,6 +263,18 @@ mod tests {
         }
     }
 
+    /// `len` chars of `alphabet`, drawn by xorshift from state `x`.
+    fn random_text(alphabet: &[char], len: usize, x: &mut u64) -> String {
+        (0..len)
+            .map(|_| {
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                alphabet[(*x >> 40) as usize % alphabet.len()]
+            })
+            .collect()
+    }
+
     /// The splitters that claim to cover the text do, on texts mixing every class of char.
     #[test]
     fn the_scanners_pieces_cover_the_text() {
@@ -281,14 +293,7 @@ mod tests {
         .map(|p| PieceSplitter::new(p).unwrap());
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         for round in 0..2000 {
-            let text: String = (0..1 + round % 90)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    alphabet[(x >> 40) as usize % alphabet.len()]
-                })
-                .collect();
+            let text = random_text(&alphabet, 1 + round % 90, &mut x);
             for s in &splitters {
                 assert!(s.covers_text(), "{}", s.kind());
                 assert_eq!(pieces(s, &text).concat(), text, "{}", s.kind());
@@ -312,14 +317,7 @@ mod tests {
         });
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for round in 0..3000 {
-            let text: String = (0..1 + round % 40)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    alphabet[(x >> 40) as usize % alphabet.len()]
-                })
-                .collect();
+            let text = random_text(&alphabet, 1 + round % 40, &mut x);
             for (fast, reference) in &cases {
                 assert_eq!(pieces(fast, &text), pieces(reference, &text), "{text:?}");
             }
