@@ -19,6 +19,7 @@
 
 use super::byte_level::token_bytes;
 use super::long_words::LongWords;
+use super::merge_table::MergeTable;
 use super::normalizers::{bad, unsupported};
 use crate::encode::bpe::char_cuts::CharCuts;
 use crate::encode::bpe::occurs::Occurs;
@@ -44,6 +45,8 @@ pub struct HfBpe {
     byte_id: [u32; 256],
     /// (left id, right id) -> (rank, merged id).
     merges: FxHashMap<u64, (u32, u32)>,
+    /// `merges` laid out for the merging (see `merge_table.rs`).
+    table: MergeTable,
     pub ignore_merges: bool,
     unk: Option<u32>,
     fuse_unk: bool,
@@ -205,11 +208,13 @@ impl HfBpe {
             None => None,
         };
         let whole = (0..=max_id as usize).map(|_| AtomicU8::new(0)).collect();
+        let table = MergeTable::new(&merges, &byte_id);
         Ok((
             HfBpe {
                 by_bytes,
                 byte_id,
                 merges,
+                table,
                 ignore_merges: m.get("ignore_merges").and_then(Value::as_bool) == Some(true),
                 unk,
                 fuse_unk: m.get("fuse_unk").and_then(Value::as_bool) == Some(true),
@@ -595,12 +600,22 @@ impl HfBpe {
     }
 
     /// [`HfBpe::merge`] for a short word of bytes that are all in the vocabulary, without
-    /// the heap: the rank (and merged id) of each adjacent pair in an array, the lowest
-    /// first, leftmost among equals (a rank is one pair, so equal ranks are equal pairs).
-    /// The same merges in the same order as the heap's. `false` (nothing pushed) if a byte
-    /// has no id or the word is too long.
+    /// the heap: the merge key (see `merge_table.rs`: keys order as ranks) of each adjacent
+    /// pair in an array, the lowest first, leftmost among equals (a rank is one pair, so equal
+    /// keys are equal pairs). The same merges in the same order as the heap's. `false`
+    /// (nothing pushed) if a byte has no id or the word is too long.
+    #[inline]
     fn merge_short(&self, w: &[u8], out: &mut Vec<u32>) -> bool {
-        const MAX: usize = 64;
+        // Most words are short: their arrays are cheaper to set up.
+        if w.len() <= 16 {
+            self.merge_short_in::<16>(w, out)
+        } else {
+            self.merge_short_in::<64>(w, out)
+        }
+    }
+
+    #[inline(always)]
+    fn merge_short_in<const MAX: usize>(&self, w: &[u8], out: &mut Vec<u32>) -> bool {
         let n = w.len();
         if n > MAX {
             return false;
@@ -613,41 +628,36 @@ impl HfBpe {
             }
             *slot = id;
         }
-        let pair = |a: u32, b: u32| -> u64 {
-            match self.merges.get(&key(a, b)) {
-                Some(&(rank, id)) => (u64::from(rank) << 32) | u64::from(id),
-                None => u64::MAX,
-            }
-        };
-        let mut ranks = [u64::MAX; MAX];
-        for i in 0..n.saturating_sub(1) {
-            ranks[i] = pair(ids[i], ids[i + 1]);
+        let t = &self.table;
+        let mut keys = [NONE; MAX];
+        for (k, p) in keys.iter_mut().zip(w.windows(2)) {
+            *k = t.bytes(p[0], p[1]);
         }
         let mut len = n;
         while len > 1 {
             let mut best = 0;
-            let mut best_rank = ranks[0];
-            for (i, &r) in ranks[1..len - 1].iter().enumerate() {
-                if r < best_rank {
-                    best_rank = r;
+            let mut best_key = keys[0];
+            for (i, &k) in keys[1..len - 1].iter().enumerate() {
+                if k < best_key {
+                    best_key = k;
                     best = i + 1;
                 }
             }
-            if best_rank == u64::MAX {
+            if best_key == NONE {
                 break;
             }
-            ids[best] = best_rank as u32;
+            ids[best] = t.merged(best_key);
             ids.copy_within(best + 2..len, best + 1);
-            ranks.copy_within(best + 2..len, best + 1);
+            keys.copy_within(best + 2..len, best + 1);
             len -= 1;
-            ranks[len - 1] = u64::MAX;
+            keys[len - 1] = NONE;
             if best + 1 < len {
-                ranks[best] = pair(ids[best], ids[best + 1]);
+                keys[best] = t.get(ids[best], ids[best + 1]);
             } else {
-                ranks[best] = u64::MAX;
+                keys[best] = NONE;
             }
             if best > 0 {
-                ranks[best - 1] = pair(ids[best - 1], ids[best]);
+                keys[best - 1] = t.get(ids[best - 1], ids[best]);
             }
         }
         out.extend_from_slice(&ids[..len]);
@@ -695,23 +705,27 @@ impl HfBpe {
             last.next = -1;
         }
         if syms.len() > 1 {
-            let mut heap: BinaryHeap<Reverse<(u32, u32, u32)>> =
-                BinaryHeap::with_capacity(syms.len());
+            // (merge key, position): keys order as ranks (see `merge_table.rs`).
+            let t = &self.table;
+            let mut heap: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::with_capacity(syms.len());
             for i in 0..syms.len() - 1 {
-                if let Some(&(rank, new_id)) = self.merges.get(&key(syms[i].id, syms[i + 1].id)) {
-                    heap.push(Reverse((rank, i as u32, new_id)));
+                let k = t.get(syms[i].id, syms[i + 1].id);
+                if k != NONE {
+                    heap.push(Reverse((k, i as u32)));
                 }
             }
-            while let Some(Reverse((_, pos, new_id))) = heap.pop() {
+            while let Some(Reverse((k, pos))) = heap.pop() {
                 let pos = pos as usize;
                 if syms[pos].len == 0 || syms[pos].next == -1 {
                     continue;
                 }
                 let next = syms[pos].next as usize;
                 let right = syms[next];
-                match self.merges.get(&key(syms[pos].id, right.id)) {
-                    Some(&(_, id)) if id == new_id => {}
-                    _ => continue,
+                // HF skips an entry whose position's pair no longer makes the entry's token.
+                let new_id = t.merged(k);
+                let now = t.get(syms[pos].id, right.id);
+                if now == NONE || t.merged(now) != new_id {
+                    continue;
                 }
                 syms[pos].id = new_id;
                 syms[pos].len += right.len;
@@ -723,14 +737,16 @@ impl HfBpe {
                 let cur = syms[pos];
                 if cur.prev >= 0 {
                     let p = cur.prev as usize;
-                    if let Some(&(rank, id)) = self.merges.get(&key(syms[p].id, cur.id)) {
-                        heap.push(Reverse((rank, p as u32, id)));
+                    let k = t.get(syms[p].id, cur.id);
+                    if k != NONE {
+                        heap.push(Reverse((k, p as u32)));
                     }
                 }
                 if cur.next >= 0 {
                     let n = cur.next as usize;
-                    if let Some(&(rank, id)) = self.merges.get(&key(cur.id, syms[n].id)) {
-                        heap.push(Reverse((rank, pos as u32, id)));
+                    let k = t.get(cur.id, syms[n].id);
+                    if k != NONE {
+                        heap.push(Reverse((k, pos as u32)));
                     }
                 }
             }

@@ -25,6 +25,7 @@ pub mod added_tokens;
 pub mod bpe_model;
 pub mod byte_level;
 mod long_words;
+mod merge_table;
 pub mod normalizers;
 pub mod pre_tokenizers;
 pub mod scanners;

@@ -1,0 +1,256 @@
+//! HF's merge map, laid out for the merging hot path.
+//!
+//! Invariant: for ids `a`, `b`, `get(a, b)` is `NONE` if HF's merge map lacks the pair, else a
+//! key `k` such that (1) keys compare as the pairs' ranks do (HF's rank is the line of the
+//! pair's last listing: its map keeps the last insert), and (2) `merged(k)` is the id the
+//! merge makes. `bytes(x, y)` is `get(byte_id[x], byte_id[y])` for bytes that both have ids.
+//!
+//! Why: a word's merging probes one pair per adjacent symbols and two after each merge, and on
+//! text met once most probes miss the CPU caches, so the table is made small and each probe
+//! one cache line: a pair and its key packed in one `u64` slot (open addressing, linear
+//! probing, at most ~60% full), and the pairs of two single bytes (every word's first round)
+//! in a dense 256x256 array. Where each merged id rises with the rank (every shared model:
+//! one merge per token, listed in id order) the key is the merged id itself, so a merge needs
+//! no second lookup; else it is the rank, and `merged` reads the id from an array.
+
+use rustc_hash::FxHashMap;
+
+pub const NONE: u32 = u32::MAX;
+const EMPTY: u64 = u64::MAX;
+/// Ids and keys of at most this many bits pack three to a slot (below `EMPTY`).
+const MAX_BITS: u32 = 21;
+
+pub struct MergeTable {
+    /// Packed `(a << 2*bits) | (b << bits) | key`, or `EMPTY`.
+    slots: Box<[u64]>,
+    mask: usize,
+    /// 64 - log2(slots.len()): a pair's home slot is the top bits of its mix.
+    shift: u32,
+    bits: u32,
+    /// The table when ids or ranks need more than `MAX_BITS` bits: `(a << 32 | b)` -> key.
+    wide: Option<FxHashMap<u64, u32>>,
+    /// Rank -> merged id; empty when keys are merged ids.
+    merged_of_rank: Box<[u32]>,
+    /// `(x << 8 | y)` -> the key of the pair of bytes x, y.
+    byte_pairs: Box<[u32]>,
+}
+
+#[inline]
+fn mix(k: u64) -> u64 {
+    // Fibonacci hashing: the high bits of the product spread every bit of the key.
+    k.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+fn bits_for(x: u64) -> u32 {
+    64 - x.leading_zeros()
+}
+
+impl MergeTable {
+    /// From HF's merge map (`(a << 32 | b)` -> (rank, merged id)) and each byte's id (or
+    /// `NONE`).
+    pub fn new(merges: &FxHashMap<u64, (u32, u32)>, byte_id: &[u32; 256]) -> MergeTable {
+        let mut live: Vec<(u32, u32)> = merges.values().copied().collect();
+        live.sort_unstable();
+        // Keys may be the merged ids when ids rise strictly with ranks (then they order the
+        // pairs as ranks do, and distinct pairs have distinct ids).
+        let ids_are_keys = live.windows(2).all(|w| w[0].1 < w[1].1);
+        let key_of = |rank: u32, id: u32| if ids_are_keys { id } else { rank };
+        let merged_of_rank: Box<[u32]> = if ids_are_keys {
+            Box::default()
+        } else {
+            let n = live.last().map_or(0, |&(r, _)| r as usize + 1);
+            let mut m = vec![NONE; n];
+            for &(r, id) in &live {
+                m[r as usize] = id;
+            }
+            m.into_boxed_slice()
+        };
+        let max = merges
+            .iter()
+            .map(|(&k, &(r, id))| (k >> 32).max(k & 0xFFFF_FFFF).max(u64::from(key_of(r, id))))
+            .max()
+            .unwrap_or(0);
+        let bits = bits_for(max).max(1);
+        let mut t = MergeTable {
+            slots: Box::default(),
+            mask: 0,
+            shift: 63,
+            bits,
+            wide: None,
+            merged_of_rank,
+            byte_pairs: Box::default(),
+        };
+        if bits > MAX_BITS {
+            t.wide = Some(
+                merges
+                    .iter()
+                    .map(|(&k, &(r, id))| (k, key_of(r, id)))
+                    .collect(),
+            );
+        } else {
+            // At most 62.5% full: a miss then probes ~3 slots on average, one line mostly.
+            let size = (live.len() * 8 / 5 + 1).next_power_of_two().max(8);
+            let mut slots = vec![EMPTY; size];
+            let mask = size - 1;
+            t.shift = 64 - size.trailing_zeros();
+            // Inserted in rank order: the first merges (the most frequent pairs) sit in
+            // their home slots.
+            let mut by_rank: Vec<(u32, u64, u32)> = merges
+                .iter()
+                .map(|(&k, &(r, id))| (r, k, key_of(r, id)))
+                .collect();
+            by_rank.sort_unstable();
+            for (_, k, key) in by_rank {
+                let pair = ((k >> 32) << bits) | (k & 0xFFFF_FFFF);
+                let mut i = t.home(pair);
+                while slots[i] != EMPTY {
+                    i = (i + 1) & mask;
+                }
+                slots[i] = (pair << bits) | u64::from(key);
+            }
+            t.slots = slots.into_boxed_slice();
+            t.mask = mask;
+        }
+        let mut byte_pairs = vec![NONE; 1 << 16];
+        for x in 0..256 {
+            for y in 0..256 {
+                if byte_id[x] != NONE && byte_id[y] != NONE {
+                    byte_pairs[x << 8 | y] = t.get(byte_id[x], byte_id[y]);
+                }
+            }
+        }
+        t.byte_pairs = byte_pairs.into_boxed_slice();
+        t
+    }
+
+    #[inline]
+    fn home(&self, pair: u64) -> usize {
+        (mix(pair) >> self.shift) as usize
+    }
+
+    /// The key of the merge of (a, b), or `NONE` (see the module docs).
+    #[inline]
+    pub fn get(&self, a: u32, b: u32) -> u32 {
+        if let Some(wide) = &self.wide {
+            return wide
+                .get(&((u64::from(a) << 32) | u64::from(b)))
+                .copied()
+                .unwrap_or(NONE);
+        }
+        let bits = self.bits;
+        if bits_for(u64::from(a.max(b))) > bits {
+            return NONE; // an id no merge names (say an added token's)
+        }
+        let pair = (u64::from(a) << bits) | u64::from(b);
+        let mut i = self.home(pair);
+        loop {
+            let s = self.slots[i];
+            if s >> bits == pair {
+                return (s & ((1 << bits) - 1)) as u32;
+            }
+            if s == EMPTY {
+                return NONE;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The key of the merge of the tokens of bytes `x` and `y` (both with ids), or `NONE`.
+    #[inline]
+    pub fn bytes(&self, x: u8, y: u8) -> u32 {
+        self.byte_pairs[usize::from(x) << 8 | usize::from(y)]
+    }
+
+    /// The id merge `key` makes.
+    #[inline]
+    pub fn merged(&self, key: u32) -> u32 {
+        if self.merged_of_rank.is_empty() {
+            key
+        } else {
+            self.merged_of_rank[key as usize]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(rows: &[(u32, u32, u32, u32)]) -> FxHashMap<u64, (u32, u32)> {
+        rows.iter()
+            .map(|&(a, b, r, id)| ((u64::from(a) << 32) | u64::from(b), (r, id)))
+            .collect()
+    }
+
+    fn byte_ids() -> [u32; 256] {
+        let mut ids = [NONE; 256];
+        for (i, id) in ids.iter_mut().enumerate() {
+            *id = i as u32;
+        }
+        ids
+    }
+
+    /// Every listed pair is found with its merged id, keys order as ranks, unlisted pairs miss.
+    fn check(rows: &[(u32, u32, u32, u32)]) {
+        let m = map(rows);
+        let t = MergeTable::new(&m, &byte_ids());
+        for (&k, &(r, id)) in &m {
+            let key = t.get((k >> 32) as u32, k as u32);
+            assert_ne!(key, NONE);
+            assert_eq!(t.merged(key), id);
+            for (&k2, &(r2, _)) in &m {
+                let key2 = t.get((k2 >> 32) as u32, k2 as u32);
+                assert_eq!(r.cmp(&r2), key.cmp(&key2));
+            }
+        }
+        for a in 0..300 {
+            for b in [0, 1, 2, 7, 97, 98, 299, 5000] {
+                let listed = m.get(&((u64::from(a) << 32) | u64::from(b)));
+                assert_eq!(t.get(a, b) != NONE, listed.is_some());
+                if a < 256 && b < 256 {
+                    assert_eq!(t.bytes(a as u8, b as u8), t.get(a, b));
+                }
+            }
+        }
+        assert_eq!(t.get(u32::MAX - 1, 3), NONE);
+    }
+
+    #[test]
+    fn ids_rising_with_ranks() {
+        check(&[
+            (97, 98, 0, 256),
+            (256, 99, 1, 257),
+            (1, 2, 2, 258),
+            (97, 97, 3, 300),
+        ]);
+    }
+
+    #[test]
+    fn ids_not_rising_with_ranks() {
+        // Two merges make token 258; ranks and ids disagree on order.
+        check(&[
+            (97, 98, 0, 300),
+            (256, 99, 1, 257),
+            (1, 2, 2, 258),
+            (0, 258, 3, 258),
+        ]);
+    }
+
+    #[test]
+    fn wide_ids() {
+        check(&[(97, 98, 0, 1 << 22), (1 << 22, 99, 1, 257), (2, 1, 2, 258)]);
+    }
+
+    #[test]
+    fn many_pairs_probe_past_collisions() {
+        let rows: Vec<(u32, u32, u32, u32)> = (0..2000u32)
+            .map(|i| (i % 300, i / 300 * 7, i, 1000 + i))
+            .collect();
+        let m = map(&rows);
+        let t = MergeTable::new(&m, &byte_ids());
+        for &(a, b, _, id) in &rows {
+            assert_eq!(t.merged(t.get(a, b)), id);
+        }
+        assert_eq!(t.get(299, 1), NONE);
+    }
+}
