@@ -10,7 +10,8 @@
 //!
 //! A word that is itself a token is that token only if BPE reaches it: that answer is kept
 //! per token, computed at its first need (or for every token by `build_tables`), so later
-//! words skip the merging.
+//! words skip the merging; where `build_tables` finds that BPE reaches all tokens but a few
+//! (as in every shared model: all but its special tokens), only those few are looked up.
 //!
 //! A long word of CJK chars is cut where no token of the vocabulary spans the boundary
 //! (`encode/bpe/char_cuts.rs`, whose argument holds for any merge rule: every merge makes a
@@ -35,8 +36,12 @@ use serde_json::Value;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::OnceLock;
 
 const NONE: u32 = u32::MAX;
+/// At most this many unreached tokens are listed in `HfBpe::unreached` (a search of a few
+/// cache lines); with more, `whole` answers.
+const MAX_UNREACHED: usize = 256;
 
 pub struct HfBpe {
     /// Token bytes -> id, for the tokens written in the byte-level alphabet.
@@ -60,6 +65,11 @@ pub struct HfBpe {
     cuts: ProcessOnce<Option<CharCuts>>,
     /// Set once [`HfBpe::build_tables`] has filled `whole` for every token.
     whole_built: AtomicBool,
+    /// Set by [`HfBpe::build_tables`] when BPE reaches all but a few tokens of the vocabulary
+    /// (every shared model: all but special tokens such as `<|endoftext|>`): those few ids,
+    /// sorted. Then a word that is a token is that token unless its id is one of these, and
+    /// `whole` (a byte a token, mostly out of L1) is not read.
+    unreached: OnceLock<Box<[u32]>>,
 }
 
 /// Which of ferrotok's fast paths give HF's ids for this model (decided at load).
@@ -224,6 +234,7 @@ impl HfBpe {
                 paths: Paths::default(),
                 cuts: ProcessOnce::new(),
                 whole_built: AtomicBool::new(false),
+                unreached: OnceLock::new(),
             },
             vocab,
         ))
@@ -253,9 +264,15 @@ impl HfBpe {
                 self.by_bytes.iter().map(|(t, &id)| (&t[..], id)).collect();
             crate::runtime::pool::parallel(|| {
                 use rayon::prelude::*;
-                tokens.par_iter().for_each(|&(t, id)| {
-                    self.reaches(id, t);
-                });
+                let mut unreached: Vec<u32> = tokens
+                    .par_iter()
+                    .filter(|&&(t, id)| !self.reaches_one(id, t))
+                    .map(|&(_, id)| id)
+                    .collect();
+                if unreached.len() <= MAX_UNREACHED {
+                    unreached.sort_unstable();
+                    let _ = self.unreached.set(unreached.into_boxed_slice());
+                }
             });
             self.whole_built.store(true, Ordering::Relaxed);
         }
@@ -540,7 +557,16 @@ impl HfBpe {
     }
 
     /// Whether BPE on `w` (the bytes of token `id`) gives `id` alone.
+    #[inline]
     fn reaches(&self, id: u32, w: &[u8]) -> bool {
+        match self.unreached.get() {
+            Some(ids) => ids.binary_search(&id).is_err(),
+            None => self.reaches_one(id, w),
+        }
+    }
+
+    /// [`HfBpe::reaches`] by the token's own answer in `whole`, computed at its first need.
+    fn reaches_one(&self, id: u32, w: &[u8]) -> bool {
         let Some(slot) = self.whole.get(id as usize) else {
             return false;
         };
@@ -762,3 +788,7 @@ impl HfBpe {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "bpe_model_tests.rs"]
+mod tests;

@@ -1,0 +1,130 @@
+//! HF's merging in `bpe_model.rs` (the short-word arrays, the heap, the packed merge table)
+//! against a plain statement of HF's rule on random vocabularies: repeatedly merge the
+//! adjacent pair of lowest rank, leftmost among equals, until no pair is a merge.
+
+use super::HfBpe;
+use crate::pipeline::byte_level::char_of;
+use rustc_hash::FxHashMap;
+use serde_json::{json, Value};
+
+/// xorshift64*: reproducible without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| char_of(b)).collect()
+}
+
+/// A model over the 256 bytes whose merges join random tokens of a 4-letter alphabet, and
+/// sometimes a second split of a token already made (two merges make one token). With
+/// `shuffle`, ids are not in merge order.
+fn model(seed: u64, n_merges: usize, shuffle: bool) -> (Value, Vec<(Vec<u8>, Vec<u8>)>) {
+    let mut rng = Rng(seed);
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    let mut merges: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let letters = b"abcd";
+    let mut pool: Vec<Vec<u8>> = letters.iter().map(|&b| vec![b]).collect();
+    while merges.len() < n_merges {
+        let a = pool[rng.below(pool.len())].clone();
+        let b = pool[rng.below(pool.len())].clone();
+        let mut t = a.clone();
+        t.extend_from_slice(&b);
+        if t.len() > 12 || merges.iter().any(|m| m.0 == a && m.1 == b) {
+            continue;
+        }
+        if !tokens.contains(&t) {
+            tokens.push(t.clone());
+            pool.push(t);
+        } else if rng.below(4) != 0 {
+            continue; // a second merge for a token: now and then only
+        }
+        merges.push((a, b));
+    }
+    let mut ids: Vec<u32> = (0..tokens.len() as u32).collect();
+    if shuffle {
+        for i in (1..ids.len()).rev() {
+            ids.swap(i, rng.below(i + 1));
+        }
+    }
+    let vocab: serde_json::Map<String, Value> = tokens
+        .iter()
+        .zip(&ids)
+        .map(|(t, &id)| (text(t), json!(id)))
+        .collect();
+    let lines: Vec<Value> = merges
+        .iter()
+        .map(|(a, b)| json!(format!("{} {}", text(a), text(b))))
+        .collect();
+    (
+        json!({"type": "BPE", "vocab": vocab, "merges": lines}),
+        merges,
+    )
+}
+
+/// HF's rule, stated plainly on strings.
+fn reference(word: &[u8], merges: &[(Vec<u8>, Vec<u8>)], vocab: &Value) -> Vec<u32> {
+    let rank: FxHashMap<(&[u8], &[u8]), usize> = merges
+        .iter()
+        .enumerate()
+        .map(|(r, (a, b))| ((&a[..], &b[..]), r))
+        .collect();
+    let mut syms: Vec<Vec<u8>> = word.iter().map(|&b| vec![b]).collect();
+    loop {
+        let best = (0..syms.len().saturating_sub(1))
+            .filter_map(|i| rank.get(&(&syms[i][..], &syms[i + 1][..])).map(|&r| (r, i)))
+            .min();
+        let Some((_, i)) = best else { break };
+        let right = syms.remove(i + 1);
+        syms[i].extend_from_slice(&right);
+    }
+    syms.iter()
+        .map(|s| {
+            vocab[text(s)]
+                .as_u64()
+                .expect("a merged token is in the vocab") as u32
+        })
+        .collect()
+}
+
+#[test]
+fn merging_is_hf_rule_on_random_models() {
+    for (seed, shuffle) in [(1, false), (2, true), (3, false), (4, true)] {
+        let (m, merges) = model(seed, 300, shuffle);
+        let (bpe, _) = HfBpe::from_json(&m).expect("a valid model");
+        let mut rng = Rng(seed * 7919);
+        for _ in 0..3000 {
+            // Lengths on both sides of the short paths' limits (16, 64).
+            let len = rng.below(90);
+            let word: Vec<u8> = (0..len).map(|_| b"abcd"[rng.below(4)]).collect();
+            let want = reference(&word, &merges, &m["vocab"]);
+            let mut fast = Vec::new();
+            bpe.merge(&word, &mut fast, None);
+            assert_eq!(
+                fast,
+                want,
+                "short path, word {:?}",
+                String::from_utf8_lossy(&word)
+            );
+            let (mut heap, mut lens) = (Vec::new(), Vec::new());
+            bpe.merge(&word, &mut heap, Some(&mut lens));
+            assert_eq!(
+                heap,
+                want,
+                "heap, word {:?}",
+                String::from_utf8_lossy(&word)
+            );
+            assert_eq!(lens.iter().sum::<u32>() as usize, word.len());
+        }
+    }
+}
