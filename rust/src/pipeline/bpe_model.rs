@@ -560,7 +560,8 @@ impl HfBpe {
     #[inline]
     fn reaches(&self, id: u32, w: &[u8]) -> bool {
         match self.unreached.get() {
-            Some(ids) => ids.binary_search(&id).is_err(),
+            // Sorted: most ids are below the first (special tokens come last).
+            Some(ids) => ids.first().is_none_or(|&lo| id < lo) || ids.binary_search(&id).is_err(),
             None => self.reaches_one(id, w),
         }
     }
