@@ -10,9 +10,11 @@
 //! one cache line: a pair and its key packed in one `u64` slot (open addressing, linear
 //! probing), the first merges (the pairs most text meets) in a small table apart from the
 //! rest, a Bloom filter in front of both for pairs that are no merge, and the pairs of two
-//! single bytes (every word's first round) in a dense 256x256 array. Where each merged id rises with the rank (every shared model:
-//! one merge per token, listed in id order) the key is the merged id itself, so a merge needs
-//! no second lookup; else it is the rank, and `merged` reads the id from an array.
+//! single bytes (every word's first round) in a dense 256x256 array. Where each merged id
+//! rises with the rank (every shared model: one merge per token, listed in id order) the key
+//! is the merged id itself, so a merge needs no second lookup; else it is the rank, and
+//! `merged` reads the id from an array. Ids or ranks of more than 21 bits (no packing) fall
+//! back to a hash map.
 
 use rustc_hash::FxHashMap;
 
