@@ -30,6 +30,9 @@ pub(crate) mod runtime;
 pub(crate) mod train;
 pub(crate) mod vocab;
 
+#[cfg(test)]
+mod test_rng;
+
 #[cfg(feature = "python")]
 mod py;
 

@@ -4,23 +4,9 @@
 
 use super::HfBpe;
 use crate::pipeline::byte_level::char_of;
+use crate::test_rng::Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
-
-/// xorshift64*: reproducible without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// A merge's left and right tokens.
 type Merge = (Vec<u8>, Vec<u8>);

@@ -192,6 +192,7 @@ fn llama3_last_piece<'t>(p: &'t str, f: &mut impl FnMut(&'t str) -> Result<()>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     fn pieces(s: &PieceSplitter, text: &str) -> Vec<String> {
         let mut v = Vec::new();
@@ -263,16 +264,9 @@ mod tests {
         }
     }
 
-    /// `len` chars of `alphabet`, drawn by xorshift from state `x`.
-    fn random_text(alphabet: &[char], len: usize, x: &mut u64) -> String {
-        (0..len)
-            .map(|_| {
-                *x ^= *x << 13;
-                *x ^= *x >> 7;
-                *x ^= *x << 17;
-                alphabet[(*x >> 40) as usize % alphabet.len()]
-            })
-            .collect()
+    /// `len` chars of `alphabet`, drawn by `rng`.
+    fn random_text(alphabet: &[char], len: usize, rng: &mut Rng) -> String {
+        (0..len).map(|_| *rng.pick(alphabet)).collect()
     }
 
     /// The splitters that claim to cover the text do, on texts mixing every class of char.
@@ -291,9 +285,9 @@ mod tests {
             crate::encode::pretok::O200K_PATTERN,
         ]
         .map(|p| PieceSplitter::new(p).unwrap());
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         for round in 0..2000 {
-            let text = random_text(&alphabet, 1 + round % 90, &mut x);
+            let text = random_text(&alphabet, 1 + round % 90, &mut rng);
             for s in &splitters {
                 assert!(s.covers_text(), "{}", s.kind());
                 assert_eq!(pieces(s, &text).concat(), text, "{}", s.kind());
@@ -315,9 +309,9 @@ mod tests {
                 PieceSplitter::Plain(Splitter::reference(p).unwrap()),
             )
         });
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
         for round in 0..3000 {
-            let text = random_text(&alphabet, 1 + round % 40, &mut x);
+            let text = random_text(&alphabet, 1 + round % 40, &mut rng);
             for (fast, reference) in &cases {
                 assert_eq!(pieces(fast, &text), pieces(reference, &text), "{text:?}");
             }

@@ -346,6 +346,7 @@ impl Backtrack {
     }
 
     /// Whether some piece is refused: the vocabulary has tokens out of rank order.
+    #[cfg(test)]
     pub fn is_guarded(&self) -> bool {
         self.guard.is_some()
     }
@@ -518,6 +519,7 @@ impl Backtrack {
 mod tests {
     use super::*;
     use crate::encode::bpe::merge_heap;
+    use crate::test_rng::Rng;
     use rustc_hash::FxHashMap;
 
     /// The last merge by the definition: every round, every pair looked up again, the lowest
@@ -604,13 +606,7 @@ mod tests {
     /// definition's tokens (the heap's); pieces holding a guarded token are refused.
     #[test]
     fn a_guarded_vocabulary_backtracks_exactly_or_refuses() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
         let (mut taken, mut refused, mut guarded_vocabs) = (0, 0, 0);
         for _ in 0..40 {
             let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
@@ -618,8 +614,8 @@ mod tests {
             // Merges over a four-letter alphabet, so that tokens overlap and pieces hold them.
             let mut pool: Vec<Vec<u8>> = b"abcd".iter().map(|&b| vec![b]).collect();
             while tokens.len() < 256 + 60 {
-                let a = &pool[next() as usize % pool.len()];
-                let b = &pool[next() as usize % pool.len()];
+                let a = rng.pick(&pool);
+                let b = rng.pick(&pool);
                 let t = [a.as_slice(), b.as_slice()].concat();
                 if t.len() <= 8 && known.insert(t.clone()) {
                     tokens.push(t.clone());
@@ -627,8 +623,8 @@ mod tests {
                 }
             }
             for _ in 0..4 {
-                let i = 256 + next() as usize % 60;
-                let j = 256 + next() as usize % 60;
+                let i = 256 + rng.below(60);
+                let j = 256 + rng.below(60);
                 tokens.swap(i, j);
             }
             let ranks: FxHashMap<Vec<u8>, Rank> = tokens.into_iter().zip(0..).collect();
@@ -636,8 +632,8 @@ mod tests {
             let bt = Backtrack::new(&vocab).expect("a few tokens out of order are guarded");
             guarded_vocabs += usize::from(bt.is_guarded());
             for _ in 0..300 {
-                let len = 1 + next() as usize % 40;
-                let piece: Vec<u8> = (0..len).map(|_| b"abcd"[next() as usize % 4]).collect();
+                let len = 1 + rng.below(40);
+                let piece: Vec<u8> = (0..len).map(|_| b"abcd"[rng.below(4)]).collect();
                 let mut want = Vec::new();
                 merge_heap(&vocab, &piece, &mut want).unwrap();
                 let mut got = vec![7];

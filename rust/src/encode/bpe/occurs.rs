@@ -50,22 +50,16 @@ impl Occurs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     #[test]
     fn finds_exactly_the_texts_holding_a_string() {
         let strings: [&[u8]; 5] = [b"atata", b"-----", b"\xe4\xb8\x80", b"ab", b"bab"];
         let set = Occurs::new(&strings).unwrap();
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
         let alphabet = b"abt-\xe4\xb8\x80";
         for len in 0..400 {
-            let text: Vec<u8> = (0..len % 23)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    alphabet[(x >> 40) as usize % alphabet.len()]
-                })
-                .collect();
+            let text: Vec<u8> = (0..len % 23).map(|_| *rng.pick(alphabet)).collect();
             let want = strings
                 .iter()
                 .any(|s| text.windows(s.len()).any(|w| w == *s));
