@@ -528,17 +528,18 @@ impl HfBpe {
                 return Ok(());
             }
         }
-        // `conflict_min` is `usize::MAX` where there are no patterns: one compare settles
-        // most words.
-        if w.len() < self.paths.conflict_min {
-            return encode_piece_in(vocab, text, w, engine_cache, out);
-        }
         let Some(ac) = &self.paths.conflicts else {
             return encode_piece_in(vocab, text, w, engine_cache, out);
         };
+        // Asked only of a word the engine would merge. A word too short to hold a pattern is
+        // turned away here, not before the engine: word lengths near the shortest pattern's
+        // are common, and a test on every word was a branch mispredicted on many.
         // A word longer than the engine's cache holds is looked for among the long words
         // merged before (all of which hold a pattern) before it is searched.
         let hf = |p: &[u8], out: &mut Vec<u32>| {
+            if p.len() < self.paths.conflict_min {
+                return false;
+            }
             let long = p.len() > MAX_PIECE;
             if long && self.long.get(p, out) {
                 return true;
