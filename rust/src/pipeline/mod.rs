@@ -121,10 +121,17 @@ impl Pipeline {
                     // One scanner for the whole Sequence: its pieces straight to the model.
                     let text = s.as_bytes();
                     let (vocab, model) = (&enc.vocab, &self.model);
-                    return fused.for_each_piece(s, |a, b| {
-                        let w = &text[a..b];
-                        model.encode_word(vocab, text, w, &mut cache, &mut engine_cache, out)
-                    });
+                    // The model's path chosen once a text, as above.
+                    return if model.on_engine() {
+                        fused.for_each_piece(s, |a, b| {
+                            let w = &text[a..b];
+                            model.encode_word_engine(vocab, text, w, &mut engine_cache, out)
+                        })
+                    } else {
+                        fused.for_each_piece(s, |a, b| {
+                            model.encode_word_merging(vocab, &text[a..b], &mut cache, out)
+                        })
+                    };
                 }
                 self.pretok.for_each_piece(s, &mut |p| {
                     let (w, whole) = if p.space {
