@@ -95,6 +95,21 @@ struct Paths {
     cuts: bool,
 }
 
+/// The short table's key of `w` (1 to 8 bytes, held by `text`), read as one 8-byte load from
+/// `text` with the bytes past `w` masked off; `None` if `w` is longer or fewer than 8 bytes of
+/// `text` start at it.
+#[inline(always)]
+fn short_key(text: &[u8], w: &[u8]) -> Option<u64> {
+    let len = w.len();
+    if !(1..=8).contains(&len) {
+        return None;
+    }
+    let off = (w.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    let chunk = text.get(off..)?.first_chunk::<8>()?;
+    debug_assert_eq!(&chunk[..len], w, "`text` holds `w`");
+    Some(u64::from_le_bytes(*chunk) & (u64::MAX >> (64 - 8 * len)))
+}
+
 impl Default for Paths {
     fn default() -> Self {
         Paths {
@@ -423,7 +438,7 @@ impl HfBpe {
         if self.paths.engine {
             return self.encode_word_engine(vocab, text, w, engine_cache, out);
         }
-        self.encode_word_merging(vocab, w, cache, out)
+        self.encode_word_merging(vocab, text, w, cache, out)
     }
 
     /// Whether [`HfBpe::encode_word`] takes the engine's path (see the module docs).
@@ -432,17 +447,25 @@ impl HfBpe {
         self.paths.engine
     }
 
-    /// [`HfBpe::encode_word`] off the engine: HF's merging, with this model's cache.
+    /// [`HfBpe::encode_word`] off the engine: HF's merging, with this model's cache. `text`
+    /// holds `w`.
     #[inline]
     pub fn encode_word_merging(
         &self,
         vocab: &BpeVocab,
+        text: &[u8],
         w: &[u8],
         cache: &mut Local<'_>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
         let whole = if self.paths.vocab_lookup {
-            vocab.rank(w).or_else(|| {
+            // A word of at most 8 bytes is keyed by one load from the text (no branch on its
+            // length, which a word-by-word byte gathering mispredicts).
+            let r = match short_key(text, w) {
+                Some(key) => vocab.short_rank_key(key, w.len()),
+                None => vocab.rank(w),
+            };
+            r.or_else(|| {
                 if self.paths.extra_first[w[0] as usize] {
                     self.paths.extra.get(w).copied()
                 } else {

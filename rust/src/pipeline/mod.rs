@@ -113,7 +113,7 @@ impl Pipeline {
                         })
                     } else {
                         each_word(re, s, |w| {
-                            model.encode_word_merging(vocab, w, &mut cache, out)
+                            model.encode_word_merging(vocab, text, w, &mut cache, out)
                         })
                     };
                 }
@@ -129,7 +129,7 @@ impl Pipeline {
                         })
                     } else {
                         fused.for_each_piece(s, |a, b| {
-                            model.encode_word_merging(vocab, &text[a..b], &mut cache, out)
+                            model.encode_word_merging(vocab, text, &text[a..b], &mut cache, out)
                         })
                     };
                 }

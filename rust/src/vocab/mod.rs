@@ -236,6 +236,12 @@ impl Vocab {
         self.short.get(bytes)
     }
 
+    /// `short_rank` of the token whose [`short_table::load`] key is `key` and length `len`.
+    #[inline(always)]
+    pub fn short_rank_key(&self, key: u64, len: usize) -> Option<Rank> {
+        self.short.get_key(key, len as u64)
+    }
+
     /// The short table's home slot for `key` / `len` only: a rank or `NO_RANK`.
     #[inline(always)]
     pub fn short_home(&self, key: u64, len: usize) -> Rank {

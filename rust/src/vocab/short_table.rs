@@ -67,7 +67,12 @@ impl ShortTable {
     /// The rank of `b` (which must be 1 to 8 bytes long), if it is a token.
     #[inline(always)]
     pub fn get(&self, b: &[u8]) -> Option<u32> {
-        let (key, len) = (load(b), b.len() as u64);
+        self.get_key(load(b), b.len() as u64)
+    }
+
+    /// [`ShortTable::get`] of the bytes whose [`load`] is `key`, of length `len` (1 to 8).
+    #[inline(always)]
+    pub fn get_key(&self, key: u64, len: u64) -> Option<u32> {
         let mask = self.slots.len() - 1;
         let mut i = self.index(key, len);
         loop {
