@@ -659,19 +659,27 @@ impl HfBpe {
     fn merge_short(&self, w: &[u8], out: &mut Vec<u32>) -> bool {
         // Most words are short: their arrays are cheaper to set up.
         if w.len() <= 16 {
-            self.merge_short_in::<16>(w, out)
+            self.merge_short_in::<16, 32>(w, out)
         } else {
-            self.merge_short_in::<64>(w, out)
+            self.merge_short_in::<64, 128>(w, out)
         }
     }
 
+    /// Words of at most `MAX` bytes, in arrays of `ROOM = 2 * MAX`: the shift after a merge
+    /// moves a fixed `MAX` elements (past the symbols too), a copy of one constant size, not
+    /// a `memmove` whose size changes with each merge.
     #[inline(always)]
-    fn merge_short_in<const MAX: usize>(&self, w: &[u8], out: &mut Vec<u32>) -> bool {
+    fn merge_short_in<const MAX: usize, const ROOM: usize>(
+        &self,
+        w: &[u8],
+        out: &mut Vec<u32>,
+    ) -> bool {
+        debug_assert_eq!(ROOM, 2 * MAX);
         let n = w.len();
         if n > MAX {
             return false;
         }
-        let mut ids = [0u32; MAX];
+        let mut ids = [0u32; ROOM];
         for (slot, &b) in ids.iter_mut().zip(w) {
             let id = self.byte_id[b as usize];
             if id == NONE {
@@ -680,7 +688,7 @@ impl HfBpe {
             *slot = id;
         }
         let t = &self.table;
-        let mut keys = [NONE; MAX];
+        let mut keys = [NONE; ROOM];
         for (k, p) in keys.iter_mut().zip(w.windows(2)) {
             *k = t.bytes(p[0], p[1]);
         }
@@ -698,8 +706,11 @@ impl HfBpe {
                 break;
             }
             ids[best] = t.merged(best_key);
-            ids.copy_within(best + 2..len, best + 1);
-            keys.copy_within(best + 2..len, best + 1);
+            // `best <= len - 2 <= MAX - 2`, so `best + 2 + MAX <= ROOM`. What lands past the
+            // symbols is never read: `ids` only below `len`, `keys` stays `NONE` there (it
+            // starts so, and only `NONE` moves down into it).
+            ids.copy_within(best + 2..best + 2 + MAX, best + 1);
+            keys.copy_within(best + 2..best + 2 + MAX, best + 1);
             len -= 1;
             keys[len - 1] = NONE;
             if best + 1 < len {
