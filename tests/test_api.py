@@ -276,6 +276,8 @@ SPECIAL_CHECK_OPTIONS: list[dict[str, Any]] = [
     {"allowed_special": {"<|endoftext|>"}}, {"disallowed_special": {"<|fim_prefix|>"}},
     {"disallowed_special": {"plain"}},
     {"allowed_special": {"<|endoftext|>"}, "disallowed_special": ()},
+    # Nothing allowed, nothing checked: `encode_to_numpy`'s one-call path.
+    {"allowed_special": frozenset(), "disallowed_special": []},
 ]
 
 

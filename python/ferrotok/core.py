@@ -260,9 +260,13 @@ class Encoding:
         >>> enc.encode_to_numpy("hello world").tolist()
         [15339, 1917]
         """
-        allowed = self._check_special(text, allowed_special, disallowed_special)
         # No retry with lone surrogates replaced, unlike `encode`: tiktoken's raises
         # `UnicodeEncodeError` for them here.
+        if not disallowed_special and allowed_special == _NO_SPECIAL and not add_special_tokens:
+            # Nothing to allow or check: `encode_ordinary`'s ids (the common call of a data
+            # pipeline, `disallowed_special=()`), without the per-call set handling.
+            return self._core_bpe.encode_ordinary_to_numpy(text)
+        allowed = self._check_special(text, allowed_special, disallowed_special)
         ids = self._core_bpe.encode_to_numpy(text, allowed)
         if add_special_tokens and self._hf_template != ([], []):
             import numpy as np
@@ -795,6 +799,8 @@ def _thread_count(num_threads: int) -> int:
 
 
 _MAX_THREADS = 1 << 16
+# Compares equal to an empty `set` or `frozenset` (and to nothing else).
+_NO_SPECIAL: frozenset[str] = frozenset()
 
 
 def _fixed_surrogates(texts: Sequence[str]) -> list[str]:

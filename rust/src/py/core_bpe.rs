@@ -459,6 +459,19 @@ impl PyCoreBPE {
         Ok(PyArray1::from_vec(py, ids))
     }
 
+    /// `encode_ordinary(text)` as a `numpy.uint32` array (the `encode_to_numpy` of a call
+    /// that allows and disallows no special token: no set to convert, one call).
+    fn encode_ordinary_to_numpy<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+    ) -> PyResult<Bound<'py, PyArray1<Rank>>> {
+        numpy_api(py)?;
+        let enc = &self.inner;
+        let ids = detached_polled(py, || enc.encode_ordinary(text))?;
+        Ok(PyArray1::from_vec(py, ids))
+    }
+
     /// The ids of `data`, a part of a file as UTF-8 bytes, as the bytes of native-endian
     /// 4-byte ints (for `array('I').frombytes`): the command line's way through a large
     /// file, with no `str` of the text, no int object an id and no list (see [`on_utf8`]).
