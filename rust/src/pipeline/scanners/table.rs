@@ -120,16 +120,6 @@ fn decode(b: &[u8], i: usize, b0: u8) -> (u32, usize) {
     }
 }
 
-/// The start of the char that ends at byte `k` (> 0, a char boundary) of a `str`'s bytes.
-#[inline(always)]
-pub fn prev_start(b: &[u8], mut k: usize) -> usize {
-    k -= 1;
-    while b[k] & 0xC0 == 0x80 {
-        k -= 1;
-    }
-    k
-}
-
 /// The ranges of a Unicode class of a syntax tree, as chars.
 pub fn ranges_of(c: &regex_syntax::hir::ClassUnicode) -> Vec<(char, char)> {
     c.ranges().iter().map(|r| (r.start(), r.end())).collect()
@@ -162,7 +152,6 @@ mod tests {
             assert_eq!(t.at(b, i), (want, c.len_utf8()), "{c:?}");
             assert_eq!(t.of(c), want);
             i += c.len_utf8();
-            assert_eq!(prev_start(b, i), i - c.len_utf8());
         }
         for cp in (0..=0x10FFFFu32).step_by(97) {
             if let Some(c) = char::from_u32(cp) {
