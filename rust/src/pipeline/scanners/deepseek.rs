@@ -55,7 +55,8 @@
 //! Two paths compute these cuts, from any piece start (no cut at k > i reads a char before
 //! i, so each path may hand over to the other at any piece start):
 //! - [`DeepSeek::piece_end`], one char at a time: classes from the table, the formulas as
-//!   written; for `T` it walks the S run ahead until an F boundary or the run's end.
+//!   written (inside a run of one class with no S, D or N bit none can cut, so such runs
+//!   are only walked); for `T` it walks the S run ahead until an F boundary or its end.
 //! - [`DeepSeek::window`], 64 bytes at a time where they start with ASCII: one bit a byte
 //!   for each class (SSE2 compares of ranges hard-coded for ASCII, checked against the
 //!   table at load), the formulas as shifts and masks. It answers only for the boundaries
@@ -100,19 +101,25 @@ fn cut_l(x: u8, y: u8, z: u8) -> bool {
     (x & L != 0 && y & L == 0) | (x & (L | S) == 0 && y & L != 0) | (y & (L | S) == S && z & L != 0)
 }
 
-/// `F(k)` (module docs) of x, y, z, with `w()` the class of w (asked only when needed).
+/// `F(k)` (module docs) of x, y, z: `Some(cut)`, or `None` when it is `w ∉ L`.
 #[inline(always)]
-fn cut_f(x: u8, y: u8, z: u8, w: impl FnOnce() -> u8) -> bool {
+fn cut_f(x: u8, y: u8, z: u8) -> Option<bool> {
     let run_p = (x & P != 0 && y & P == 0) | (x & (P | S) == 0 && y & P != 0);
     if (x | y) & N != 0 || cut_l(x, y, z) || run_p {
-        return true;
+        return Some(true);
     }
     if !(y & (P | S) == S && z & P != 0) {
-        return false;
+        return Some(false);
     }
     // An S char before a P run: a cut if z is in y's piece of step 2, i.e. no `cut_L(k+1)`.
     let near = (y & L != 0 && z & L == 0) | (y & (L | S) == 0 && z & L != 0);
-    !(near || z & (L | S) == S && w() & L != 0)
+    if near {
+        Some(false)
+    } else if z & (L | S) == S {
+        None
+    } else {
+        Some(true)
+    }
 }
 
 /// `G(k)` (module docs) of x, y.
@@ -207,16 +214,40 @@ impl DeepSeek {
         let mut k = i + n;
         let (mut y, mut ny) = self.at(b, k);
         while k < b.len() {
-            let (z, nz) = self.at(b, k + ny);
-            if cut_f(x, y, z, || self.at(b, k + ny + nz).0)
-                || cut_g(x, y)
-                || (x & S == 0 && y & S != 0 && self.run_reaches_cut(b, k, y, ny))
-            {
+            // Between two chars of one class with no S, D or N bit, no formula cuts: F's
+            // terms need a class change or yS, T needs yS, G a C change or a digit.
+            if y == x && x & (S | D | N) == 0 {
+                k += ny;
+                (y, ny) = self.at(b, k);
+                continue;
+            }
+            if self.cuts(b, k, x, y, ny) {
                 return k;
             }
-            (x, y, k, ny) = (y, z, k + ny, nz);
+            (x, k) = (y, k + ny);
+            (y, ny) = self.at(b, k);
         }
         b.len()
+    }
+
+    /// Whether the formulas cut at boundary `k` of `b`, between a char of class `x` and
+    /// one of class `y`, `ny` bytes long.
+    #[inline(always)]
+    fn cuts(&self, b: &[u8], k: usize, x: u8, y: u8, ny: usize) -> bool {
+        if cut_g(x, y) || self.f_at(b, k, x, y, ny) {
+            return true;
+        }
+        x & S == 0 && y & S != 0 && self.run_reaches_cut(b, k, y, ny)
+    }
+
+    /// `F(k)` at boundary `k` of `b`, between classes `x` and `y` (`ny` bytes long).
+    #[inline(always)]
+    fn f_at(&self, b: &[u8], k: usize, x: u8, y: u8, ny: usize) -> bool {
+        let (z, nz) = self.at(b, k + ny);
+        match cut_f(x, y, z) {
+            Some(cut) => cut,
+            None => self.at(b, k + ny + nz).0 & L == 0,
+        }
     }
 
     /// `p ≤ e` of `T(k)` (module docs): whether, from the S char at byte `k` (class `x`,
@@ -231,8 +262,7 @@ impl DeepSeek {
                 return true;
             }
             let (y, ny) = self.t.at(b, k);
-            let (z, nz) = self.at(b, k + ny);
-            if cut_f(x, y, z, || self.at(b, k + ny + nz).0) {
+            if self.f_at(b, k, x, y, ny) {
                 return true;
             }
             if y & S == 0 {
