@@ -407,7 +407,8 @@ fn masks(w: &[u8; WINDOW]) -> Masks {
                 _mm_movemask_epi8(v),
                 _mm_movemask_epi8(_mm_or_si128(in_range(v, 0x09, 5), eq(v, b' '))),
                 _mm_movemask_epi8(in_range(lower, b'a', 26)),
-                _mm_movemask_epi8(_mm_or_si128(in_range(v, b'!', 15), in_range(v, b':', 69))),
+                // `!`-`~`; the digits are taken out below.
+                _mm_movemask_epi8(in_range(v, b'!', 94)),
                 _mm_movemask_epi8(in_range(v, b'0', 10)),
                 _mm_movemask_epi8(_mm_or_si128(eq(v, b'\n'), eq(v, b'\r'))),
             ]
@@ -416,12 +417,12 @@ fn masks(w: &[u8; WINDOW]) -> Masks {
             *mask |= ((b as u32 & 0xFFFF) as u64) << (16 * part);
         }
     }
-    let [non_ascii, s, l, p, d, n] = m;
+    let [non_ascii, s, l, graph, d, n] = m;
     Masks {
         non_ascii,
         s,
         l,
-        p,
+        p: graph & !d,
         d,
         n,
     }
