@@ -221,32 +221,27 @@ impl DeepSeek {
                 (y, ny) = self.at(b, k);
                 continue;
             }
-            if self.cuts(b, k, x, y, ny) {
+            if cut_g(x, y) {
                 return k;
             }
-            (x, k) = (y, k + ny);
-            (y, ny) = self.at(b, k);
+            let (z, nz) = self.at(b, k + ny);
+            if self.f_at(b, k + ny + nz, x, y, z)
+                || (x & S == 0 && y & S != 0 && self.run_reaches_cut(b, k, y, ny))
+            {
+                return k;
+            }
+            // z, read for F, is the next y.
+            (x, y, k, ny) = (y, z, k + ny, nz);
         }
         b.len()
     }
 
-    /// Whether the formulas cut at boundary `k` of `b`, between a char of class `x` and
-    /// one of class `y`, `ny` bytes long.
+    /// `F(k)` of classes x, y, z, where w starts at byte `at_w` of `b`.
     #[inline(always)]
-    fn cuts(&self, b: &[u8], k: usize, x: u8, y: u8, ny: usize) -> bool {
-        if cut_g(x, y) || self.f_at(b, k, x, y, ny) {
-            return true;
-        }
-        x & S == 0 && y & S != 0 && self.run_reaches_cut(b, k, y, ny)
-    }
-
-    /// `F(k)` at boundary `k` of `b`, between classes `x` and `y` (`ny` bytes long).
-    #[inline(always)]
-    fn f_at(&self, b: &[u8], k: usize, x: u8, y: u8, ny: usize) -> bool {
-        let (z, nz) = self.at(b, k + ny);
+    fn f_at(&self, b: &[u8], at_w: usize, x: u8, y: u8, z: u8) -> bool {
         match cut_f(x, y, z) {
             Some(cut) => cut,
-            None => self.at(b, k + ny + nz).0 & L == 0,
+            None => self.at(b, at_w).0 & L == 0,
         }
     }
 
@@ -262,7 +257,8 @@ impl DeepSeek {
                 return true;
             }
             let (y, ny) = self.t.at(b, k);
-            if self.f_at(b, k, x, y, ny) {
+            let (z, nz) = self.at(b, k + ny);
+            if self.f_at(b, k + ny + nz, x, y, z) {
                 return true;
             }
             if y & S == 0 {
