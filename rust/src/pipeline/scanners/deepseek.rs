@@ -12,33 +12,59 @@
 //!
 //! Invariant: [`DeepSeek::for_each_piece`] yields the pieces the generic interpreter makes
 //! of a segment under this Sequence (see the parent module). S, L, P, C are the classes of
-//! the patterns' own syntax trees; digits are `char::is_numeric`, as the generic `Digits`.
+//! the patterns' own syntax trees, N the newline class of step 1; digits (D) are
+//! `char::is_numeric`, as the generic `Digits`. Checked at load: N is exactly {`\n`, `\r`}
+//! and holds no L or P char; the ASCII classes are the ones the window path hard-codes.
 //!
-//! Proof, step by step (each isolating step cuts each piece it is given at its matches'
-//! starts and ends; the steps are nested here in the same order):
-//! - 1: the class is checked to be exactly {`\n`, `\r`}, two ASCII bytes that occur in UTF-8
-//!   only as themselves: each is cut out alone.
-//! - 2 and 3, `S?X+` on a piece: the leftmost-first search from p finds the least i ≥ p at
-//!   which a match starts, and there the match greedy `S?` prefers. A match starts at i iff
-//!   (c_i ∈ S and c_{i+1} ∈ X, inside the piece) or c_i ∈ X; in the first case it is c_i and
-//!   the maximal X run after it, else the maximal X run from i (for c_i ∈ S ∩ X followed by
-//!   an X char both read the same range). No match is empty, so the search goes on at the
-//!   match's end.
-//! - 4, `\s+(?m:$)`: `$` holds at the piece's end and before a `\n`; after step 1 a piece
-//!   holds a `\n` only if it is that `\n` alone, which the match covers whole. Otherwise a
-//!   match from i needs every char from i to the end in S: the leftmost is the start k of
-//!   the piece's maximal trailing S run, the match [k, end). The only cut is k, if inside.
-//! - 5 and 6 cut by neighbouring chars only: 5 between adjacent chars of which one is in C
-//!   and the other not (its matches are the maximal C runs), 6 around each numeric char. So
-//!   together they cut each piece of step 4 at the union of those places, in one pass.
+//! Every step isolates: it cuts each piece it is given at its matches' starts and ends, so
+//! the pieces are the text cut at every boundary where some step cuts, each step's cuts
+//! taken within the pieces of the steps before it. Below, boundary k lies between chars
+//! x = c(k-1) and y = c(k), and z = c(k+1), w = c(k+2) (no class past the end); "xL" says
+//! x ∈ L. The scanner cuts at k iff `F(k) ∨ T(k) ∨ G(k)`:
 //!
-//! A shortcut: a match of step 2 whose run chars are all in P, whose last char is not in S
-//! and which holds no C or numeric char is one piece. Step 3 matches it whole (its first
-//! char starts a match: an S char followed by a P char, or a P char, and the P run then
-//! reaches its end), step 4 finds no trailing S run, and steps 5 and 6 find nothing to cut.
-//! Most words are such matches (ASCII letters are in P).
+//! - Lemma (steps 2 and 3): the leftmost-first matches of `S?X+` in a piece Q are, for each
+//!   maximal X run [a, b) of Q, [a-1, b) if a-1 is in Q and c(a-1) ∈ S, else [a, b).
+//!   Proof: let the search start at p, Q's start or the end of a match, which by induction
+//!   is the end of a maximal X run, so c(p) ∉ X unless p is Q's start. Let [a, b) be the
+//!   first maximal X run at or after p. A match starts at i iff c(i) ∈ X, or c(i) ∈ S and
+//!   c(i+1) ∈ X; the least such i ≥ p is a-1 if a-1 ≥ p and c(a-1) ∈ S, else a (any X char
+//!   at or after p is at or after a). From a-1 the match is c(a-1) and the X run from a;
+//!   from a it is the X run from a either way; both end at b. And a-1 ≥ p holds whenever
+//!   a-1 is in Q, since a > p when p ends a run. No match is empty; the search goes on at b.
+//! - So inside Q (k not at Q's ends) `S?X+` cuts at k iff
+//!   `cut_X(k) = (xX ∧ ¬yX) ∨ (¬xX ∧ ¬xS ∧ yX) ∨ (¬yX ∧ yS ∧ zX ∧ z in Q)`:
+//!   a run's end; a run's start with no S char before it in Q; an S char before a run.
+//! - 1 cuts around each N char: `cut1(k) = xN ∨ yN` (two ASCII bytes, which occur in UTF-8
+//!   only as themselves).
+//! - `F(k) = cut1 ∨ cut_L ∨ cut_P'`, the cuts of steps 1-3, where in `cut_L` "z in Q" is
+//!   dropped (z is in the line unless zN, and N holds no L char) and in `cut_P'` it reads
+//!   `¬cut_L(k+1)` (z in y's piece of step 2; a cut at k+1 by step 1 means zN, not P). Where
+//!   k is not inside the piece of the step before, that step cuts at k anyway, so reading
+//!   each step's formula everywhere changes nothing in the union.
+//!   `cut_L(k+1)` needs w only through its third term.
+//! - 4, `\s+(?m:$)` on a piece R of step 3 (cut at F): `$` holds at R's end and before a
+//!   `\n`; R holds a `\n` only if it is that `\n` alone, which the match covers whole (or,
+//!   if `\n` were not in S, does not match). Otherwise a match from i needs every char from
+//!   i to R's end in S: the leftmost starts where R's maximal trailing S run does, the one
+//!   cut if inside R. So `T(k) = ¬xS ∧ yS ∧ (p ≤ e)`, where p is the first F boundary (or the
+//!   end) after k and e the end of the maximal S run from k: the run reaches R's end.
+//! - 5 and 6 cut by neighbouring chars only, whatever the pieces: 5 between a C char and a
+//!   non-C char (its matches are the maximal C runs), 6 around each numeric char:
+//!   `G(k) = (xC ≠ yC) ∨ xD ∨ yD`.
+//!
+//! Two paths compute these cuts, from any piece start (no cut at k > i reads a char before
+//! i, so each path may hand over to the other at any piece start):
+//! - [`DeepSeek::piece_end`], one char at a time: classes from the table, the formulas as
+//!   written (inside a run of one class with no S, D or N bit none can cut, so such runs
+//!   are only walked); for `T` it walks the S run ahead until an F boundary or its end.
+//! - [`DeepSeek::window`], 64 bytes at a time where they start with ASCII: one bit a byte
+//!   for each class (SSE2 compares of ranges hard-coded for ASCII, checked against the
+//!   table at load), the formulas as shifts and masks. It answers only for the boundaries
+//!   whose inputs are all classified: `F(k)` reads up to w, so up to 3 bytes before the
+//!   first byte not classified (non-ASCII, or past the window or the text), and `T(k)` only
+//!   where an F boundary lies inside the run or the run ends within that reach.
 
-use super::table::{prev_start, ranges_of, Classes};
+use super::table::{ranges_of, Classes};
 use super::{hir_of, is_byte_level, is_digits, is_isolating_split, opt_then_run, repeated_class};
 use crate::error::Result;
 use regex_syntax::hir::{HirKind, Look};
@@ -53,15 +79,53 @@ pub const PUNCT: &str =
 pub const TRAILING_SPACE: &str = "\\s+$";
 pub const CJK: &str = "[\u{4e00}-\u{9fa5}\u{800}-\u{4e00}\u{ac00}-\u{d7ff}]+";
 
-/// Class bits: `\s`, step 2's letters, step 3's punctuation, step 5's CJK, numeric.
+/// Class bits: `\s`, step 2's letters, step 3's punctuation, step 5's CJK, numeric, step 1's
+/// newlines.
 const S: u8 = 1;
 const L: u8 = 2;
 const P: u8 = 4;
 const C: u8 = 8;
 const D: u8 = 16;
+const N: u8 = 32;
+
+/// Window length: one bit of a `u64` per byte.
+const WINDOW: usize = 64;
 
 pub struct DeepSeek {
     t: &'static Classes,
+}
+
+/// `cut_L(k)` (module docs) of x, y, z.
+#[inline(always)]
+fn cut_l(x: u8, y: u8, z: u8) -> bool {
+    (x & L != 0 && y & L == 0) | (x & (L | S) == 0 && y & L != 0) | (y & (L | S) == S && z & L != 0)
+}
+
+/// `F(k)` (module docs) of x, y, z: `Some(cut)`, or `None` when it is `w ∉ L`.
+#[inline(always)]
+fn cut_f(x: u8, y: u8, z: u8) -> Option<bool> {
+    let run_p = (x & P != 0 && y & P == 0) | (x & (P | S) == 0 && y & P != 0);
+    if (x | y) & N != 0 || cut_l(x, y, z) || run_p {
+        return Some(true);
+    }
+    if !(y & (P | S) == S && z & P != 0) {
+        return Some(false);
+    }
+    // An S char before a P run: a cut if z is in y's piece of step 2, i.e. no `cut_L(k+1)`.
+    let near = (y & L != 0 && z & L == 0) | (y & (L | S) == 0 && z & L != 0);
+    if near {
+        Some(false)
+    } else if z & (L | S) == S {
+        None
+    } else {
+        Some(true)
+    }
+}
+
+/// `G(k)` (module docs) of x, y.
+#[inline(always)]
+fn cut_g(x: u8, y: u8) -> bool {
+    (x ^ y) & C != 0 || (x | y) & D != 0
 }
 
 impl DeepSeek {
@@ -84,7 +148,8 @@ impl DeepSeek {
         Ok(TABLE.get_or_init(table).as_ref().map(|t| DeepSeek { t }))
     }
 
-    /// Calls `f(start, end)` with each piece of `seg` (see the module docs).
+    /// Calls `f(start, end)` with each piece of `seg`, in order: from [`Self::window`] where
+    /// ASCII lies ahead, else from [`Self::piece_end`] (see the module docs).
     #[inline]
     pub fn for_each_piece(
         &self,
@@ -92,194 +157,277 @@ impl DeepSeek {
         mut f: impl FnMut(usize, usize) -> Result<()>,
     ) -> Result<()> {
         let b = seg.as_bytes();
-        let mut pos = 0;
-        // Step 1's cuts, found many bytes at a time.
-        for i in memchr::memchr2_iter(b'\n', b'\r', b) {
-            if pos < i {
-                self.words(b, pos, i, &mut f)?;
-            }
-            self.words(b, i, i + 1, &mut f)?;
-            pos = i + 1;
-        }
-        if pos < b.len() {
-            self.words(b, pos, b.len(), &mut f)?;
-        }
-        Ok(())
-    }
-
-    /// Step 2 on piece `s..e`: `opt_space_run` with L, and the shortcut of the module docs.
-    #[inline(always)]
-    fn words<F: FnMut(usize, usize) -> Result<()>>(
-        &self,
-        b: &[u8],
-        s: usize,
-        e: usize,
-        f: &mut F,
-    ) -> Result<()> {
-        let t = self.t;
-        let mut pos = s; // start of the gap before the next match
-        let mut i = s;
-        while i < e {
-            let (c, n) = t.at(b, i);
-            // Where the L run of a match at i starts, and the bits of its S char before.
-            let (run, lead) = if c & S != 0 && i + n < e && t.at(b, i + n).0 & L != 0 {
-                (i + n, c)
-            } else if c & L != 0 {
-                (i, 0)
-            } else {
-                i += n;
-                continue;
-            };
-            let mut j = run;
-            let (mut any, mut all, mut last) = (lead, u8::MAX, 0u8);
-            while j < e {
-                let (c, n) = t.at(b, j);
-                if c & L == 0 {
-                    break;
+        let mut i = 0;
+        // Where to try a window again: past the first byte a window could not classify, so
+        // that text with little ASCII pays for about one window per non-ASCII stretch.
+        let mut retry_at = 0;
+        while i < b.len() {
+            if i >= retry_at && b[i] < 0x80 {
+                let (got, classified) = match b[i..].first_chunk::<WINDOW>() {
+                    Some(w) => self.window(w),
+                    None => {
+                        // The text's end: the bytes after it read as not classified.
+                        let mut w = [0x80u8; WINDOW];
+                        w[..b.len() - i].copy_from_slice(&b[i..]);
+                        self.window(&w)
+                    }
+                };
+                retry_at = i + classified as usize;
+                if got != 0 {
+                    let mut rest = got;
+                    let mut from = i;
+                    while rest != 0 {
+                        let to = i + rest.trailing_zeros() as usize;
+                        rest &= rest - 1;
+                        f(from, to)?;
+                        from = to;
+                    }
+                    i = from;
+                    if classified as usize == WINDOW {
+                        retry_at = i;
+                    }
+                    continue;
                 }
-                any |= c;
-                all &= c;
-                last = c;
-                j += n;
             }
-            if pos < i {
-                self.puncts(b, pos, i, f)?;
-            }
-            if all & P != 0 && any & (C | D) == 0 && last & S == 0 {
-                f(i, j)?;
-            } else {
-                self.puncts(b, i, j, f)?;
-            }
-            pos = j;
-            i = j;
-        }
-        if pos < e {
-            self.puncts(b, pos, e, f)?;
+            let end = self.piece_end(b, i);
+            f(i, end)?;
+            i = end;
         }
         Ok(())
     }
 
-    /// Step 3 on piece `s..e`.
+    /// The class bits and UTF-8 length of the char at byte `i` of `b`, `(0, 0)` past the end.
     #[inline(always)]
-    fn puncts<F: FnMut(usize, usize) -> Result<()>>(
-        &self,
-        b: &[u8],
-        s: usize,
-        e: usize,
-        f: &mut F,
-    ) -> Result<()> {
-        self.opt_space_run(b, s, e, P, &mut |s, e| self.trailing(b, s, e, f))
+    fn at(&self, b: &[u8], i: usize) -> (u8, usize) {
+        if i < b.len() {
+            self.t.at(b, i)
+        } else {
+            (0, 0)
+        }
     }
 
-    /// `S?X+` (X: bit `x`) on piece `s..e`: matches and the gaps between them to `g`.
+    /// The end of the piece that starts at byte `i` (< `b.len()`) of `b`, a `str`'s bytes:
+    /// the first boundary after `i` where the module docs' formulas cut.
     #[inline(always)]
-    fn opt_space_run<G: FnMut(usize, usize) -> Result<()>>(
-        &self,
-        b: &[u8],
-        s: usize,
-        e: usize,
-        x: u8,
-        g: &mut G,
-    ) -> Result<()> {
-        let t = self.t;
-        let mut pos = s; // start of the gap before the next match
-        let mut i = s;
-        while i < e {
-            let (c, n) = t.at(b, i);
-            let mut run = usize::MAX; // where the X run of a match at i starts
-            if c & S != 0 && i + n < e && t.at(b, i + n).0 & x != 0 {
-                run = i + n;
-            } else if c & x != 0 {
-                run = i;
-            }
-            if run == usize::MAX {
-                i += n;
+    fn piece_end(&self, b: &[u8], i: usize) -> usize {
+        let (mut x, n) = self.t.at(b, i);
+        let mut k = i + n;
+        let (mut y, mut ny) = self.at(b, k);
+        while k < b.len() {
+            // Between two chars of one class with no S, D or N bit, no formula cuts: F's
+            // terms need a class change or yS, T needs yS, G a C change or a digit.
+            if y == x && x & (S | D | N) == 0 {
+                k += ny;
+                (y, ny) = self.at(b, k);
                 continue;
             }
-            let mut j = run;
-            while j < e {
-                let (c, n) = t.at(b, j);
-                if c & x == 0 {
-                    break;
-                }
-                j += n;
+            if cut_g(x, y) {
+                return k;
             }
-            if pos < i {
-                g(pos, i)?;
+            let (z, nz) = self.at(b, k + ny);
+            if self.f_at(b, k + ny + nz, x, y, z)
+                || (x & S == 0 && y & S != 0 && self.run_reaches_cut(b, k, y, ny))
+            {
+                return k;
             }
-            g(i, j)?;
-            pos = j;
-            i = j;
+            // z, read for F, is the next y.
+            (x, y, k, ny) = (y, z, k + ny, nz);
         }
-        if pos < e {
-            g(pos, e)?;
-        }
-        Ok(())
+        b.len()
     }
 
-    /// Step 4 on piece `s..e`: its trailing `\s` run cut off, if the piece has more.
+    /// `F(k)` of classes x, y, z, where w starts at byte `at_w` of `b`.
     #[inline(always)]
-    fn trailing<F: FnMut(usize, usize) -> Result<()>>(
-        &self,
-        b: &[u8],
-        s: usize,
-        e: usize,
-        f: &mut F,
-    ) -> Result<()> {
-        let mut k = e;
-        while k > s {
-            let st = prev_start(b, k);
-            if self.t.at(b, st).0 & S == 0 {
+    fn f_at(&self, b: &[u8], at_w: usize, x: u8, y: u8, z: u8) -> bool {
+        match cut_f(x, y, z) {
+            Some(cut) => cut,
+            None => self.at(b, at_w).0 & L == 0,
+        }
+    }
+
+    /// `p ≤ e` of `T(k)` (module docs): whether, from the S char at byte `k` (class `x`,
+    /// `n` bytes long), the S run reaches an F boundary or the end.
+    #[cold]
+    #[inline(never)]
+    fn run_reaches_cut(&self, b: &[u8], mut k: usize, mut x: u8, mut n: usize) -> bool {
+        loop {
+            // Boundary k + n, between x (an S char) and y.
+            k += n;
+            if k >= b.len() {
+                return true;
+            }
+            let (y, ny) = self.t.at(b, k);
+            let (z, nz) = self.at(b, k + ny);
+            if self.f_at(b, k + ny + nz, x, y, z) {
+                return true;
+            }
+            if y & S == 0 {
+                return false;
+            }
+            (x, n) = (y, ny);
+        }
+    }
+
+    /// The pieces `w` (64 bytes of text from a piece start) ends, and how many of its
+    /// leading bytes are ASCII: bit q of the first is set iff a piece starts at `w[q]`, for
+    /// every q ≥ 1 up to the last set bit; none is set when no boundary after 0 is sure
+    /// (see the module docs).
+    #[inline(always)]
+    fn window(&self, w: &[u8; WINDOW]) -> (u64, u32) {
+        let m = masks(w);
+        let classified = m.non_ascii.trailing_zeros();
+        if classified < 4 {
+            return (0, classified);
+        }
+        // Boundaries 1..=lim have x, y, z and w classified.
+        let mut lim = classified - 3;
+        let valid = if classified == 64 {
+            u64::MAX
+        } else {
+            (1u64 << classified) - 1
+        };
+        let (s, l, p, d, n) = (m.s & valid, m.l, m.p, m.d, m.n);
+        let prev = |v: u64| v << 1;
+        let next = |v: u64| v >> 1;
+        let cut_l = (prev(l) & !l) | (!prev(l) & !prev(s) & l) | (s & !l & next(l));
+        let cut_p = (prev(p) & !p) | (!prev(p) & !prev(s) & p) | (s & !p & next(p) & !next(cut_l));
+        let f = n | prev(n) | cut_l | cut_p;
+        // No ASCII char is in C (checked at load).
+        let mut cuts = f | d | prev(d);
+        // T: S runs after a non-S char where nothing else cuts.
+        let mut runs = s & !prev(s) & !cuts & span(1, lim + 1);
+        while runs != 0 {
+            let k = runs.trailing_zeros();
+            runs &= runs - 1;
+            let e = k + (!(s >> k)).trailing_zeros();
+            if f & span(k + 1, e.min(lim) + 1) != 0 {
+                cuts |= 1 << k;
+            } else if e > lim {
+                // Neither an F boundary in reach nor the run's end: not sure from k on.
+                lim = k - 1;
                 break;
             }
-            k = st;
         }
-        if s < k && k < e {
-            self.cjk_digits(b, s, k, f)?;
-            self.cjk_digits(b, k, e, f)
-        } else {
-            self.cjk_digits(b, s, e, f)
-        }
+        (cuts & span(1, lim + 1), classified)
     }
+}
 
-    /// Steps 5 and 6 on piece `s..e`: cut between a C char and a non-C char, and around
-    /// each numeric char.
-    #[inline(always)]
-    fn cjk_digits<F: FnMut(usize, usize) -> Result<()>>(
-        &self,
-        b: &[u8],
-        s: usize,
-        e: usize,
-        f: &mut F,
-    ) -> Result<()> {
-        let t = self.t;
-        let mut pos = s;
-        let (c0, _) = t.at(b, s);
-        let mut in_c = c0 & C != 0;
-        let mut i = s;
-        while i < e {
-            let (c, n) = t.at(b, i);
-            if (c & C != 0) != in_c {
-                in_c = !in_c;
-                if pos < i {
-                    f(pos, i)?;
-                    pos = i;
-                }
-            }
-            if c & D != 0 {
-                if pos < i {
-                    f(pos, i)?;
-                }
-                f(i, i + n)?;
-                pos = i + n;
-            }
-            i += n;
+/// Bits `lo..hi` (`lo <= hi < 64`).
+#[inline(always)]
+fn span(lo: u32, hi: u32) -> u64 {
+    ((1u64 << hi) - 1) & !((1u64 << lo) - 1)
+}
+
+/// One bit a byte of a window, for each class; `non_ascii` marks bytes >= 0x80, for which
+/// the other masks mean nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Masks {
+    non_ascii: u64,
+    s: u64,
+    l: u64,
+    p: u64,
+    d: u64,
+    n: u64,
+}
+
+/// The class bits of ASCII byte `x` as the window path reads them: `\s` is `\t`-`\r` and the
+/// space, L `A-Za-z`, P `!-/` and `:-~`, D `0-9`, N `\n` and `\r`, no C. [`table`] checks
+/// that the patterns' classes agree on every ASCII byte.
+fn ascii_bits(x: u8) -> u8 {
+    let mut bits = 0;
+    for (on, bit) in [
+        (matches!(x, 0x09..=0x0D | b' '), S),
+        (x.is_ascii_alphabetic(), L),
+        (matches!(x, b'!'..=b'/' | b':'..=b'~'), P),
+        (x.is_ascii_digit(), D),
+        (matches!(x, b'\n' | b'\r'), N),
+    ] {
+        if on {
+            bits |= bit;
         }
-        if pos < e {
-            f(pos, e)?;
-        }
-        Ok(())
     }
+    bits
+}
+
+/// The masks, byte by byte (the reference for the vector version, and the path on targets
+/// without SSE2).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn masks_scalar(w: &[u8; WINDOW]) -> Masks {
+    let mut m = Masks {
+        non_ascii: 0,
+        s: 0,
+        l: 0,
+        p: 0,
+        d: 0,
+        n: 0,
+    };
+    for (q, &x) in w.iter().enumerate() {
+        if x >= 0x80 {
+            m.non_ascii |= 1 << q;
+            continue;
+        }
+        let bits = ascii_bits(x);
+        for (mask, bit) in [
+            (&mut m.s, S),
+            (&mut m.l, L),
+            (&mut m.p, P),
+            (&mut m.d, D),
+            (&mut m.n, N),
+        ] {
+            *mask |= u64::from(bits & bit != 0) << q;
+        }
+    }
+    m
+}
+
+/// The masks, 16 bytes per step with SSE2 (part of every x86_64 target).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn masks(w: &[u8; WINDOW]) -> Masks {
+    use std::arch::x86_64::*;
+    let mut m = [0u64; 6];
+    for (part, chunk) in w.chunks_exact(16).enumerate() {
+        // SAFETY: SSE2 is enabled on every x86_64 target, `chunk` is 16 readable bytes and
+        // `_mm_loadu_si128` takes any alignment; the rest are register operations.
+        let bits = unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast());
+            // `x` in `lo..lo + n` (ASCII): shift the range to the bottom of the signed bytes
+            // and compare once. Bytes >= 0x80 may land anywhere; `non_ascii` masks them.
+            let in_range = |x: __m128i, lo: u8, n: u8| {
+                let shifted = _mm_add_epi8(x, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
+                _mm_cmplt_epi8(shifted, _mm_set1_epi8((0x80u8 + n) as i8))
+            };
+            let eq = |x: __m128i, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
+            let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            [
+                _mm_movemask_epi8(v),
+                _mm_movemask_epi8(_mm_or_si128(in_range(v, 0x09, 5), eq(v, b' '))),
+                _mm_movemask_epi8(in_range(lower, b'a', 26)),
+                // `!`-`~`; the digits are taken out below.
+                _mm_movemask_epi8(in_range(v, b'!', 94)),
+                _mm_movemask_epi8(in_range(v, b'0', 10)),
+                _mm_movemask_epi8(_mm_or_si128(eq(v, b'\n'), eq(v, b'\r'))),
+            ]
+        };
+        for (mask, b) in m.iter_mut().zip(bits) {
+            *mask |= ((b as u32 & 0xFFFF) as u64) << (16 * part);
+        }
+    }
+    let [non_ascii, s, l, graph, d, n] = m;
+    Masks {
+        non_ascii,
+        s,
+        l,
+        p: graph & !d,
+        d,
+        n,
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn masks(w: &[u8; WINDOW]) -> Masks {
+    masks_scalar(w)
 }
 
 /// The class table, from the patterns' syntax trees; `None` if one is not of the shape the
@@ -309,11 +457,21 @@ fn table() -> Option<Classes> {
     }
     let cjk = hir_of(CJK)?;
     let c = repeated_class(&cjk, 1, None)?;
-    let (s, l, p, c) = (ranges_of(s), ranges_of(l), ranges_of(p), ranges_of(c));
-    Some(Classes::build(
-        &[(&s, S), (&l, L), (&p, P), (&c, C)],
+    let (n, s, l, p, c) = (
+        ranges_of(nl),
+        ranges_of(s),
+        ranges_of(l),
+        ranges_of(p),
+        ranges_of(c),
+    );
+    let t = Classes::build(
+        &[(&n, N), (&s, S), (&l, L), (&p, P), (&c, C)],
         &[(char::is_numeric, D)],
-    ))
+    );
+    // The window path's ASCII classes (which also keep N out of L and P).
+    (0..0x80u8)
+        .all(|x| t.at(&[x], 0).0 == ascii_bits(x))
+        .then_some(t)
 }
 
 #[cfg(test)]
@@ -360,6 +518,163 @@ mod tests {
         "\u{2028}line sep\u{2029}para",
         "mixed 中a1, 가b\u{3001}z  \r\n",
     ];
+
+    /// Edge-case fragments for long texts: mostly ASCII, as windows see them, with the
+    /// non-ASCII chars that stop a window or change a class right after one.
+    /// A control char is the one ASCII char in none of S, L, P, D: an S run after it is
+    /// where `T` cuts, and the window must see where that run ends.
+    const PARTS: [&str; 53] = [
+        "a",
+        "Zq",
+        "word",
+        " ",
+        "  ",
+        "    ",
+        "\t",
+        "\n",
+        "\r\n",
+        "\x0b",
+        "\x0c",
+        "\x00",
+        "\x1f",
+        "\x7f",
+        "1",
+        "42",
+        " 7",
+        ".",
+        ",",
+        "!?",
+        "(",
+        ")",
+        "_",
+        "~",
+        "'",
+        "-",
+        " .",
+        ". ",
+        " x",
+        "x ",
+        "\u{a0}",
+        "\u{3000}",
+        "\u{2003}",
+        "\u{85}",
+        "é",
+        "µ",
+        "Ω",
+        "中文",
+        "가",
+        "，",
+        "。",
+        "“",
+        "‘",
+        "½",
+        "١",
+        "😀",
+        "\u{301}",
+        "Ａ",
+        "\x00 ",
+        "\x01   ",
+        "\x7f \u{a0}",
+        "\x00\u{3000}",
+        "\x1f  \u{2003}\n",
+    ];
+
+    fn long_texts(n: usize) -> Vec<String> {
+        let mut rng = crate::test_rng::Rng(0x5EED_D5D5_0000_0001);
+        (0..n)
+            .map(|_| {
+                let len = rng.below(300);
+                let mut s = String::new();
+                while s.len() < len {
+                    // Mostly ASCII parts, so that windows are taken.
+                    let part = *rng.pick(&PARTS);
+                    if !part.is_ascii() && rng.below(3) != 0 {
+                        continue;
+                    }
+                    for _ in 0..1 + rng.below(2) * rng.below(6) {
+                        s.push_str(part);
+                    }
+                }
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fused_equals_generic_on_long_mostly_ascii_text() {
+        let fused = PreTokenizer::from_json(&json()).unwrap();
+        let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+        for t in long_texts(6000) {
+            assert_agree(&fused, &generic, &t);
+        }
+    }
+
+    /// The two paths agree: each window's boundaries, from any piece start, are the ones
+    /// `piece_end` finds, up to the window's last.
+    #[test]
+    fn windows_equal_piece_end() {
+        let d = DeepSeek::recognise(json()["pretokenizers"].as_array().unwrap())
+            .unwrap()
+            .unwrap();
+        let mut windows = 0;
+        for t in long_texts(3000) {
+            let b = t.as_bytes();
+            let mut starts = vec![0];
+            while *starts.last().unwrap() < b.len() {
+                starts.push(d.piece_end(b, *starts.last().unwrap()));
+            }
+            for &i in &starts[..starts.len() - 1] {
+                let mut w = [0x80u8; WINDOW];
+                let n = (b.len() - i).min(WINDOW);
+                w[..n].copy_from_slice(&b[i..i + n]);
+                if w[0] >= 0x80 {
+                    continue;
+                }
+                let (got, classified) = d.window(&w);
+                assert_eq!(
+                    classified as usize,
+                    w.iter().take_while(|&&x| x < 0x80).count()
+                );
+                if got == 0 {
+                    continue;
+                }
+                windows += 1;
+                let last = 63 - got.leading_zeros();
+                let want: u64 = starts
+                    .iter()
+                    .filter(|&&s| s > i && s <= i + last as usize)
+                    .map(|&s| 1u64 << (s - i))
+                    .sum();
+                assert_eq!(got, want, "{t:?} from {i}");
+            }
+        }
+        assert!(windows > 50_000, "only {windows} windows");
+    }
+
+    #[test]
+    fn vector_masks_equal_scalar_masks() {
+        let mut rng = crate::test_rng::Rng(7);
+        for round in 0..20_000 {
+            let mut w = [0u8; WINDOW];
+            for (q, x) in w.iter_mut().enumerate() {
+                // Every byte value in the first rounds, then random ones.
+                *x = if round < 4 {
+                    (round * 64 + q) as u8
+                } else {
+                    rng.next() as u8
+                };
+            }
+            assert_eq!(masks(&w), masks_scalar(&w), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn ascii_classes_are_the_patterns() {
+        let t = table().expect("the window's ASCII classes are the patterns'");
+        assert_eq!(t.of('\n'), S | N);
+        assert_eq!(t.of('a'), L | P);
+        assert_eq!(t.of('\u{3000}'), S | P | C);
+    }
 
     #[test]
     fn recognised_and_named() {

@@ -14,6 +14,9 @@ use rustc_hash::FxHashMap;
 const BLOCK_BITS: u32 = 8;
 const BLOCK: usize = 1 << BLOCK_BITS;
 const N_CHARS: usize = char::MAX as usize + 1;
+/// Index entries for every 21-bit value (what a UTF-8 lead byte and its continuations can
+/// spell), so that an index read needs no bounds check; those past `char::MAX` are never read.
+const INDEX_LEN: usize = 1 << (21 - BLOCK_BITS);
 
 /// Chars given by ranges (inclusive), with the bit they set.
 pub type RangeSet<'a> = (&'a [(char, char)], u8);
@@ -22,10 +25,10 @@ pub type PredSet = (fn(char) -> bool, u8);
 
 pub struct Classes {
     ascii: [u8; 128],
-    /// The block number of each 256-code-point block.
-    index: Box<[u16]>,
-    /// The distinct blocks, `BLOCK` entries each.
-    blocks: Box<[u8]>,
+    /// The block number of each 256-code-point block (`INDEX_LEN` entries).
+    index: Box<[u16; INDEX_LEN]>,
+    /// The distinct blocks.
+    blocks: Box<[[u8; BLOCK]]>,
 }
 
 impl Classes {
@@ -54,20 +57,22 @@ impl Classes {
         }
         let mut ascii = [0u8; 128];
         ascii.copy_from_slice(&flat[..128]);
-        let mut seen: FxHashMap<&[u8], u16> = FxHashMap::default();
-        let mut blocks: Vec<u8> = Vec::new();
-        let mut index = Vec::with_capacity(N_CHARS / BLOCK);
-        for chunk in flat.chunks(BLOCK) {
+        let mut seen: FxHashMap<&[u8; BLOCK], u16> = FxHashMap::default();
+        let mut blocks: Vec<[u8; BLOCK]> = Vec::new();
+        let mut index = Box::new([0u16; INDEX_LEN]);
+        for (slot, chunk) in index.iter_mut().zip(flat.chunks_exact(BLOCK)) {
+            let Ok(chunk) = <&[u8; BLOCK]>::try_from(chunk) else {
+                unreachable!("chunks_exact gives BLOCK bytes")
+            };
             let next = seen.len() as u16;
-            let id = *seen.entry(chunk).or_insert_with(|| {
-                blocks.extend_from_slice(chunk);
+            *slot = *seen.entry(chunk).or_insert_with(|| {
+                blocks.push(*chunk);
                 next
             });
-            index.push(id);
         }
         Classes {
             ascii,
-            index: index.into_boxed_slice(),
+            index,
             blocks: blocks.into_boxed_slice(),
         }
     }
@@ -75,8 +80,8 @@ impl Classes {
     /// The bits of code point `cp` (a char).
     #[inline(always)]
     pub fn of_u32(&self, cp: u32) -> u8 {
-        let block = self.index[(cp >> BLOCK_BITS) as usize] as usize;
-        self.blocks[block * BLOCK + (cp as usize & (BLOCK - 1))]
+        let block = self.index[(cp >> BLOCK_BITS) as usize & (INDEX_LEN - 1)] as usize;
+        self.blocks[block][cp as usize & (BLOCK - 1)]
     }
 
     /// The bits of `c`.
@@ -107,7 +112,22 @@ impl Classes {
 /// `str`'s bytes.
 #[inline(always)]
 fn decode(b: &[u8], i: usize, b0: u8) -> (u32, usize) {
-    let cont = |k: usize| u32::from(b[i + k] & 0x3F);
+    // One length check where four bytes remain (almost everywhere), not one a byte; the
+    // char's own bytes are all there, so the zeros after a text's end are never read.
+    match b[i..].first_chunk::<4>() {
+        Some(w) => decode4(w, b0),
+        None => {
+            let mut w = [0u8; 4];
+            w[..b.len() - i].copy_from_slice(&b[i..]);
+            decode4(&w, b0)
+        }
+    }
+}
+
+/// [`decode`] on the char's first bytes `w` (lead byte `b0`), and maybe bytes after it.
+#[inline(always)]
+fn decode4(w: &[u8; 4], b0: u8) -> (u32, usize) {
+    let cont = |k: usize| u32::from(w[k] & 0x3F);
     if b0 < 0xE0 {
         ((u32::from(b0 & 0x1F) << 6) | cont(1), 2)
     } else if b0 < 0xF0 {
@@ -118,16 +138,6 @@ fn decode(b: &[u8], i: usize, b0: u8) -> (u32, usize) {
             4,
         )
     }
-}
-
-/// The start of the char that ends at byte `k` (> 0, a char boundary) of a `str`'s bytes.
-#[inline(always)]
-pub fn prev_start(b: &[u8], mut k: usize) -> usize {
-    k -= 1;
-    while b[k] & 0xC0 == 0x80 {
-        k -= 1;
-    }
-    k
 }
 
 /// The ranges of a Unicode class of a syntax tree, as chars.
@@ -162,7 +172,6 @@ mod tests {
             assert_eq!(t.at(b, i), (want, c.len_utf8()), "{c:?}");
             assert_eq!(t.of(c), want);
             i += c.len_utf8();
-            assert_eq!(prev_start(b, i), i - c.len_utf8());
         }
         for cp in (0..=0x10FFFFu32).step_by(97) {
             if let Some(c) = char::from_u32(cp) {
