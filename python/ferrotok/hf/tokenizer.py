@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from . import processors
@@ -39,6 +40,30 @@ def _serde_name(value: Any) -> str:
             out.append("_")
         out.append(c.lower())
     return "".join(out)
+
+
+def _normalizer(config: Any) -> Callable[[str], str] | None:
+    """The file's normalizer as a function on text (the kinds the engine accepts), for the
+    token text of added tokens matched after normalization; None without one."""
+    if not config:
+        return None
+    kind = config.get("type")
+    if kind in ("NFC", "NFD", "NFKC", "NFKD"):
+        form = kind
+        return lambda s: unicodedata.normalize(form, s)
+    if kind == "Lowercase":
+        # Char by char, as Rust's `char::to_lowercase` (no final-sigma rule, unlike str.lower).
+        return lambda s: "".join(c.lower() for c in s)
+    if kind == "Sequence":
+        steps = [f for f in map(_normalizer, config.get("normalizers") or []) if f is not None]
+
+        def run(s: str) -> str:
+            for f in steps:
+                s = f(s)
+            return s
+
+        return run if steps else None
+    raise ValueError(f"unsupported normalizer {kind!r}")
 
 
 class Tokenizer:
@@ -68,10 +93,16 @@ class Tokenizer:
         # Added tokens that take the whitespace beside them (lstrip/rstrip): HF's token text
         # is what they matched, whitespace included.
         self._stripping: set[int] = set()
+        # Added tokens matched in the normalized text (`normalized`, under a normalizer): HF's
+        # token text is the normalized text they matched ("ﬁx" matched as "fix" under NFKC).
+        self._normalize = _normalizer(config.get("normalizer"))
+        self._normalized: set[int] = set()
         for token in config.get("added_tokens") or []:
             self._added[token["content"]] = int(token["id"])
             if token.get("lstrip") or token.get("rstrip"):
                 self._stripping.add(int(token["id"]))
+            if self._normalize is not None and token.get("normalized", True):
+                self._normalized.add(int(token["id"]))
             if token.get("special"):
                 self._special_contents.add(token["content"])
         size = 1 + max([*vocab.values(), *self._added.values()], default=-1)
@@ -79,11 +110,17 @@ class Tokenizer:
         for token, i in vocab.items():
             id_to_token[i] = token
         for token, i in self._added.items():
-            id_to_token[i] = token
+            # HF's text of a normalized added token's id is its normalized content (what
+            # `id_to_token` and the decoder see), though `get_vocab` keeps the content.
+            normalize = self._normalize if i in self._normalized else None
+            id_to_token[i] = normalize(token) if normalize is not None else token
         self._id_to_token = id_to_token
         # Every id the engine can give has a text; "" fills the gaps (never met).
         self._token_text: list[str] = [t or "" for t in id_to_token]
-        self._special_ids = {self._added[c] for c in self._special_contents}
+        # `skip_special_tokens` drops an id whose text is a special token's content, as HF's
+        # `is_special_token(id_to_token(id))`: not a normalized special whose text changed.
+        contents = self._special_contents
+        self._special_ids = {i for i, t in enumerate(id_to_token) if t in contents}
         self._bytes: list[bytes | None] | None = None
 
         self._truncation: dict[str, Any] | None = None
@@ -179,9 +216,12 @@ class Tokenizer:
 
     def _tokens(self, text: str, ids: list[int], offsets: Sequence[tuple[int, int]]) -> list[str]:
         tokens = list(map(self._token_text.__getitem__, ids))
-        if self._stripping:
+        if self._stripping or self._normalized:
             for k, t in enumerate(ids):
-                if t in self._stripping:
+                if t in self._normalized and self._normalize is not None:
+                    start, end = offsets[k]
+                    tokens[k] = self._normalize(text[start:end])
+                elif t in self._stripping:
                     start, end = offsets[k]
                     matched = text[start:end]
                     if tokens[k] in matched:
