@@ -231,7 +231,26 @@ DEEPSEEK_V3_RES = [
     "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
 ]
 
-CHATML = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+KIMI_K2_RE = "|".join(
+    [
+        r"[\p{Han}]+",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*"
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+"
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
+# tiktoken's own cl100k pattern (possessive quantifiers, `\s++$`), as a converter copying it
+# into a Split writes it: Oniguruma reads `\p{N}{1,3}+` as a repeated group.
+CL100K_TIKTOKEN_RE = (
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"
+    r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+)
 
 
 def _roberta(prefix: bool) -> str:
@@ -461,6 +480,28 @@ def _deepseek_v3() -> str:
     )
 
 
+def _kimi_k2() -> str:
+    # Kimi K2 (tiktoken converted): Han runs apart, class intersections (`&&`), ignore_merges.
+    names = ["[BOS]", "[EOS]", "<|im_end|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>"]
+    return build(
+        base(*QWEN_TINY),
+        pre_tokenizer=seq(split(KIMI_K2_RE), byte_level(regex=False)),
+        post_processor=byte_level(True, trim=False),
+        added_tokens=[added(t) for t in names],
+        model={"ignore_merges": True},
+    )
+
+
+def _tiktoken_pattern() -> str:
+    return build(
+        base(*QWEN_TINY),
+        pre_tokenizer=seq(split(CL100K_TIKTOKEN_RE), byte_level(regex=False)),
+        post_processor=byte_level(True, trim=False),
+        added_tokens=[added("<|endoftext|>"), added("<|fim_prefix|>")],
+        model={"ignore_merges": True},
+    )
+
+
 def _jais() -> str:
     # A GPT-2-style ByteLevel (with its regex) over a multilingual vocabulary (Jais, Mamba).
     return build(
@@ -571,6 +612,8 @@ FAMILIES: dict[str, Callable[[], str]] = {
     "command-r": _command_r,
     "deepseek-v3": _deepseek_v3,
     "jais": _jais,
+    "kimi-k2": _kimi_k2,
+    "tiktoken-cl100k-pattern": _tiktoken_pattern,
     "tekken-v3": _tekken_v3,
     "whisper": _whisper,
     "deberta": _deberta,
@@ -954,3 +997,59 @@ def test_offsets_after_a_byte_missing_from_the_vocab(model: str) -> None:
     for t in MISSING_BYTE_TEXTS:
         e = hf.encode(t, add_special_tokens=False)
         assert enc._encode_hf_detail(t) == (e.ids, e.offsets, e.word_ids), t
+
+
+def test_added_token_ids_are_hfs_numbering_not_the_files() -> None:
+    # HF numbers added tokens itself when it loads a file: an empty one is skipped, a text in
+    # the vocab keeps its vocab id, the others take the next ids in the file's order, whatever
+    # ids the file wrote (hand-edited files). The HF face's tables follow HF's numbering.
+    cfg = json.loads(
+        build(
+            base(*GPT2_TINY),
+            pre_tokenizer=byte_level(),
+            added_tokens=[
+                added(""),
+                added("<s>"),
+                added("<a>", False),
+                added("<b>"),
+                added("ab", False),
+            ],
+        )
+    )
+    cfg["added_tokens"][2]["id"] = 9999
+    cfg["added_tokens"][3]["id"] = 5
+    text = json.dumps(cfg)
+    hf = tokenizers.Tokenizer.from_str(text)
+    face = ferrotok.hf.Tokenizer.from_str(text)
+    for t in ["x<s>y<a><b>ab", "hello ab<b>", ""]:
+        a, b = face.encode(t), hf.encode(t)
+        for field in FIELDS:
+            assert getattr(a, field) == getattr(b, field), (field, t)
+        assert face.decode(b.ids) == hf.decode(b.ids)
+    assert face.get_vocab() == hf.get_vocab()
+    assert face.get_vocab_size() == hf.get_vocab_size()
+    for i in [5, 9999, *range(hf.get_vocab_size(False) - 2, hf.get_vocab_size() + 2)]:
+        assert face.id_to_token(i) == hf.id_to_token(i), i
+
+
+@pytest.mark.parametrize("fuse_unk", [False, True])
+def test_unk_token_for_a_byte_missing_from_the_vocab(fuse_unk: bool) -> None:
+    # With an unk_token, HF's BPE gives it for each missing byte (fused into one when
+    # fuse_unk), and the offsets count it.
+    cfg = json.loads(_missing_byte())
+    vocab = cfg["model"]["vocab"]
+    vocab["<unk>"] = len(vocab)
+    cfg["model"].update(unk_token="<unk>", fuse_unk=fuse_unk)
+    text = json.dumps(cfg)
+    hf = tokenizers.Tokenizer.from_str(text)
+    face = ferrotok.hf.Tokenizer.from_str(text)
+    enc = face.encoding
+    unk_seen = False
+    for t in MISSING_BYTE_TEXTS + ["\U00040000\U00040000", "\U00040000"]:
+        want = hf.encode(t)
+        assert enc.encode_ordinary(t) == want.ids, t
+        got = face.encode(t)
+        for field in FIELDS:
+            assert getattr(got, field) == getattr(want, field), (field, t)
+        unk_seen |= vocab["<unk>"] in want.ids
+    assert unk_seen

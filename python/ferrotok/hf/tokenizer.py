@@ -97,14 +97,21 @@ class Tokenizer:
         # token text is the normalized text they matched ("ﬁx" matched as "fix" under NFKC).
         self._normalize = _normalizer(config.get("normalizer"))
         self._normalized: set[int] = set()
+        # The ids are HF's numbering, as the engine made it (not the file's: HF numbers added
+        # tokens itself, skips empty ones, and a text in the vocab keeps its vocab id).
+        numbered = {text: i for text, i, _ in encoding._core_bpe.hf_added_tokens()}
         for token in config.get("added_tokens") or []:
-            self._added[token["content"]] = int(token["id"])
+            content = token["content"]
+            i = numbered.get(content)
+            if i is None:
+                continue
+            self._added[content] = i
             if token.get("lstrip") or token.get("rstrip"):
-                self._stripping.add(int(token["id"]))
+                self._stripping.add(i)
             if self._normalize is not None and token.get("normalized", True):
-                self._normalized.add(int(token["id"]))
+                self._normalized.add(i)
             if token.get("special"):
-                self._special_contents.add(token["content"])
+                self._special_contents.add(content)
         size = 1 + max([*vocab.values(), *self._added.values()], default=-1)
         id_to_token: list[str | None] = [None] * size
         for token, i in vocab.items():
