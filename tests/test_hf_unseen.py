@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Callable
 
 import ferrotok
@@ -1053,3 +1054,49 @@ def test_unk_token_for_a_byte_missing_from_the_vocab(fuse_unk: bool) -> None:
             assert getattr(got, field) == getattr(want, field), (field, t)
         unk_seen |= vocab["<unk>"] in want.ids
     assert unk_seen
+
+
+# The tokenizer_config.json of each family: its transformers class (transformers 5 rebuilds
+# some pipelines itself from the file's vocabulary) and its special tokens.
+TRANSFORMERS_CONFIGS: dict[str, dict[str, Any]] = {
+    "roberta": {
+        "tokenizer_class": "RobertaTokenizer",
+        **{k: "<s>" for k in ("bos_token", "cls_token")},
+        **{k: "</s>" for k in ("eos_token", "sep_token")},
+        "unk_token": "<unk>",
+        "pad_token": "<pad>",
+        "mask_token": "<mask>",
+    },
+    "command-r": {
+        "tokenizer_class": "CohereTokenizer",
+        "bos_token": "<BOS_TOKEN>",
+        "eos_token": "<|END_OF_TURN_TOKEN|>",
+        "pad_token": "<PAD>",
+    },
+    "whisper": {
+        "tokenizer_class": "WhisperTokenizer",
+        **{k: "<|endoftext|>" for k in ("bos_token", "eos_token", "unk_token", "pad_token")},
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMERS_CONFIGS))
+def test_transformers_patched_is_identical_on_unseen_families(name: str, tmp_path: Path) -> None:
+    transformers = pytest.importorskip("transformers", minversion="5")
+    (tmp_path / "tokenizer.json").write_text(family(name)[3], encoding="utf-8")
+    config = {"model_max_length": 64, **TRANSFORMERS_CONFIGS[name]}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    texts = EDGE_TEXTS[2:8] + with_added(name)[:6]
+    kw: dict[str, Any] = dict(
+        padding=True, truncation=True, max_length=16, return_offsets_mapping=True
+    )
+    plain = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    want, want_pair = plain(texts, **kw), plain(texts, texts[::-1], **kw)
+    with ferrotok.hf.patched_transformers():
+        tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+        assert tok.backend_tokenizer.uses_ferrotok, tok.backend_tokenizer.ferrotok_error
+        got, got_pair = tok(texts, **kw), tok(texts, texts[::-1], **kw)
+        decoded = tok.batch_decode(got["input_ids"], skip_special_tokens=True)
+    assert dict(got) == dict(want)
+    assert dict(got_pair) == dict(want_pair)
+    assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
