@@ -1100,3 +1100,46 @@ def test_transformers_patched_is_identical_on_unseen_families(name: str, tmp_pat
     assert dict(got) == dict(want)
     assert dict(got_pair) == dict(want_pair)
     assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "component"),
+    [
+        # HF cuts the text at each empty match ("abc" -> "a", "b", "c" under `x*`).
+        ("x*", "can match the empty string"),
+        ("a{,2}", "can match the empty string"),
+        (r"\p{L}+|(?=\d)", "can match the empty string"),
+        # Oniguruma's POSIX brackets are Unicode classes ("é" is [:alpha:]).
+        ("[[:alpha:]]+", r"POSIX bracket \[:alpha:\]"),
+        (r"[^[:space:]\d]+", r"POSIX bracket \[:space:\]"),
+        # Oniguruma's (Ruby's) m flag: `.` matches a newline.
+        ("(?m).+", r"\(\?m\) flag"),
+        # Multi-char case folding: "ß" matches (?i)ss, "ﬁ" matches (?i)fi.
+        ("(?i:'s|'t|strasse)| ?\\p{L}+", 'case-insensitive "ss"'),
+        ("(?i)fi+|\\s+", 'case-insensitive "fi"'),
+        (r"(?i)\p{Lu}+|\s+", r"case-insensitive \\p"),
+    ],
+)
+def test_split_patterns_oniguruma_reads_differently_are_refused(
+    pattern: str, component: str
+) -> None:
+    text = build(base(*GPT2_TINY), pre_tokenizer=seq(split(pattern), byte_level(regex=False)))
+    tokenizers.Tokenizer.from_str(text)  # HF loads it
+    with pytest.raises(ValueError, match=component):
+        ferrotok.Encoding._from_hf_json(text, "pattern")
+
+
+def test_split_readings_close_to_the_refused_ones_load_and_match() -> None:
+    # The same constructs where Oniguruma and ferrotok agree: loaded, and HF's ids.
+    texts = ["Stra\u00dfe STRASSE \ufb01ne fine 12 x\n.y", "  caf\u00e9 \u00c9T\u00c9 'S 's"]
+    for pattern in [
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|\p{L}+|\p{N}|\s+|.",
+        r"(?i)[a-z]+|[^\s]|\s+",
+        r"\s+$|\S+|\s",
+        r"(?i:'s)ss|st|[^\s]+|\s+",
+    ]:
+        text = build(base(*GPT2_TINY), pre_tokenizer=seq(split(pattern), byte_level(regex=False)))
+        hf = tokenizers.Tokenizer.from_str(text)
+        enc = ferrotok.Encoding._from_hf_json(text, "pattern")
+        for t in texts:
+            assert enc.encode_ordinary(t) == hf.encode(t).ids, (pattern, t)

@@ -13,6 +13,9 @@
 //! by ferrotok's splitters (`Splitter::new` picks a hand-written scanner or the automaton
 //! path where it is proven equal to the backtracking reference).
 
+#[path = "onig_checks.rs"]
+mod onig_checks;
+
 use super::byte_level::char_of;
 use super::normalizers::{bad, unsupported};
 use super::scanners::Fused;
@@ -311,7 +314,9 @@ impl PreTokenizer {
                 let re = if let Some(s) = pattern.get("String").and_then(Value::as_str) {
                     escape(s)
                 } else if let Some(r) = pattern.get("Regex").and_then(Value::as_str) {
-                    onig_to_fancy(r)
+                    let fancy = onig_to_fancy(r);
+                    onig_checks::refuse_unsupported(r, &fancy)?;
+                    fancy
                 } else {
                     return Err(bad("Split pattern is neither String nor Regex"));
                 };
