@@ -9,6 +9,8 @@
 //!   into "a", "b", "c" in HF);
 //! - a POSIX bracket (`[[:alpha:]]`): Oniguruma's are Unicode classes, the regex crate's
 //!   ASCII ones;
+//! - a word boundary (`\b`, `\B`): Oniguruma's word chars hold Latin-1's superscripts and
+//!   fractions (`\b\S` cuts " ½" before "½" in HF), the regex crate's do not;
 //! - the `m` flag (`(?m)`): Oniguruma's (Ruby's) makes `.` match a newline, the regex
 //!   crate's makes `^`/`$` line anchors;
 //! - under `(?i)`, a literal that Oniguruma folds with a multi-char case folding (`ss`, `st`,
@@ -85,6 +87,11 @@ fn onig_reading(p: &str) -> Option<String> {
         match c {
             '\\' => {
                 let e = chars.get(i + 1).copied().unwrap_or('\\');
+                if matches!(e, 'b' | 'B') {
+                    return Some(format!(
+                        "a word boundary \\{e} (Oniguruma's word chars: U+00BD is one)"
+                    ));
+                }
                 if ci && matches!(e, 'p' | 'P') {
                     return Some("a case-insensitive \\p{...} class".into());
                 }
@@ -271,6 +278,8 @@ mod tests {
             "a?",
             "a{0,2}",
             r"\b",
+            r"\b\S",
+            r"x\B",
             "(?=a)",
             r"\K",
             "x|",
