@@ -1138,6 +1138,8 @@ def test_transformers_patched_is_identical_on_unseen_families(name: str, tmp_pat
         ("(?i:'s|'t|strasse)| ?\\p{L}+", 'case-insensitive "ss"'),
         ("(?i)fi+|\\s+", 'case-insensitive "fi"'),
         (r"(?i)\p{Lu}+|\s+", r"case-insensitive \\p"),
+        # "ß" in a case-insensitive class matches "ss".
+        (r"(?i:[\u00c0-\u00ff]){1,3}|\s+|\w+", "case-insensitive non-ASCII"),
     ],
 )
 def test_split_patterns_oniguruma_reads_differently_are_refused(

@@ -108,7 +108,18 @@ fn onig_reading(p: &str) -> Option<String> {
                         "the POSIX bracket [:{name}:] (Unicode in Oniguruma)"
                     ));
                 }
-                if ci && (!body.is_ascii() || body.contains("\\p") || body.contains("\\P")) {
+                let body_chars: Vec<char> = body.chars().collect();
+                let wide_escape = (0..body_chars.len()).any(|k| {
+                    body_chars[k] == '\\'
+                        && matches!(body_chars.get(k + 1), Some('x' | 'u'))
+                        && escaped_value(&body_chars, k) > 0x7F
+                });
+                if ci
+                    && (!body.is_ascii()
+                        || wide_escape
+                        || body.contains("\\p")
+                        || body.contains("\\P"))
+                {
                     return Some("a case-insensitive non-ASCII or \\p{...} class".into());
                 }
                 i = end;
@@ -295,6 +306,8 @@ mod tests {
             r"(?i)\p{Lu}+",
             r"(?i:[\p{Ll}])",
             "(?i:fi)x",
+            r"(?i:[\u00c0-\u00ff]){1,3}",
+            r"(?i)[a\x{DF}]",
         ] {
             assert!(refused(p), "{p}");
         }
