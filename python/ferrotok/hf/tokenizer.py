@@ -94,7 +94,7 @@ class Tokenizer:
         # is what they matched, whitespace included.
         self._stripping: set[int] = set()
         # Added tokens matched in the normalized text (`normalized`, under a normalizer): HF's
-        # token text is the normalized text they matched ("ﬁx" matched as "fix" under NFKC).
+        # text of each is its normalized content ("ﬁx" is "fix" under NFKC).
         self._normalize = _normalizer(config.get("normalizer"))
         self._normalized: set[int] = set()
         # The ids are HF's numbering, as the engine made it (not the file's: HF numbers added
@@ -223,15 +223,18 @@ class Tokenizer:
 
     def _tokens(self, text: str, ids: list[int], offsets: Sequence[tuple[int, int]]) -> list[str]:
         tokens = list(map(self._token_text.__getitem__, ids))
-        if self._stripping or self._normalized:
+        # A normalized added token matched its normalized content, its id's text; only a
+        # stripping one's text differs from its id's (the whitespace it took). Most texts hold
+        # none: one pass in C decides it.
+        stripping = self._stripping
+        if stripping and not stripping.isdisjoint(ids):
             for k, t in enumerate(ids):
-                if t in self._normalized and self._normalize is not None:
-                    start, end = offsets[k]
-                    tokens[k] = self._normalize(text[start:end])
-                elif t in self._stripping:
+                if t in stripping:
                     start, end = offsets[k]
                     matched = text[start:end]
-                    if tokens[k] in matched:
+                    if t in self._normalized and self._normalize is not None:
+                        tokens[k] = self._normalize(matched)
+                    elif tokens[k] in matched:
                         tokens[k] = matched
         return tokens
 
