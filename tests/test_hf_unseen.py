@@ -601,6 +601,24 @@ def _flags() -> str:
     )
 
 
+def _whitespace_tokens() -> str:
+    # Added tokens that are whitespace, stripping whitespace: a match can fall inside the
+    # whitespace a previous one's rstrip took.
+    return build(
+        base(*GPT2_TINY),
+        normalizer={"type": "NFKC"},
+        pre_tokenizer=byte_level(True),
+        post_processor=byte_level(True, trim=True),
+        added_tokens=[
+            added("\n", lstrip=True, rstrip=True),
+            added(" ", False, single_word=True),
+            added("  ", False, lstrip=True, normalized=True),
+            added("\t", rstrip=True),
+            added("\n\n", False),
+        ],
+    )
+
+
 def _unreachable(ignore_merges: bool) -> str:
     # Tokens no merge reaches: with ignore_merges a whole pre-token is one; without, never.
     return build(
@@ -637,6 +655,7 @@ FAMILIES: dict[str, Callable[[], str]] = {
     "deberta": _deberta,
     "opt": _opt,
     "added-flags": _flags,
+    "whitespace-tokens": _whitespace_tokens,
     "unreachable": lambda: _unreachable(False),
     "unreachable-ignore-merges": lambda: _unreachable(True),
 }
@@ -1233,3 +1252,20 @@ def test_random_split_patterns_are_hfs_or_refused(
             continue
         assert enc.encode_ordinary(t) == want.ids, (pattern, t)
         assert enc._encode_hf_detail(t)[1] == want.offsets, (pattern, t)
+
+
+def test_a_match_inside_whitespace_a_previous_rstrip_took_gives_no_token() -> None:
+    # "\n" (lstrip, rstrip) matches at 1 and takes " \n \n\n " whole; its matches at 3 and 4
+    # are then empty, and HF drops them: one token, then "Ġx".
+    config = build(
+        base(*GPT2_TINY),
+        pre_tokenizer=byte_level(True),
+        added_tokens=[added("\n", lstrip=True, rstrip=True)],
+    )
+    hf = tokenizers.Tokenizer.from_str(config)
+    enc = ferrotok.Encoding._from_hf_json(config, "newline")
+    text = " \n \n\n x"
+    want = hf.encode(text, add_special_tokens=False)
+    assert len(want.ids) == 2
+    assert enc.encode(text, allowed_special="all") == want.ids
+    assert enc._encode_hf_detail(text) == (want.ids, want.offsets, want.word_ids)

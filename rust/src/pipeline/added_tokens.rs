@@ -6,7 +6,8 @@
 //! only between non-word chars, `lstrip`/`rstrip` widening the match over the whitespace
 //! beside it, and the text between matches left for the model. A token that `active`
 //! refuses is skipped as HF skips special tokens with `encode_special_tokens` (the text it
-//! covers stays ordinary).
+//! covers stays ordinary). A match left empty (inside whitespace a previous match's `rstrip`
+//! took) gives no cut, as HF drops empty splits.
 
 use super::normalizers::{bad, NString, Normalizer};
 use crate::error::Result;
@@ -229,11 +230,15 @@ impl AddedVocab {
                     end: start,
                 });
             }
-            cuts.push(Cut {
-                token: Some(ti),
-                start,
-                end: stop,
-            });
+            // A match inside the whitespace a previous match's rstrip took is empty here, and
+            // HF drops empty splits: no token.
+            if start < stop {
+                cuts.push(Cut {
+                    token: Some(ti),
+                    start,
+                    end: stop,
+                });
+            }
             start_offset = stop;
         }
         if start_offset != s.len() {
