@@ -1269,3 +1269,26 @@ def test_a_match_inside_whitespace_a_previous_rstrip_took_gives_no_token() -> No
     assert len(want.ids) == 2
     assert enc.encode(text, allowed_special="all") == want.ids
     assert enc._encode_hf_detail(text) == (want.ids, want.offsets, want.word_ids)
+
+
+def test_stripping_normalized_added_tokens_text_in_the_hf_face() -> None:
+    # HF's text of a normalized token that strips is the normalized text it matched: its
+    # normalized content with the (normalized) whitespace it took, not the normalization of
+    # the original text the match covers ("a" matched in NFKD's "a\u030a" of "Å" is "a").
+    config = build(
+        base(*GPT2_TINY),
+        normalizer={"type": "Sequence", "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}]},
+        pre_tokenizer=byte_level(),
+        added_tokens=[
+            added("a", False, lstrip=True, normalized=True),
+            added(" <m>", True, lstrip=True, rstrip=True, normalized=True),
+            added("\u3000", False, rstrip=True, normalized=True),
+        ],
+    )
+    hf = tokenizers.Tokenizer.from_str(config)
+    face = ferrotok.hf.Tokenizer.from_str(config)
+    texts = ["x \u00c5", "b\u3000\u00c5 ", "z <M>\u00a0 q", "\u3000\u3000 a", "a\u3000 <m>"]
+    for t in texts + ["z  <M>\u00a0 q"]:
+        a, b = face.encode(t), hf.encode(t)
+        for field in FIELDS:
+            assert getattr(a, field) == getattr(b, field), (field, t)

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any, Union
 from . import processors
 from .encoding import Encoding
 from .export import bytes_to_unicode
+from .processors import _WHITE_SPACE
+
+_WHITE_SPACE_STR = "".join(sorted(_WHITE_SPACE))
 
 if TYPE_CHECKING:
     from ..core import Encoding as CoreEncoding
@@ -64,6 +67,30 @@ def _normalizer(config: Any) -> Callable[[str], str] | None:
 
         return run if steps else None
     raise ValueError(f"unsupported normalizer {kind!r}")
+
+
+def _ws_run(s: str, reverse: bool) -> int:
+    """How many of `s`'s first (last) chars are whitespace (Rust's `char::is_whitespace`)."""
+    n = 0
+    for c in reversed(s) if reverse else s:
+        if c not in _WHITE_SPACE:
+            break
+        n += 1
+    return n
+
+
+def _stripped_text(content: str, matched: str, normalize: Callable[[str], str]) -> str:
+    """HF's text of a normalized, stripping added token: the normalized text it matched, its
+    normalized `content` within the whitespace runs the match covers (normalized: one char a
+    whitespace char). `matched` is the original text the match covers, whose middle may
+    normalize to more than the content (a decomposed "Å" holds the "a" it matched)."""
+    if not content.strip(_WHITE_SPACE_STR):
+        return normalize(matched)
+    # The content's own edge whitespace is in the whitespace runs the match covers (or was
+    # taken by the match before): the core, then the runs as matched.
+    lead, trail = _ws_run(matched, False), _ws_run(matched, True)
+    core = content.strip(_WHITE_SPACE_STR)
+    return normalize(matched[:lead]) + core + normalize(matched[len(matched) - trail :])
 
 
 class Tokenizer:
@@ -233,7 +260,7 @@ class Tokenizer:
                     start, end = offsets[k]
                     matched = text[start:end]
                     if t in self._normalized and self._normalize is not None:
-                        tokens[k] = self._normalize(matched)
+                        tokens[k] = _stripped_text(tokens[k], matched, self._normalize)
                     elif tokens[k] in matched:
                         tokens[k] = matched
         return tokens
