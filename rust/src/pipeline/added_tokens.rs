@@ -7,9 +7,10 @@
 //! beside it, and the text between matches left for the model. A token that `active`
 //! refuses is skipped as HF skips special tokens with `encode_special_tokens` (the text it
 //! covers stays ordinary). A match left empty (inside whitespace a previous match's `rstrip`
-//! took) gives no cut, as HF drops empty splits.
+//! took) gives no cut, as HF drops empty splits. Two normalized tokens whose normalized
+//! texts are equal are refused: HF's choice between them is not deterministic.
 
-use super::normalizers::{bad, NString, Normalizer};
+use super::normalizers::{bad, unsupported, NString, Normalizer};
 use crate::error::Result;
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex_automata::meta::Regex;
@@ -128,6 +129,16 @@ impl AddedVocab {
                 }
                 if p.is_empty() {
                     continue;
+                }
+                // Two tokens (two ids) with one normalized text: HF 0.23 builds its trie from
+                // a hash map, and which of them a match gives changes from load to load.
+                if let Some(k) = pats.iter().position(|q| *q == p) {
+                    let other: &AddedToken = &tokens[token[k]];
+                    return Err(unsupported(&format!(
+                        "added tokens {:?} and {:?} with the same normalized text {p:?} \
+                         (HuggingFace picks either, at random)",
+                        other.content, t.content
+                    )));
                 }
                 pats.push(p);
                 token.push(i);
