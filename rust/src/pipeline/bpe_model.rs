@@ -18,7 +18,7 @@
 //! token, so none joins symbols across such a boundary, and each side merges as it would
 //! alone), and each part is merged, and cached, on its own: parts repeat where sentences don't.
 
-use super::byte_level::token_bytes;
+use super::byte_level::{char_of, token_bytes};
 use super::long_words::LongWords;
 use super::merge_table::MergeTable;
 use super::normalizers::{bad, unsupported};
@@ -636,6 +636,45 @@ impl HfBpe {
         }
         self.merge_with_lens(w, out, lens);
         Ok(())
+    }
+
+    /// Where HF places each token of `w` (given by `lens`, the byte counts of
+    /// [`HfBpe::encode_word_with_lens`]) when a byte of `w` has no id and no unknown token
+    /// stands for it: as ranges of `w`'s bytes. HF drops such a byte's char from the word
+    /// without counting its length, so every symbol after it sits that char's UTF-8 length
+    /// (1 or 2 bytes in the byte-level alphabet) early in the byte-level string; a token's
+    /// range there is read back to the bytes of `w` whose chars hold its first and last
+    /// byte. `None` where the lengths are the places (every byte has an id, or an unknown
+    /// token covers the others).
+    pub fn hf_ranges_with_missing(&self, w: &[u8], lens: &[u32]) -> Option<Vec<(usize, usize)>> {
+        let has = |b: u8| self.byte_id[b as usize] != NONE;
+        if self.unk.is_some() || w.iter().all(|&b| has(b)) {
+            return None;
+        }
+        let present: Vec<usize> = (0..w.len()).filter(|&j| has(w[j])).collect();
+        if lens.iter().map(|&l| l as usize).sum::<usize>() != present.len() || lens.contains(&0) {
+            return None; // a whole-word token (its bytes need no single-byte ids)
+        }
+        let width = |b: u8| char_of(b).len_utf8();
+        // The byte-level string's offset of each byte of `w`'s char, and its end.
+        let mut starts = Vec::with_capacity(w.len() + 1);
+        let mut at = 0;
+        for &b in w {
+            starts.push(at);
+            at += width(b);
+        }
+        starts.push(at);
+        let byte_at = |pos: usize| starts.partition_point(|&s| s <= pos) - 1;
+        let (mut pos, mut k) = (0usize, 0usize);
+        let mut out = Vec::with_capacity(lens.len());
+        for &len in lens {
+            let len = len as usize;
+            let l: usize = present[k..k + len].iter().map(|&j| width(w[j])).sum();
+            k += len;
+            out.push((byte_at(pos), byte_at(pos + l - 1) + 1));
+            pos += l;
+        }
+        Some(out)
     }
 
     /// The ids of `w` with the byte length of each, by HF's merging: no cache.

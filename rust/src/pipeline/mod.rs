@@ -225,8 +225,12 @@ impl Pipeline {
                     // Byte k of `w` is the virtual space if `p.space` and k = 0.
                     let sp = usize::from(p.space);
                     let mut k = 0usize;
-                    for (&id, &len) in ids.iter().zip(&lens) {
-                        let (a, b) = (k, k + len as usize);
+                    let moved = self.model.hf_ranges_with_missing(w, &lens);
+                    for (i, (&id, &len)) in ids.iter().zip(&lens).enumerate() {
+                        let (a, b) = match &moved {
+                            Some(r) => r[i],
+                            None => (k, k + len as usize),
+                        };
                         k = b;
                         let ra = nc.start + p.start + a.saturating_sub(sp);
                         let rb = nc.start + p.start + b.saturating_sub(sp);
