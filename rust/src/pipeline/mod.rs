@@ -12,9 +12,10 @@
 //! - [`normalizers`]: NFC/NFD/NFKC/NFKD/Lowercase/Sequence, with HF's alignments;
 //! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
 //!   text first, normalized ones from the normalized text of each remaining part);
-//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence; [`scanners`]: the
-//!   whole Sequences of known models (DeepSeek LLM, Falcon, StarCoder) as one scanner each, the same
-//!   pieces in one pass;
+//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence (`onig_checks`:
+//!   the `Split` patterns Oniguruma reads otherwise, refused by name); [`scanners`]: the
+//!   whole Sequences of known models (DeepSeek LLM, Falcon, StarCoder) as one scanner each,
+//!   the same pieces in one pass;
 //! - [`bpe_model`]: byte-level BPE with HF's merge-pair rule (`long_words`: its long
 //!   words' ids, kept per thread).
 //!
@@ -27,6 +28,7 @@ pub mod byte_level;
 mod long_words;
 mod merge_table;
 pub mod normalizers;
+mod onig_checks;
 pub mod pre_tokenizers;
 pub mod scanners;
 pub mod splitters;

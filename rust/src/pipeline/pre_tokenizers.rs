@@ -13,11 +13,9 @@
 //! by ferrotok's splitters (`Splitter::new` picks a hand-written scanner or the automaton
 //! path where it is proven equal to the backtracking reference).
 
-#[path = "onig_checks.rs"]
-mod onig_checks;
-
 use super::byte_level::char_of;
 use super::normalizers::{bad, unsupported};
+use super::onig_checks;
 use super::scanners::Fused;
 use super::splitters::PieceSplitter;
 use crate::encode::pretok::{Splitter, R50K_PATTERN};
