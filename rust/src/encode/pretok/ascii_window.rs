@@ -75,38 +75,21 @@ pub(crate) fn masks_scalar(w: &[u8; WINDOW]) -> Masks {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn masks(w: &[u8; WINDOW]) -> Masks {
-    use std::arch::x86_64::*;
-    let mut m = [0u64; 9];
-    for (part, chunk) in w.chunks_exact(16).enumerate() {
-        // SAFETY: SSE2 is enabled on every x86_64 target, `chunk` is 16 readable bytes and
-        // `_mm_loadu_si128` takes any alignment; the rest are register operations.
-        let bits = unsafe {
-            let v = _mm_loadu_si128(chunk.as_ptr().cast());
-            // `x` in `lo..lo + n` (ASCII): shift the range to the bottom of the signed bytes
-            // and compare once. Bytes >= 0x80 may land anywhere; `non_ascii` masks them.
-            let in_range = |x: __m128i, lo: u8, n: u8| {
-                let shifted = _mm_add_epi8(x, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
-                _mm_cmplt_epi8(shifted, _mm_set1_epi8((0x80u8 + n) as i8))
-            };
-            let eq = |x: __m128i, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
-            let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
-            let blank = eq(v, b' ');
-            [
-                _mm_movemask_epi8(v),
-                _mm_movemask_epi8(in_range(lower, b'a', 26)),
-                _mm_movemask_epi8(in_range(v, b'0', 10)),
-                _mm_movemask_epi8(_mm_or_si128(in_range(v, 0x09, 5), blank)),
-                _mm_movemask_epi8(_mm_or_si128(eq(v, b'\n'), eq(v, b'\r'))),
-                _mm_movemask_epi8(blank),
-                _mm_movemask_epi8(eq(v, b'\'')),
-                _mm_movemask_epi8(in_range(v, b'A', 26)),
-                _mm_movemask_epi8(eq(v, b'/')),
-            ]
-        };
-        for (mask, b) in m.iter_mut().zip(bits) {
-            *mask |= ((b as u32 & 0xFFFF) as u64) << (16 * part);
-        }
-    }
+    use super::byte_masks::{eq, in_range, lower, masks64, or};
+    let m = masks64(w, |v| {
+        let blank = eq(v, b' ');
+        [
+            v,
+            in_range(lower(v), b'a', 26),
+            in_range(v, b'0', 10),
+            or(in_range(v, 0x09, 5), blank),
+            or(eq(v, b'\n'), eq(v, b'\r')),
+            blank,
+            eq(v, b'\''),
+            in_range(v, b'A', 26),
+            eq(v, b'/'),
+        ]
+    });
     let [non_ascii, letter, digit, space, newline, blank, apostrophe, upper, slash] = m;
     Masks {
         non_ascii,

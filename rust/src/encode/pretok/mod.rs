@@ -17,6 +17,8 @@
 //! - everything else runs on fancy-regex, the reference.
 
 mod ascii_window;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod byte_masks;
 pub mod cl100k;
 mod cl100k_block;
 pub(crate) mod classes;

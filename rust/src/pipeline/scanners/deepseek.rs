@@ -384,35 +384,18 @@ fn masks_scalar(w: &[u8; WINDOW]) -> Masks {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn masks(w: &[u8; WINDOW]) -> Masks {
-    use std::arch::x86_64::*;
-    let mut m = [0u64; 6];
-    for (part, chunk) in w.chunks_exact(16).enumerate() {
-        // SAFETY: SSE2 is enabled on every x86_64 target, `chunk` is 16 readable bytes and
-        // `_mm_loadu_si128` takes any alignment; the rest are register operations.
-        let bits = unsafe {
-            let v = _mm_loadu_si128(chunk.as_ptr().cast());
-            // `x` in `lo..lo + n` (ASCII): shift the range to the bottom of the signed bytes
-            // and compare once. Bytes >= 0x80 may land anywhere; `non_ascii` masks them.
-            let in_range = |x: __m128i, lo: u8, n: u8| {
-                let shifted = _mm_add_epi8(x, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
-                _mm_cmplt_epi8(shifted, _mm_set1_epi8((0x80u8 + n) as i8))
-            };
-            let eq = |x: __m128i, c: u8| _mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8));
-            let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
-            [
-                _mm_movemask_epi8(v),
-                _mm_movemask_epi8(_mm_or_si128(in_range(v, 0x09, 5), eq(v, b' '))),
-                _mm_movemask_epi8(in_range(lower, b'a', 26)),
-                // `!`-`~`; the digits are taken out below.
-                _mm_movemask_epi8(in_range(v, b'!', 94)),
-                _mm_movemask_epi8(in_range(v, b'0', 10)),
-                _mm_movemask_epi8(_mm_or_si128(eq(v, b'\n'), eq(v, b'\r'))),
-            ]
-        };
-        for (mask, b) in m.iter_mut().zip(bits) {
-            *mask |= ((b as u32 & 0xFFFF) as u64) << (16 * part);
-        }
-    }
+    use crate::encode::pretok::byte_masks::{eq, in_range, lower, masks64, or};
+    let m = masks64(w, |v| {
+        [
+            v,
+            or(in_range(v, 0x09, 5), eq(v, b' ')),
+            in_range(lower(v), b'a', 26),
+            // `!`-`~`; the digits are taken out below.
+            in_range(v, b'!', 94),
+            in_range(v, b'0', 10),
+            or(eq(v, b'\n'), eq(v, b'\r')),
+        ]
+    });
     let [non_ascii, s, l, graph, d, n] = m;
     Masks {
         non_ascii,
