@@ -14,8 +14,9 @@ from typing import Any
 
 from .encoding import Encoding
 
-# Rust's `char::is_whitespace` (the White_Space property), which ByteLevel's trimming uses.
-_WHITE_SPACE = frozenset(
+# Rust's `char::is_whitespace` (the White_Space property), which ByteLevel's trimming and the
+# added tokens' lstrip/rstrip use.
+WHITE_SPACE = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
@@ -46,13 +47,13 @@ def _spaces(token: str) -> tuple[int, int]:
     """How many of the token's first and last characters are spaces ByteLevel trims."""
     lead = 0
     for c in token:
-        if c == _BYTE_LEVEL_SPACE or c in _WHITE_SPACE:
+        if c == _BYTE_LEVEL_SPACE or c in WHITE_SPACE:
             lead += 1
         else:
             break
     trail = 0
     for c in reversed(token):
-        if c == _BYTE_LEVEL_SPACE or c in _WHITE_SPACE:
+        if c == _BYTE_LEVEL_SPACE or c in WHITE_SPACE:
             trail += 1
         else:
             break

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Union
 from . import processors
 from .encoding import Encoding
 from .export import bytes_to_unicode
-from .processors import _WHITE_SPACE
+from .processors import WHITE_SPACE
 
-_WHITE_SPACE_STR = "".join(sorted(_WHITE_SPACE))
+_WHITE_SPACE_STR = "".join(sorted(WHITE_SPACE))
 
 if TYPE_CHECKING:
     from ..core import Encoding as CoreEncoding
@@ -73,7 +73,7 @@ def _ws_run(s: str, reverse: bool) -> int:
     """How many of `s`'s first (last) chars are whitespace (Rust's `char::is_whitespace`)."""
     n = 0
     for c in reversed(s) if reverse else s:
-        if c not in _WHITE_SPACE:
+        if c not in WHITE_SPACE:
             break
         n += 1
     return n
