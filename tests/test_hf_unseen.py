@@ -28,10 +28,12 @@ from typing import Any, Callable
 import ferrotok
 import ferrotok.hf
 import pytest
+from ferrotok.hf.export import bytes_to_unicode
 from hf_support import sample
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import SHARED
+from test_hf_face import FIELDS
 
 # HF tokenizers 0.23 is the oracle (issue 54); PyPI has no 0.23 for Python 3.9, where these
 # tests do not run.
@@ -41,23 +43,7 @@ TOKENIZERS = SHARED / "tokenizers"
 
 # ---- the bases: a shared vocabulary and merges ------------------------------------------
 
-
-def _bytes_to_unicode() -> list[str]:
-    """GPT-2's byte -> char table (the ByteLevel alphabet), as its `encoder.py` writes it."""
-    keep = list(range(ord("!"), ord("~") + 1))
-    keep += list(range(ord("\xa1"), ord("\xac") + 1)) + list(range(ord("\xae"), ord("\xff") + 1))
-    chars = []
-    n = 0
-    for b in range(256):
-        if b in keep:
-            chars.append(chr(b))
-        else:
-            chars.append(chr(256 + n))
-            n += 1
-    return chars
-
-
-BYTE_CHARS = _bytes_to_unicode()
+BYTE_CHARS = bytes_to_unicode()  # GPT-2's byte -> char table (the ByteLevel alphabet)
 CHAR_BYTE = {c: b for b, c in enumerate(BYTE_CHARS)}
 
 
@@ -668,18 +654,7 @@ def family(name: str) -> tuple[ferrotok.Encoding, ferrotok.hf.Tokenizer, Any, st
     return enc, ferrotok.hf.Tokenizer(enc), tokenizers.Tokenizer.from_str(text), text
 
 
-# ---- what is compared ------------------------------------------------------------------
-
-FIELDS = [
-    "ids",
-    "type_ids",
-    "tokens",
-    "offsets",
-    "attention_mask",
-    "special_tokens_mask",
-    "word_ids",
-    "sequence_ids",
-]
+# ---- what is compared (FIELDS: every field of an HF Encoding) ---------------------------
 
 
 @functools.cache
