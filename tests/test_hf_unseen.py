@@ -1226,7 +1226,15 @@ def test_random_split_patterns_are_hfs_or_refused(
             want = hf.encode(t, add_special_tokens=False)
         except BaseException:  # Oniguruma's retry limit (a panic in HF): nothing to compare
             continue
-        assert enc.encode_ordinary(t) == want.ids, (pattern, t)
+        try:
+            got = enc.encode_ordinary(t)
+        except ValueError as e:
+            # fancy-regex's backtracking limit, where Oniguruma finds its way (a nested
+            # repeat before a lookaround, say `.{1,3}+(?<!\s)x`): refused by name, not split
+            # differently.
+            assert "backtracking" in str(e), (pattern, t, e)
+            continue
+        assert got == want.ids, (pattern, t)
         assert enc._encode_hf_detail(t)[1] == want.offsets, (pattern, t)
 
 

@@ -31,6 +31,9 @@ pub struct AddedToken {
 struct Trie {
     ac: AhoCorasick,
     token: Vec<usize>,
+    /// Some token of the trie is not special. Kept, not computed per text: a model with
+    /// hundreds of special tokens (Llama 3, Tekken) read all of them at every encode.
+    has_ordinary: bool,
 }
 
 pub struct AddedVocab {
@@ -150,7 +153,12 @@ impl AddedVocab {
                 .match_kind(MatchKind::LeftmostLongest)
                 .build(&pats)
                 .map_err(|e| bad(&format!("added tokens: {e}")))?;
-            Ok(Some(Trie { ac, token }))
+            let has_ordinary = token.iter().any(|&i| !tokens[i].special);
+            Ok(Some(Trie {
+                ac,
+                token,
+                has_ordinary,
+            }))
         };
         let raw = build(false)?;
         let normalized = build(true)?;
@@ -178,8 +186,7 @@ impl AddedVocab {
             Which::Raw => &self.raw,
             Which::Normalized => &self.normalized,
         };
-        trie.as_ref()
-            .is_some_and(|t| t.token.iter().any(|&i| !self.tokens[i].special))
+        trie.as_ref().is_some_and(|t| t.has_ordinary)
     }
 
     /// Does the text of any token in `which` occur in `s`?
