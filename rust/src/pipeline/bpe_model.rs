@@ -29,6 +29,7 @@ use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{encode_piece_in, encode_piece_in_with, ends_in_char_from_u1000};
 use crate::error::Result;
 use crate::runtime::process_once::ProcessOnce;
+use crate::vocab::short_table::key_in;
 use crate::vocab::token_table::hash_bytes;
 use crate::vocab::Vocab;
 use rustc_hash::FxHashMap;
@@ -93,21 +94,6 @@ struct Paths {
     /// the tokens merges make (`vocab_lookup`, and no merge makes an `extra` token), and
     /// every byte is a symbol (no unknown-token runs).
     cuts: bool,
-}
-
-/// The short table's key of `w` (1 to 8 bytes, held by `text`), read as one 8-byte load from
-/// `text` with the bytes past `w` masked off; `None` if `w` is longer or fewer than 8 bytes of
-/// `text` start at it.
-#[inline(always)]
-fn short_key(text: &[u8], w: &[u8]) -> Option<u64> {
-    let len = w.len();
-    if !(1..=8).contains(&len) {
-        return None;
-    }
-    let off = (w.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    let chunk = text.get(off..)?.first_chunk::<8>()?;
-    debug_assert_eq!(&chunk[..len], w, "`text` holds `w`");
-    Some(u64::from_le_bytes(*chunk) & (u64::MAX >> (64 - 8 * len)))
 }
 
 impl Default for Paths {
@@ -461,7 +447,7 @@ impl HfBpe {
         let whole = if self.paths.vocab_lookup {
             // A word of at most 8 bytes is keyed by one load from the text (no branch on its
             // length, which a word-by-word byte gathering mispredicts).
-            let r = match short_key(text, w) {
+            let r = match key_in(text, w) {
                 Some(key) => vocab.short_rank_key(key, w.len()),
                 None => vocab.rank(w),
             };

@@ -104,16 +104,11 @@ pub fn encode_piece_in_with(
     out: &mut Vec<Rank>,
     hook: MergeHook<'_>,
 ) -> Result<()> {
-    let off = (piece.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    if let Some(word) = text.get(off..).and_then(|rest| rest.first_chunk::<8>()) {
-        let len = piece.len();
-        if (1..=8).contains(&len) {
-            let key = u64::from_le_bytes(*word) & (u64::MAX >> (64 - 8 * len));
-            let r = vocab.short_home(key, len);
-            if r != NO_RANK {
-                out.push(r);
-                return Ok(());
-            }
+    if let Some(key) = crate::vocab::short_table::key_in(text, piece) {
+        let r = vocab.short_home(key, piece.len());
+        if r != NO_RANK {
+            out.push(r);
+            return Ok(());
         }
     }
     encode_piece_with(vocab, piece, cache, out, hook)
