@@ -1,0 +1,222 @@
+//! Falcon's scanner against the generic interpreter, and its two paths against each other.
+
+use super::*;
+use crate::pipeline::pre_tokenizers::PreTokenizer;
+use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
+use serde_json::json;
+
+fn json() -> Value {
+    json!({"type": "Sequence", "pretokenizers": [
+        {"type": "Punctuation", "behavior": "Contiguous"},
+        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
+         "use_regex": true},
+        {"type": "Digits", "individual_digits": false},
+        {"type": "Split", "pattern": {"Regex": THREE_DIGITS}, "behavior": "Isolated",
+         "invert": false},
+    ]})
+}
+
+fn falcon() -> Falcon {
+    Falcon::recognise(json()["pretokenizers"].as_array().unwrap())
+        .unwrap()
+        .unwrap()
+}
+
+const TRICKY: [&str; 24] = [
+    "",
+    "\n",
+    "a\r\n  b \n",
+    "12345 1234567 x12y 3.14159 1,000,000",
+    "4 \u{bd} 12\u{b2}345 \u{bc}\u{be}\u{b9}\u{b3}",
+    "\u{bd}123 \u{bd}1234 \u{b2}12 y\u{fd}123 \u{fd}9",
+    "\u{661}\u{662}\u{663}4 ① 〇 Ⅻ",
+    "Hello, world... don't 'quote' \"x\" -- (a)[b]{c}",
+    "it's we'll they've I'm you'd 'll 's",
+    "«guillemets» ¿qué? ¡sí! — – ‘’ “” …",
+    "中文，测试。한국어！丽丽",
+    "tabs\t\tand  spaces   \n\n ",
+    "a  ,b \t,c\t ,d  ",
+    "x \u{a0}y\u{a0} z\u{a0}\u{a0}w \u{3000}",
+    "😀 emoji😀😀 \u{85}nel \u{a0}",
+    "ĲĳĴ ¼ƀ ÀÁÂ \u{2032}\u{2033}",
+    "1'000 12.345,67 $100 50% #1 @2",
+    "e\u{301}\u{301} \u{301}x \u{301}",
+    "\x00\x01 \x7f x\x00 1\x7f2",
+    "   ",
+    " a",
+    "a ",
+    "  1234 ",
+    "€100 ©2024 ™",
+];
+
+/// Edge-case fragments for long texts: mostly ASCII, as windows see them, with the
+/// non-ASCII chars that stop a window, change a class, or hold a numeric byte (C3 BD is
+/// `ý`, E4 B8 BD `丽`).
+const PARTS: [&str; 75] = [
+    "a", "Zq", "word", "s", "t", "ll", "ve", "'", "'s", "'ll", " ", "  ", "    ", "\t", "\n",
+    "\r\n", "\x0b", "\x0c", "\x00", "\x1f", "\x7f", "1", "42", "123", "4567", " 7", " 99", ".",
+    ",", "!?", "(", ")", "_", "~", "$", "-", "\"", " .", ". ", " x", "x ", " \n", "\u{a0}",
+    "\u{3000}", "\u{2003}", "\u{85}", "é", "ý", "ò", "ó", "ù", "ü", "þ", "µ", "Ω", "中文", "丽",
+    "가", "，", "。", "«", "—", "…", "½", "²", "¹", "¼", "¾", "١", "①", "😀", "\u{301}", "Ａ", "€",
+    "©",
+];
+
+fn long_texts(n: usize) -> Vec<String> {
+    let mut rng = crate::test_rng::Rng(0x5EED_FA1C_0000_0001);
+    (0..n)
+        .map(|_| {
+            let len = rng.below(300);
+            let mut s = String::new();
+            while s.len() < len {
+                // Mostly ASCII parts, so that windows are taken.
+                let part = *rng.pick(&PARTS);
+                if !part.is_ascii() && rng.below(3) != 0 {
+                    continue;
+                }
+                for _ in 0..1 + rng.below(2) * rng.below(6) {
+                    s.push_str(part);
+                }
+            }
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn fused_equals_generic_on_long_mostly_ascii_text() {
+    let fused = PreTokenizer::from_json(&json()).unwrap();
+    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+    assert_eq!(fused.splitter_kinds(), ["scan:falcon"]);
+    for t in long_texts(6000) {
+        assert_agree(&fused, &generic, &t);
+    }
+}
+
+/// The two paths agree: each window's boundaries, from any piece start, are the ones
+/// `piece_end` finds, up to the window's last.
+#[test]
+fn windows_equal_piece_end() {
+    let d = falcon();
+    let mut windows = 0;
+    for t in long_texts(3000) {
+        let b = t.as_bytes();
+        let mut starts = vec![0];
+        while *starts.last().unwrap() < b.len() {
+            starts.push(d.piece_end(b, *starts.last().unwrap()));
+        }
+        for &i in &starts[..starts.len() - 1] {
+            let mut w = [0x80u8; WINDOW];
+            let n = (b.len() - i).min(WINDOW);
+            w[..n].copy_from_slice(&b[i..i + n]);
+            if w[0] >= 0x80 {
+                continue;
+            }
+            let (got, classified) = window(&w);
+            assert_eq!(
+                classified as usize,
+                w.iter().take_while(|&&x| x < 0x80).count()
+            );
+            if classified < 4 {
+                assert_eq!(got, 0);
+                continue;
+            }
+            windows += 1;
+            let last = classified - 3;
+            let want: u64 = starts
+                .iter()
+                .filter(|&&s| s > i && s <= i + last as usize)
+                .map(|&s| 1u64 << (s - i))
+                .sum();
+            assert_eq!(got, want, "{t:?} from {i}");
+        }
+    }
+    assert!(windows > 50_000, "only {windows} windows");
+}
+
+#[test]
+fn vector_masks_equal_scalar_masks() {
+    let mut rng = crate::test_rng::Rng(7);
+    for round in 0..20_000 {
+        let mut w = [0u8; WINDOW];
+        for (q, x) in w.iter_mut().enumerate() {
+            // Every byte value in the first rounds, then random ones.
+            *x = if round < 4 {
+                (round * 64 + q) as u8
+            } else {
+                rng.next() as u8
+            };
+        }
+        assert_eq!(masks(&w), masks_scalar(&w), "{w:?}");
+    }
+}
+
+/// The load-time checks pass for the Unicode tables in use (else Falcon would not be
+/// recognised), and the tables say what the proof reads from them.
+#[test]
+fn tables_have_the_assumed_shape() {
+    let t = tables().expect("Falcon's classes have the shape the proof assumes");
+    let numeric: Vec<u8> = (0..=255u8).filter(|&x| t.numeric[x as usize]).collect();
+    assert_eq!(
+        numeric,
+        [
+            b"0123456789".as_slice(),
+            &[0xB2, 0xB3, 0xB9, 0xBC, 0xBD, 0xBE]
+        ]
+        .concat()
+    );
+    assert_eq!(t.classes.of(' '), S | SP);
+    assert_eq!(t.classes.of('\u{a0}'), S);
+    assert_eq!(t.classes.of('7'), N | NB);
+    assert_eq!(t.classes.of('\''), PU);
+    assert_eq!(t.classes.of('ý'), L | NB);
+    assert_eq!(t.classes.of('½'), N | NB);
+    assert_eq!(t.classes.of('é'), L);
+    assert_eq!(t.classes.of('€'), 0);
+}
+
+/// The punctuation bit is the generic step's predicate, for every char.
+#[test]
+fn punctuation_is_the_generic_predicate() {
+    let t = tables().unwrap();
+    for c in (0..=char::MAX as u32).filter_map(char::from_u32) {
+        let want = crate::pipeline::pre_tokenizers::is_punctuation(c);
+        assert_eq!(t.classes.of(c) & PU != 0, want, "{c:?}");
+    }
+}
+
+#[test]
+fn recognised_and_named() {
+    let pt = PreTokenizer::from_json(&json()).unwrap();
+    assert_eq!(pt.splitter_kinds(), ["scan:falcon"]);
+    let mut other = json();
+    other["pretokenizers"][0]["behavior"] = json!("Isolated");
+    let pt = PreTokenizer::from_json(&other).unwrap();
+    assert!(!pt.splitter_kinds().contains(&"scan:falcon"));
+}
+
+#[test]
+fn fused_equals_generic_on_tricky_text() {
+    let fused = PreTokenizer::from_json(&json()).unwrap();
+    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+    for t in TRICKY {
+        assert_agree(&fused, &generic, t);
+    }
+}
+
+#[test]
+fn fused_equals_generic_on_random_text() {
+    let fused = PreTokenizer::from_json(&json()).unwrap();
+    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+    assert_agree_on_random_texts(
+        &fused,
+        &generic,
+        &[
+            "a", "Z", "s", "t", "l", "v", "e", " ", "  ", "\t", "\n", "\r", "\x0b", "\x00", "\x7f",
+            "\u{a0}", "\u{3000}", "\u{2003}", "\u{85}", "0", "1", "9", "12", "345", "½", "¼", "¾",
+            "²", "³", "¹", "١", "①", "ý", "ò", "丽", ".", ",", "!", "'", "'s", "'ll", "-", "_",
+            "$", "(", "«", "¿", "—", "…", "，", "。", "中", "가", "é", "Ĳ", "ƀ", "😀", "€", "©",
+            "\u{301}",
+        ],
+        211,
+    );
+}
