@@ -1,0 +1,187 @@
+//! StarCoder's scanner against the generic interpreter, and its two paths against each
+//! other.
+
+use super::*;
+use crate::pipeline::pre_tokenizers::PreTokenizer;
+use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
+use serde_json::json;
+
+fn json() -> Value {
+    json!({"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": true},
+        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
+         "use_regex": true},
+    ]})
+}
+
+fn starcoder() -> StarCoder {
+    StarCoder::recognise(json()["pretokenizers"].as_array().unwrap())
+        .unwrap()
+        .unwrap()
+}
+
+const TRICKY: [&str; 16] = [
+    "",
+    "\n",
+    "x = 12345 + 0.5;\n  return a1b2;",
+    "½ ² ١٢٣ ① 〇 Ⅻ x\u{b2}y",
+    "don't 'quote' it's 1's 2's 'll 've 're 'd 'm 'LL ''s x''ll",
+    " 's  'll\t've \n're",
+    "'s'll've're'd'm't",
+    "   leading and trailing   ",
+    "a  \n\n 9 \t 8\t\t",
+    "a  1 b\t\t2 c \u{a0}3 \u{a0}\u{a0}4",
+    "中文123한국어 😀1😀",
+    "\x00\x01 \x7f x\x00 1\x7f2 !\x00?",
+    "e\u{301}\u{301} \u{301}x \u{301}",
+    "   ",
+    " a",
+    "a ",
+];
+
+/// Edge-case fragments for long texts: mostly ASCII, as windows see them, with the
+/// non-ASCII chars that stop a window or change a class.
+const PARTS: [&str; 66] = [
+    "a", "Zq", "word", "s", "t", "d", "m", "ll", "ve", "re", "LL", "'", "'s", "'ll", "'ve", "'re",
+    "'x", "''", " ", "  ", "    ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x00", "\x1f", "\x7f", "1",
+    "42", "123", " 7", " 99", ".", ",", "!?", "(", ")", "_", "~", "$", "-", " .", ". ", " x", "x ",
+    " \n", "\u{a0}", "\u{3000}", "\u{2003}", "\u{85}", "é", "µ", "中文", "가", "，", "«", "—", "½",
+    "²", "١", "①", "😀", "\u{301}", "€",
+];
+
+fn long_texts(n: usize) -> Vec<String> {
+    let mut rng = crate::test_rng::Rng(0x5EED_5C0D_0000_0001);
+    (0..n)
+        .map(|_| {
+            let len = rng.below(300);
+            let mut s = String::new();
+            while s.len() < len {
+                // Mostly ASCII parts, so that windows are taken.
+                let part = *rng.pick(&PARTS);
+                if !part.is_ascii() && rng.below(3) != 0 {
+                    continue;
+                }
+                for _ in 0..1 + rng.below(2) * rng.below(6) {
+                    s.push_str(part);
+                }
+            }
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn fused_equals_generic_on_long_mostly_ascii_text() {
+    let fused = PreTokenizer::from_json(&json()).unwrap();
+    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+    for t in long_texts(6000) {
+        assert_agree(&fused, &generic, &t);
+    }
+}
+
+/// The two paths agree: each window's boundaries, from any piece start, are the ones
+/// `piece_end` finds, up to the window's last.
+#[test]
+fn windows_equal_piece_end() {
+    let d = starcoder();
+    let mut windows = 0;
+    for t in long_texts(3000) {
+        let b = t.as_bytes();
+        let mut starts = vec![0];
+        while *starts.last().unwrap() < b.len() {
+            starts.push(d.piece_end(b, *starts.last().unwrap()));
+        }
+        for &i in &starts[..starts.len() - 1] {
+            let mut w = [0x80u8; WINDOW];
+            let n = (b.len() - i).min(WINDOW);
+            w[..n].copy_from_slice(&b[i..i + n]);
+            if w[0] >= 0x80 {
+                continue;
+            }
+            let (got, classified) = window(&w);
+            assert_eq!(
+                classified as usize,
+                w.iter().take_while(|&&x| x < 0x80).count()
+            );
+            if classified < 4 {
+                assert_eq!(got, 0);
+                continue;
+            }
+            windows += 1;
+            let last = classified - 3;
+            let want: u64 = starts
+                .iter()
+                .filter(|&&s| s > i && s <= i + last as usize)
+                .map(|&s| 1u64 << (s - i))
+                .sum();
+            assert_eq!(got, want, "{t:?} from {i}");
+        }
+    }
+    assert!(windows > 50_000, "only {windows} windows");
+}
+
+#[test]
+fn vector_masks_equal_scalar_masks() {
+    let mut rng = crate::test_rng::Rng(7);
+    for round in 0..20_000 {
+        let mut w = [0u8; WINDOW];
+        for (q, x) in w.iter_mut().enumerate() {
+            // Every byte value in the first rounds, then random ones.
+            *x = if round < 4 {
+                (round * 64 + q) as u8
+            } else {
+                rng.next() as u8
+            };
+        }
+        assert_eq!(masks(&w), masks_scalar(&w), "{w:?}");
+    }
+}
+
+/// The load-time checks pass for the Unicode tables in use (else StarCoder would not be
+/// recognised), and the table says what the proof reads from it.
+#[test]
+fn table_has_the_assumed_shape() {
+    let t = table().expect("StarCoder's classes have the shape the proof assumes");
+    assert_eq!(t.of(' '), S | SP);
+    assert_eq!(t.of('\u{a0}'), S);
+    assert_eq!(t.of('7'), N | D);
+    assert_eq!(t.of('½'), N | D);
+    assert_eq!(t.of('\''), 0);
+    assert_eq!(t.of('é'), L);
+    assert_eq!(t.of('€'), 0);
+}
+
+#[test]
+fn recognised_and_named() {
+    let pt = PreTokenizer::from_json(&json()).unwrap();
+    assert_eq!(pt.splitter_kinds(), ["scan:starcoder"]);
+    let mut other = json();
+    other["pretokenizers"][1]["add_prefix_space"] = json!(true);
+    let pt = PreTokenizer::from_json(&other).unwrap();
+    assert!(!pt.splitter_kinds().contains(&"scan:starcoder"));
+}
+
+#[test]
+fn fused_equals_generic_on_tricky_text() {
+    let fused = PreTokenizer::from_json(&json()).unwrap();
+    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+    for t in TRICKY {
+        assert_agree(&fused, &generic, t);
+    }
+}
+
+#[test]
+fn fused_equals_generic_on_random_text() {
+    let fused = PreTokenizer::from_json(&json()).unwrap();
+    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+    assert_agree_on_random_texts(
+        &fused,
+        &generic,
+        &[
+            "a", "Z", "s", "t", "d", "m", "l", "v", "r", "e", " ", "  ", "\t", "\n", "\r", "\x0b",
+            "\x00", "\u{a0}", "\u{3000}", "0", "1", "9", "12", "½", "²", "١", "①", "Ⅻ", ".", ",",
+            "'", "'s", "'ll", "'ve", "-", "_", "(", "中", "é", "😀", "€", "\u{301}",
+        ],
+        257,
+    );
+}
