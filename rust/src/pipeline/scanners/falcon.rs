@@ -22,20 +22,20 @@
 //!
 //! - 1 cuts where Pu-ness changes; a Pu run is one piece, a piece Q of non-Pu chars holds
 //!   no `'`.
-//! - 2, GPT-2's regex `'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
-//!   on each piece of 1 (the generic step runs ferrotok's r50k splitter, whose module proves
-//!   it equal to HF's pattern). On a Pu run (all P, first char not a contraction's `'`,
-//!   since no letter is Pu) ` ?[^\s\p{L}\p{N}]+` takes it whole: no cut inside. In a non-Pu
-//!   piece Q no contraction matches (no `'`); every char starts a match; a match at an L, N
-//!   or P char is its maximal run of that class; at an S char of a maximal S run [a, j):
-//!   the run if j is Q's end, else the run but its last char if it has two or more, else
-//!   the char; that last char, if it is the space U+0020 and is followed (in Q, not S) by
-//!   an L, N or P char, takes that char's run (` ?X+`), else it is alone. So inside Q, k
-//!   is cut iff: x, y ∉ S and their classes (L, N, P) differ; or x ∈ S, y ∉ S and x is not
-//!   U+0020; or x ∉ S, y ∈ S; or x, y ∈ S and z exists, z ∉ S and z ∉ Pu (z in Q: the run
-//!   does not reach Q's end, and y is its last char).
-//!   `C12(k)`: Pu-ness changes, or both are non-Pu and the rule above cuts. (Both Pu: no
-//!   cut; one Pu: cut.) It reads x, y, z only.
+//! - 2, GPT-2's regex `'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+` on
+//!   each piece of 1 (the generic step runs tiktoken's spelling of it, `R50K_PATTERN`: possessive
+//!   runs, and `\s++$|\s+(?!\S)|\s` for `\s+(?!\S)|\s+`, the same matches; see
+//!   `encode/pretok/r50k.rs` for its rules). On a Pu run (all P, first char not a contraction's
+//!   `'`, since no letter is Pu) ` ?[^\s\p{L}\p{N}]+` takes it whole: no cut inside. In a non-Pu
+//!   piece Q no contraction matches (no `'`); every char starts a match; a match at an L, N or P
+//!   char is its maximal run of that class; at an S char of a maximal S run [a, j): the run if j is
+//!   Q's end, else the run but its last char if it has two or more, else the char; that last char,
+//!   if it is the space U+0020 and is followed (in Q, not S) by an L, N or P char, takes that
+//!   char's run (` ?X+`), else it is alone. So inside Q, k is cut iff: x, y ∉ S and their classes
+//!   (L, N, P) differ; or x ∈ S, y ∉ S and x is not U+0020; or x ∉ S, y ∈ S; or x, y ∈ S and z
+//!   exists, z ∉ S and z ∉ Pu (z in Q: the run does not reach Q's end, and y is its last char).
+//!   `C12(k)`: Pu-ness changes, or both are non-Pu and the rule above cuts. (Both Pu: no cut; one
+//!   Pu: cut.) It reads x, y, z only.
 //! - 3 cuts between two bytes exactly where their numeric-ness changes (a byte-local rule,
 //!   whatever the pieces): `C3(k)` for every byte boundary k, also inside a char.
 //! - 4 on a piece R of 3: the leftmost non-overlapping `[0-9]{3}` of R. Digits are numeric
@@ -47,9 +47,9 @@
 //!   is a or a cut a + 3j), the cuts after p in the run are at p + 3, p + 6, ... and the
 //!   run's end: the next piece ends at p + min(3, run length from p).
 //!
-//! Two paths compute these cuts, from any piece start (no cut at k > p reads a byte before
-//! p but through the piece start's alignment of 4, above; so each path may hand over to the
-//! other at any piece start):
+//! Two paths compute these cuts, from any piece start p (no cut at k > p reads a byte
+//! before p, once 4's triples are counted from p when p is at a digit, as above; so each
+//! path may hand over to the other at any piece start):
 //! - [`Falcon::piece_end`], one char at a time: classes from the table (with a bit for
 //!   chars holding a numeric byte, whose inner boundaries 3 may cut), the rules as written.
 //!   Inside a run of one class with no S or numeric-byte bit nothing cuts, so such runs are

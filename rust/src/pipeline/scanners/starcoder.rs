@@ -16,16 +16,16 @@
 //!
 //! - 1 cuts around each D char: at k if xD or yD. Its other pieces are the maximal runs Q
 //!   of non-D chars.
-//! - 2, GPT-2's regex `'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
-//!   on each Q (the generic step runs ferrotok's r50k splitter, whose module proves it equal
-//!   to HF's pattern). Every char starts a match. Leaving contractions aside: a match at an
-//!   L, N or P char is its maximal run of that class; at an S char of a maximal S run
-//!   [a, j): the run if j is Q's end, else the run but its last char if it has two or
-//!   more, else the char; that last char, if it is the space U+0020 (followed in Q by a
-//!   non-S char), takes that char's run (` ?X+`), else it is alone. So for x, y in Q, the
-//!   base rule `B(k)` cuts iff: x, y ∉ S and their classes (L, N, P) differ; or x ∈ S,
-//!   y ∉ S and x is not U+0020; or x ∉ S, y ∈ S; or x, y ∈ S and z exists, z ∉ S and z ∉ D
-//!   (z in Q: the run does not reach Q's end, and y is its last char).
+//! - 2, GPT-2's regex `'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+` on
+//!   each Q (the generic step runs tiktoken's spelling of it, `R50K_PATTERN`: possessive runs, and
+//!   `\s++$|\s+(?!\S)|\s` for `\s+(?!\S)|\s+`, the same matches; see `encode/pretok/r50k.rs` for
+//!   its rules). Every char starts a match. Leaving contractions aside: a match at an L, N or P
+//!   char is its maximal run of that class; at an S char of a maximal S run [a, j): the run if j is
+//!   Q's end, else the run but its last char if it has two or more, else the char; that last char,
+//!   if it is the space U+0020 (followed in Q by a non-S char), takes that char's run (` ?X+`),
+//!   else it is alone. So for x, y in Q, the base rule `B(k)` cuts iff: x, y ∉ S and their classes
+//!   (L, N, P) differ; or x ∈ S, y ∉ S and x is not U+0020; or x ∉ S, y ∈ S; or x, y ∈ S and z
+//!   exists, z ∉ S and z ∉ D (z in Q: the run does not reach Q's end, and y is its last char).
 //! - Contractions: the first alternative matches only at a piece start that is a `'`
 //!   followed by `s`, `d`, `m`, `t` or `ll`, `ve`, `re` (ASCII letters, so in Q), and then
 //!   makes that 2- or 3-char piece: no cut inside it, a cut after it (the next match starts
