@@ -29,6 +29,7 @@ pub mod deepseek;
 pub mod falcon;
 pub mod starcoder;
 pub mod table;
+pub mod window;
 
 use crate::error::Result;
 use regex_syntax::hir::{Class, ClassUnicode, Hir, HirKind};

@@ -65,7 +65,7 @@ const SP: u8 = 16;
 const END: u8 = 64;
 
 /// Window length: one bit of a `u64` per byte.
-const WINDOW: usize = 64;
+use super::window::{self, WINDOW};
 
 pub struct StarCoder {
     t: &'static Classes,
@@ -114,46 +114,9 @@ impl StarCoder {
     pub fn for_each_piece(
         &self,
         seg: &str,
-        mut f: impl FnMut(usize, usize) -> Result<()>,
+        f: impl FnMut(usize, usize) -> Result<()>,
     ) -> Result<()> {
-        let b = seg.as_bytes();
-        let mut i = 0;
-        // Where to try a window again: past the first byte a window could not classify, so
-        // that text with little ASCII pays for about one window per non-ASCII stretch.
-        let mut retry_at = 0;
-        while i < b.len() {
-            if i >= retry_at && b[i] < 0x80 {
-                let (got, classified) = match b[i..].first_chunk::<WINDOW>() {
-                    Some(w) => window(w),
-                    None => {
-                        // The text's end: the bytes after it read as not classified.
-                        let mut w = [0x80u8; WINDOW];
-                        w[..b.len() - i].copy_from_slice(&b[i..]);
-                        window(&w)
-                    }
-                };
-                retry_at = i + classified as usize;
-                if got != 0 {
-                    let mut rest = got;
-                    let mut from = i;
-                    while rest != 0 {
-                        let to = i + rest.trailing_zeros() as usize;
-                        rest &= rest - 1;
-                        f(from, to)?;
-                        from = to;
-                    }
-                    i = from;
-                    if classified as usize == WINDOW {
-                        retry_at = i;
-                    }
-                    continue;
-                }
-            }
-            let end = self.piece_end(b, i);
-            f(i, end)?;
-            i = end;
-        }
-        Ok(())
+        window::for_each_piece(seg.as_bytes(), window, |b, i| self.piece_end(b, i), f)
     }
 
     /// The class bits of the char at byte `k` of `b`, `END` past the end.
