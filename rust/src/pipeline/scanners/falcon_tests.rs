@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::pipeline::pre_tokenizers::PreTokenizer;
+use crate::pipeline::scanners::window::checks;
 use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
 use serde_json::json;
 
@@ -62,24 +63,7 @@ const PARTS: [&str; 75] = [
 ];
 
 fn long_texts(n: usize) -> Vec<String> {
-    let mut rng = crate::test_rng::Rng(0x5EED_FA1C_0000_0001);
-    (0..n)
-        .map(|_| {
-            let len = rng.below(300);
-            let mut s = String::new();
-            while s.len() < len {
-                // Mostly ASCII parts, so that windows are taken.
-                let part = *rng.pick(&PARTS);
-                if !part.is_ascii() && rng.below(3) != 0 {
-                    continue;
-                }
-                for _ in 0..1 + rng.below(2) * rng.below(6) {
-                    s.push_str(part);
-                }
-            }
-            s
-        })
-        .collect()
+    checks::long_texts(&PARTS, 0x5EED_FA1C_0000_0001, n)
 }
 
 #[test]
@@ -97,57 +81,22 @@ fn fused_equals_generic_on_long_mostly_ascii_text() {
 #[test]
 fn windows_equal_piece_end() {
     let d = falcon();
-    let mut windows = 0;
-    for t in long_texts(3000) {
-        let b = t.as_bytes();
-        let mut starts = vec![0];
-        while *starts.last().unwrap() < b.len() {
-            starts.push(d.piece_end(b, *starts.last().unwrap()));
+    // The window answers for boundaries up to `classified - 3` (see the module docs).
+    let reach = |got: u64, classified: u32| {
+        if classified < 4 {
+            assert_eq!(got, 0);
+            return None;
         }
-        for &i in &starts[..starts.len() - 1] {
-            let mut w = [0x80u8; WINDOW];
-            let n = (b.len() - i).min(WINDOW);
-            w[..n].copy_from_slice(&b[i..i + n]);
-            if w[0] >= 0x80 {
-                continue;
-            }
-            let (got, classified) = window(&w);
-            assert_eq!(
-                classified as usize,
-                w.iter().take_while(|&&x| x < 0x80).count()
-            );
-            if classified < 4 {
-                assert_eq!(got, 0);
-                continue;
-            }
-            windows += 1;
-            let last = classified - 3;
-            let want: u64 = starts
-                .iter()
-                .filter(|&&s| s > i && s <= i + last as usize)
-                .map(|&s| 1u64 << (s - i))
-                .sum();
-            assert_eq!(got, want, "{t:?} from {i}");
-        }
-    }
-    assert!(windows > 50_000, "only {windows} windows");
+        Some(classified - 3)
+    };
+    let n =
+        checks::windows_equal_piece_end(&long_texts(3000), window, |b, i| d.piece_end(b, i), reach);
+    assert!(n > 50_000, "only {n} windows");
 }
 
 #[test]
 fn vector_masks_equal_scalar_masks() {
-    let mut rng = crate::test_rng::Rng(7);
-    for round in 0..20_000 {
-        let mut w = [0u8; WINDOW];
-        for (q, x) in w.iter_mut().enumerate() {
-            // Every byte value in the first rounds, then random ones.
-            *x = if round < 4 {
-                (round * 64 + q) as u8
-            } else {
-                rng.next() as u8
-            };
-        }
-        assert_eq!(masks(&w), masks_scalar(&w), "{w:?}");
-    }
+    checks::vector_masks_equal_scalar(masks, masks_scalar);
 }
 
 /// The load-time checks pass for the Unicode tables in use (else Falcon would not be

@@ -62,3 +62,95 @@ pub fn for_each_piece(
     }
     Ok(())
 }
+
+/// The checks every window scanner's tests run on its two paths.
+#[cfg(test)]
+pub mod checks {
+    use super::WINDOW;
+    use crate::test_rng::Rng;
+
+    /// `n` texts of up to 300 bytes, of `parts` repeated, mostly the ASCII ones (so that
+    /// windows are taken).
+    pub fn long_texts(parts: &[&str], seed: u64, n: usize) -> Vec<String> {
+        let mut rng = Rng(seed);
+        (0..n)
+            .map(|_| {
+                let len = rng.below(300);
+                let mut s = String::new();
+                while s.len() < len {
+                    let part = *rng.pick(parts);
+                    if !part.is_ascii() && rng.below(3) != 0 {
+                        continue;
+                    }
+                    for _ in 0..1 + rng.below(2) * rng.below(6) {
+                        s.push_str(part);
+                    }
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// From every piece start `i` of each text (the starts `piece_end` gives) at an ASCII
+    /// byte, `window` classifies exactly the leading ASCII bytes, and its cuts are exactly
+    /// `piece_end`'s in `(i, i + reach]`, where `reach(cuts, classified)` is how far the
+    /// scanner's window answers (`None`: it answers nothing, and the test is its own).
+    /// Returns how many windows were compared.
+    pub fn windows_equal_piece_end(
+        texts: &[String],
+        window: impl Fn(&[u8; WINDOW]) -> (u64, u32),
+        piece_end: impl Fn(&[u8], usize) -> usize,
+        reach: impl Fn(u64, u32) -> Option<u32>,
+    ) -> usize {
+        let mut windows = 0;
+        for t in texts {
+            let b = t.as_bytes();
+            let mut starts = vec![0];
+            while let Some(&s) = starts.last().filter(|&&s| s < b.len()) {
+                starts.push(piece_end(b, s));
+            }
+            for &i in &starts[..starts.len() - 1] {
+                let mut w = [0x80u8; WINDOW];
+                let n = (b.len() - i).min(WINDOW);
+                w[..n].copy_from_slice(&b[i..i + n]);
+                if w[0] >= 0x80 {
+                    continue;
+                }
+                let (got, classified) = window(&w);
+                let ascii = w.iter().take_while(|&&x| x < 0x80).count();
+                assert_eq!(classified as usize, ascii, "{t:?} from {i}");
+                let Some(last) = reach(got, classified) else {
+                    continue;
+                };
+                windows += 1;
+                let want: u64 = starts
+                    .iter()
+                    .filter(|&&s| s > i && s <= i + last as usize)
+                    .map(|&s| 1u64 << (s - i))
+                    .sum();
+                assert_eq!(got, want, "{t:?} from {i}");
+            }
+        }
+        windows
+    }
+
+    /// `masks` (the SSE2 path) equals `masks_scalar` on windows of every byte value, then on
+    /// random ones.
+    pub fn vector_masks_equal_scalar<M: PartialEq + std::fmt::Debug>(
+        masks: impl Fn(&[u8; WINDOW]) -> M,
+        masks_scalar: impl Fn(&[u8; WINDOW]) -> M,
+    ) {
+        let mut rng = Rng(7);
+        for round in 0..20_000 {
+            let mut w = [0u8; WINDOW];
+            for (q, x) in w.iter_mut().enumerate() {
+                *x = if round < 4 {
+                    (round * 64 + q) as u8
+                } else {
+                    rng.next() as u8
+                };
+            }
+            assert_eq!(masks(&w), masks_scalar(&w), "{w:?}");
+        }
+    }
+}
