@@ -23,7 +23,10 @@
 //!
 //! - [`deepseek`]: DeepSeek LLM's five Splits, Digits and ByteLevel;
 //! - [`falcon`]: Falcon's Punctuation, ByteLevel (GPT-2's regex), Digits and Split;
-//! - [`starcoder`]: StarCoder's Digits and ByteLevel (GPT-2's regex).
+//! - [`starcoder`]: StarCoder's Digits and ByteLevel (GPT-2's regex);
+//!
+//! and the loop all three run ([`window`]: a 64-byte ASCII window where it can, each
+//! scanner's char path elsewhere), over the class table of [`table`].
 
 pub mod deepseek;
 pub mod falcon;
