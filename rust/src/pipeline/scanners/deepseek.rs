@@ -321,31 +321,18 @@ fn ascii_bits(x: u8) -> u8 {
 /// without SSE2).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 fn masks_scalar(w: &[u8; WINDOW]) -> Masks {
-    let mut m = Masks {
-        non_ascii: 0,
-        s: 0,
-        l: 0,
-        p: 0,
-        d: 0,
-        n: 0,
-    };
-    for (q, &x) in w.iter().enumerate() {
-        if x >= 0x80 {
-            m.non_ascii |= 1 << q;
-            continue;
-        }
+    let (non_ascii, [s, l, p, d, n]) = window::scalar_masks(w, |x| {
         let bits = ascii_bits(x);
-        for (mask, bit) in [
-            (&mut m.s, S),
-            (&mut m.l, L),
-            (&mut m.p, P),
-            (&mut m.d, D),
-            (&mut m.n, N),
-        ] {
-            *mask |= u64::from(bits & bit != 0) << q;
-        }
+        [S, L, P, D, N].map(|bit| bits & bit != 0)
+    });
+    Masks {
+        non_ascii,
+        s,
+        l,
+        p,
+        d,
+        n,
     }
-    m
 }
 
 /// The masks, 16 bytes per step with SSE2 (part of every x86_64 target).

@@ -246,31 +246,24 @@ fn ascii_bits(x: u8) -> u8 {
 /// without SSE2).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 fn masks_scalar(w: &[u8; WINDOW]) -> Masks {
-    let mut m = Masks {
-        non_ascii: 0,
-        s: 0,
-        sp: 0,
-        l: 0,
-        n: 0,
-        apostrophe: 0,
-    };
-    for (q, &x) in w.iter().enumerate() {
-        if x >= 0x80 {
-            m.non_ascii |= 1 << q;
-            continue;
-        }
+    let (non_ascii, [s, sp, l, n, apostrophe]) = window::scalar_masks(w, |x| {
         let bits = ascii_bits(x);
-        for (mask, on) in [
-            (&mut m.s, bits & S != 0),
-            (&mut m.sp, bits & SP != 0),
-            (&mut m.l, bits & L != 0),
-            (&mut m.n, bits & N != 0),
-            (&mut m.apostrophe, x == b'\''),
-        ] {
-            *mask |= u64::from(on) << q;
-        }
+        [
+            bits & S != 0,
+            bits & SP != 0,
+            bits & L != 0,
+            bits & N != 0,
+            x == b'\'',
+        ]
+    });
+    Masks {
+        non_ascii,
+        s,
+        sp,
+        l,
+        n,
+        apostrophe,
     }
-    m
 }
 
 /// The masks, 16 bytes per step with SSE2 (part of every x86_64 target).

@@ -63,6 +63,27 @@ pub fn for_each_piece(
     Ok(())
 }
 
+/// A window's class masks byte by byte (the scanners' reference for their SSE2 masks, and
+/// their path on other targets): bit `q` of the first mask is set iff byte `q` of `w` is not
+/// ASCII, and bit `q` of `masks[k]` iff it is ASCII and `classes(byte)[k]` holds.
+pub fn scalar_masks<const N: usize>(
+    w: &[u8; WINDOW],
+    classes: impl Fn(u8) -> [bool; N],
+) -> (u64, [u64; N]) {
+    let mut non_ascii = 0u64;
+    let mut masks = [0u64; N];
+    for (q, &x) in w.iter().enumerate() {
+        if x >= 0x80 {
+            non_ascii |= 1 << q;
+            continue;
+        }
+        for (mask, on) in masks.iter_mut().zip(classes(x)) {
+            *mask |= u64::from(on) << q;
+        }
+    }
+    (non_ascii, masks)
+}
+
 /// The checks every window scanner's tests run on its two paths.
 #[cfg(test)]
 pub mod checks {
