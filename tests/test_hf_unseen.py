@@ -14,7 +14,7 @@ entry points (`encode(allowed_special="all")`, `encode_ordinary`) equal HF's
 text; on corpus documents and on hypothesis-made text biased to each pipeline's edge cases.
 Components ferrotok does not implement, and `Split` patterns Oniguruma reads differently
 from ferrotok's splitters, are refused at load with an error naming them. Differences found
-outside the loading layer are strict xfails naming where they are.
+outside the loading layer are strict xfails naming where they are (none today).
 """
 
 from __future__ import annotations
@@ -946,12 +946,6 @@ def test_normalized_added_tokens_in_the_hf_face() -> None:
     assert face.token_to_id("\ufb01X") == hf.token_to_id("\ufb01X")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Encoding.decode (tiktoken's face) decodes a normalized added token as its "
-    "content; HF decodes its normalized content (the ids' bytes are made in "
-    "pipeline/mod.rs encoder_from_json)",
-)
 def test_normalized_added_tokens_decode_in_the_tiktoken_face() -> None:
     text = _normalized_contents()
     hf = tokenizers.Tokenizer.from_str(text)
@@ -960,6 +954,9 @@ def test_normalized_added_tokens_decode_in_the_tiktoken_face() -> None:
         ids = hf.encode(t, add_special_tokens=False).ids
         assert enc.encode(t, allowed_special="all") == ids
         assert enc.decode(ids) == hf.decode(ids, skip_special_tokens=False), t
+        pieces = enc.decode_tokens_bytes(ids)
+        assert b"".join(pieces).decode() == hf.decode(ids, skip_special_tokens=False), t
+        assert [enc.decode_single_token_bytes(i) for i in ids] == pieces
 
 
 def _missing_byte() -> str:

@@ -26,6 +26,10 @@ pub struct Encoder {
     /// A HuggingFace `tokenizer.json` pipeline: when set, it encodes (see [`crate::pipeline`])
     /// and the rest of the encoder decodes and keeps the special tokens.
     pub hf: Option<Box<crate::pipeline::Pipeline>>,
+    /// Ids that decode to other bytes than the vocabulary holds for them (empty but for a
+    /// few `tokenizer.json` added tokens: HF decodes a normalized one as its normalized
+    /// text, while its id matches, and so is stored as, its content).
+    pub(crate) decode_as: FxHashMap<Rank, Box<[u8]>>,
 }
 
 /// Which special tokens `encode` may produce.
@@ -112,6 +116,7 @@ impl Encoder {
             special_ranks,
             cache: PieceCache::new(),
             hf: None,
+            decode_as: FxHashMap::default(),
         })
     }
 
@@ -303,10 +308,32 @@ impl Encoder {
     /// Appends the bytes of `ids` to `out`, polling for Ctrl-C every [`DECODE_POLL`] ids.
     pub fn decode_into(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<()> {
         for chunk in ids.chunks(DECODE_POLL) {
-            self.vocab.decode_into(chunk, out)?;
+            if self.decode_as.is_empty() {
+                self.vocab.decode_into(chunk, out)?;
+            } else {
+                let mut rest = chunk;
+                while let Some((at, bytes)) = rest
+                    .iter()
+                    .enumerate()
+                    .find_map(|(at, id)| Some((at, self.decode_as.get(id)?)))
+                {
+                    self.vocab.decode_into(&rest[..at], out)?;
+                    out.extend_from_slice(bytes);
+                    rest = &rest[at + 1..];
+                }
+                self.vocab.decode_into(rest, out)?;
+            }
             crate::runtime::interrupt::poll()?;
         }
         Ok(())
+    }
+
+    /// The bytes id `id` decodes to, `None` if it is no token's.
+    pub fn token_bytes(&self, id: Rank) -> Option<&[u8]> {
+        match self.decode_as.get(&id) {
+            Some(b) => Some(b),
+            None => self.vocab.token_bytes(id),
+        }
     }
 
     pub fn decode_bytes(&self, ids: &[Rank]) -> Result<Vec<u8>> {

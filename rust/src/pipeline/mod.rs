@@ -461,6 +461,25 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             }
         })
         .collect();
+    // HF decodes an id through its token text: a normalized added token's text is its
+    // normalized content ("ﬁX" is "fix" under NFKC and Lowercase), and the ByteLevel decoder
+    // reads a text spelled wholly in its alphabet as those bytes, any other as its UTF-8.
+    // Where that differs from the bytes the engine keeps for the id (its content, which
+    // is what `encode` matches), the id decodes as HF decodes it.
+    for t in &added.tokens {
+        let text = match (&normalizer, t.normalized) {
+            (Some(n), true) => {
+                let mut s = NString::identity(&t.content, 0, false);
+                n.apply(&mut s, false);
+                s.text
+            }
+            _ => t.content.clone(),
+        };
+        let bytes = byte_level::token_bytes(&text).unwrap_or_else(|| text.into_bytes());
+        if enc.vocab.token_bytes(t.id) != Some(&bytes[..]) {
+            enc.decode_as.insert(t.id, bytes.into());
+        }
+    }
     enc.hf = Some(Box::new(Pipeline {
         normalizer,
         added,

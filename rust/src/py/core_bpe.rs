@@ -621,7 +621,7 @@ impl PyCoreBPE {
         py: Python<'py>,
         token: Rank,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        match self.inner.vocab.token_bytes(token) {
+        match self.inner.token_bytes(token) {
             Some(b) => Ok(PyBytes::new(py, b)),
             // tiktoken's `KeyError` for one token: the id as a string.
             None => Err(PyKeyError::new_err(token.to_string())),
