@@ -21,6 +21,7 @@ from typing import Any
 import ferrotok
 import numpy as np
 import pytest
+from ferrotok.hf.export import bytes_to_unicode
 from hf_support import BYTE_LEVEL
 from oracle import SHARED, corpus_file
 
@@ -490,6 +491,27 @@ def test_fast_paths_are_taken() -> None:
     assert "engine" not in ours("gpt-2")._core_bpe.hf_paths()
 
 
+def test_an_engine_model_missing_a_byte_drops_it_as_hf() -> None:
+    # Llama 3's vocabulary without the byte 0xF1 and every token and merge holding it (as
+    # StarCoder2's and Falcon's lack bytes): HF's BPE drops such a byte. The engine has no
+    # rule for it, so the model, provably the engine's but for that, stays off the engine.
+    cfg = copy.deepcopy(config("llama-bpe"))
+    gone = bytes_to_unicode()[0xF1]
+    model = cfg["model"]
+    kept = [t for t, _ in sorted(model["vocab"].items(), key=lambda kv: kv[1]) if gone not in t]
+    model["vocab"] = {t: i for i, t in enumerate(kept)}
+    model["merges"] = [
+        m for m in model["merges"] if gone not in (m if isinstance(m, str) else "".join(m))
+    ]
+    cfg["added_tokens"] = []
+    text = json.dumps(cfg)
+    enc = ferrotok.Encoding._from_hf_json(text, "llama-bpe without 0xF1")
+    assert "engine" not in enc._core_bpe.hf_paths()
+    hf = Tokenizer.from_str(text)
+    for t in ["\U00040000::", "a\U00040000:: b", "x \U00040000\U00040000!! 12", *sample_docs()[:4]]:
+        assert enc.encode_ordinary(t) == hf.encode(t, add_special_tokens=False).ids
+
+
 def _conflict_patterns(model: str) -> list[str]:
     """The words where tiktoken's rule and HF's pair merges may differ on an engine model:
     a token t with splits (t[:k1], t[k1:]) and (t[:k2], t[k2:]) into listed merges, HF
@@ -503,9 +525,7 @@ def _conflict_patterns(model: str) -> list[str]:
     enc = ours(model)
     out = []
     for t in vocab:
-        splits = {
-            k: rank[(t[:k], t[k:])] for k in range(1, len(t)) if (t[:k], t[k:]) in rank
-        }
+        splits = {k: rank[(t[:k], t[k:])] for k in range(1, len(t)) if (t[:k], t[k:]) in rank}
         for k1, r1 in splits.items():
             k2 = len(t) - k1
             if k2 != k1 and splits.get(k2, r1) < r1 and t[k1:] == t[:k2]:

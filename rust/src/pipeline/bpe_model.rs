@@ -31,7 +31,7 @@ use crate::error::Result;
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::short_table::key_in;
 use crate::vocab::token_table::hash_bytes;
-use crate::vocab::Vocab;
+use crate::vocab::{Vocab, NO_RANK};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::cmp::Reverse;
@@ -323,6 +323,11 @@ impl HfBpe {
         self.paths.cuts = self.byte_id.iter().all(|&id| id != NONE)
             && !self.merges.values().any(|(_, id)| extra_ids.contains(id));
         if !self.ignore_merges {
+            return Ok(());
+        }
+        // The engine has no rule for a byte without a token (HF drops it, or gives the
+        // unknown token): every byte must be one of the engine's tokens.
+        if vocab.byte_ranks.contains(&NO_RANK) {
             return Ok(());
         }
         // tiktoken's rule gives HF's merges when (C1) every split of a token into two
