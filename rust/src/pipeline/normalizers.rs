@@ -181,24 +181,45 @@ fn nfc_quick_yes(s: &str) -> bool {
     let mut i = 0;
     let mut last = 0u8;
     while i < b.len() {
-        // Eight ASCII chars at a time (ASCII chars are such starters).
-        if let Some(w) = b[i..].first_chunk::<8>() {
-            if u64::from_le_bytes(*w) & 0x8080_8080_8080_8080 == 0 {
-                i += 8;
-                last = 0;
-                continue;
-            }
-        }
-        // `i` is on a char boundary: it moves by whole chars and by ASCII bytes.
-        let Some(c) = s[i..].chars().next() else {
-            break;
-        };
-        i += c.len_utf8();
-        let u = c as usize;
-        if starters.get(u >> 6).is_some_and(|w| w >> (u & 63) & 1 == 1) {
+        let lead = b[i];
+        if lead < 0x80 {
+            // ASCII chars are such starters: eight at a time where eight are ASCII.
+            i += match b[i..].first_chunk::<8>() {
+                Some(w) if u64::from_le_bytes(*w) & 0x8080_8080_8080_8080 == 0 => 8,
+                _ => 1,
+            };
             last = 0;
             continue;
         }
+        // `i` is on a char boundary (it moves by whole chars), and `s` is UTF-8: the lead
+        // byte says the char's length, and its continuation bytes are there. Decoded from
+        // the bytes: `s[i..].chars()` tests the boundary and the end again for each char.
+        let (u, len) = if lead < 0xE0 {
+            (((lead as u32 & 0x1F) << 6) | (b[i + 1] as u32 & 0x3F), 2)
+        } else if lead < 0xF0 {
+            let u = ((lead as u32 & 0x0F) << 12)
+                | ((b[i + 1] as u32 & 0x3F) << 6)
+                | (b[i + 2] as u32 & 0x3F);
+            (u, 3)
+        } else {
+            let u = ((lead as u32 & 0x07) << 18)
+                | ((b[i + 1] as u32 & 0x3F) << 12)
+                | ((b[i + 2] as u32 & 0x3F) << 6)
+                | (b[i + 3] as u32 & 0x3F);
+            (u, 4)
+        };
+        i += len;
+        let w = u as usize;
+        if starters
+            .get(w >> 6)
+            .is_some_and(|bits| bits >> (w & 63) & 1 == 1)
+        {
+            last = 0;
+            continue;
+        }
+        let Some(c) = char::from_u32(u) else {
+            return false; // not reached: `s` is UTF-8
+        };
         let class = canonical_combining_class(c);
         if last > class && class != 0 {
             return false;
