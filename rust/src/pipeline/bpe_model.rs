@@ -638,10 +638,12 @@ impl HfBpe {
     /// byte. `None` where the lengths are the places (every byte has an id, or an unknown
     /// token covers the others).
     pub fn hf_ranges_with_missing(&self, w: &[u8], lens: &[u32]) -> Option<Vec<(usize, usize)>> {
-        let has = |b: u8| self.byte_id[b as usize] != NONE;
-        if self.unk.is_some() || w.iter().all(|&b| has(b)) {
+        // The ids cover every byte of `w` (the common case, told without a look at each
+        // byte), or an unknown token stands for the others.
+        if self.unk.is_some() || lens.iter().map(|&l| l as usize).sum::<usize>() == w.len() {
             return None;
         }
+        let has = |b: u8| self.byte_id[b as usize] != NONE;
         let present: Vec<usize> = (0..w.len()).filter(|&j| has(w[j])).collect();
         if lens.iter().map(|&l| l as usize).sum::<usize>() != present.len() || lens.contains(&0) {
             return None; // a whole-word token (its bytes need no single-byte ids)

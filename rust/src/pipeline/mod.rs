@@ -188,16 +188,39 @@ impl Pipeline {
                 word += 1;
                 continue;
             }
-            let mut ns = NString::identity(&text[c.start..c.end], c.start, true);
-            if let Some(n) = &self.normalizer {
+            let seg = &text[c.start..c.end];
+            // Where normalizing leaves the text as it is, byte `i` is aligned to its own
+            // char's range, found from the bytes: no per-byte table to build.
+            let identity = self.normalizer.as_ref().is_none_or(|n| n.leaves(seg));
+            let mut ns = NString::identity(seg, c.start, !identity);
+            if let (Some(n), false) = (&self.normalizer, identity) {
                 n.apply(&mut ns, true);
             }
+            let bytes = ns.text.as_bytes();
+            let al = |i: usize| -> Option<(usize, usize)> {
+                if identity {
+                    let continues = |j: usize| bytes.get(j).is_some_and(|&x| x & 0xC0 == 0x80);
+                    (i < bytes.len()).then(|| {
+                        let (mut a, mut b) = (i, i + 1);
+                        while a > 0 && continues(a) {
+                            a -= 1;
+                        }
+                        while continues(b) {
+                            b += 1;
+                        }
+                        (c.start + a, c.start + b)
+                    })
+                } else {
+                    ns.align.get(i).copied()
+                }
+            };
             let span = |a: usize, b: usize| -> (usize, usize) {
                 if a >= b {
-                    let o = ns.align.get(a).map_or(c.end, |x| x.0);
+                    let o = al(a).map_or(c.end, |x| x.0);
                     (o, o)
                 } else {
-                    (ns.align[a].0, ns.align[b - 1].1)
+                    let at = |i: usize| al(i).unwrap_or((c.end, c.end));
+                    (at(a).0, at(b - 1).1)
                 }
             };
             for nc in self.added.split(&ns.text, Which::Normalized, &all) {
@@ -241,8 +264,7 @@ impl Pipeline {
                             // place of the piece's first char (change 0) and re-inserts that
                             // char (change 1): both take the first char's alignment, so a lone
                             // space covers the first char's range, not an empty one.
-                            let o = ns.align.get(nc.start + p.start).copied();
-                            let o = o.unwrap_or((c.end, c.end));
+                            let o = al(nc.start + p.start).unwrap_or((c.end, c.end));
                             let e = if rb > ra { span(ra, rb).1 } else { o.1 };
                             (o.0, e)
                         } else {
@@ -254,7 +276,11 @@ impl Pipeline {
                 }
             }
         }
-        // Byte offsets into `text` -> char offsets, as HF's `BytesToCharOffsetConverter`.
+        // Byte offsets into `text` -> char offsets, as HF's `BytesToCharOffsetConverter`
+        // (the same numbers in ASCII text).
+        if text.is_ascii() {
+            return Ok(out);
+        }
         let mut char_at = vec![0usize; text.len()];
         for (i, (b, ch)) in text.char_indices().enumerate() {
             char_at[b..b + ch.len_utf8()].fill(i);
