@@ -10,7 +10,7 @@
 //! took) gives no cut, as HF drops empty splits. Two normalized tokens whose normalized
 //! texts are equal are refused: HF's choice between them is not deterministic.
 
-use super::normalizers::{bad, unsupported, NString, Normalizer};
+use super::normalizers::{bad, unsupported, Normalizer};
 use crate::error::Result;
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex_automata::meta::Regex;
@@ -122,14 +122,10 @@ impl AddedVocab {
                 if t.normalized != normalized {
                     continue;
                 }
-                let mut p = t.content.clone();
-                if normalized {
-                    if let Some(n) = normalizer {
-                        let mut s = NString::identity(&p, 0, false);
-                        n.apply(&mut s, false);
-                        p = s.text;
-                    }
-                }
+                let p = match normalizer {
+                    Some(n) if normalized => n.normalize(&t.content),
+                    _ => t.content.clone(),
+                };
                 if p.is_empty() {
                     continue;
                 }

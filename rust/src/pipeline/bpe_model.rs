@@ -640,12 +640,13 @@ impl HfBpe {
     pub fn hf_ranges_with_missing(&self, w: &[u8], lens: &[u32]) -> Option<Vec<(usize, usize)>> {
         // The ids cover every byte of `w` (the common case, told without a look at each
         // byte), or an unknown token stands for the others.
-        if self.unk.is_some() || lens.iter().map(|&l| l as usize).sum::<usize>() == w.len() {
+        let covered: usize = lens.iter().map(|&l| l as usize).sum();
+        if self.unk.is_some() || covered == w.len() {
             return None;
         }
         let has = |b: u8| self.byte_id[b as usize] != NONE;
         let present: Vec<usize> = (0..w.len()).filter(|&j| has(w[j])).collect();
-        if lens.iter().map(|&l| l as usize).sum::<usize>() != present.len() || lens.contains(&0) {
+        if covered != present.len() || lens.contains(&0) {
             return None; // a whole-word token (its bytes need no single-byte ids)
         }
         let width = |b: u8| char_of(b).len_utf8();

@@ -96,11 +96,7 @@ impl Pipeline {
         let active = |ti: usize| self.active(ti, allowed);
         let mut segment = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
             let norm: Cow<'_, str> = match &self.normalizer {
-                Some(n) if !n.leaves(s) => {
-                    let mut ns = NString::identity(s, 0, false);
-                    n.apply(&mut ns, false);
-                    Cow::Owned(ns.text)
-                }
+                Some(n) if !n.leaves(s) => Cow::Owned(n.normalize(s)),
                 _ => Cow::Borrowed(s),
             };
             let mut model = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
@@ -493,12 +489,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     // Where that differs from the bytes the engine keeps for the id (its content, which
     // is what `encode` matches), the id decodes as HF decodes it.
     for t in &added.tokens {
-        let text = match (&normalizer, t.normalized) {
-            (Some(n), true) => {
-                let mut s = NString::identity(&t.content, 0, false);
-                n.apply(&mut s, false);
-                s.text
-            }
+        let text = match &normalizer {
+            Some(n) if t.normalized => n.normalize(&t.content),
             _ => t.content.clone(),
         };
         let bytes = byte_level::token_bytes(&text).unwrap_or_else(|| text.into_bytes());

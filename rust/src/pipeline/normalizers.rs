@@ -125,6 +125,13 @@ impl Normalizer {
         }))
     }
 
+    /// `s` normalized, without alignments.
+    pub fn normalize(&self, s: &str) -> String {
+        let mut ns = NString::identity(s, 0, false);
+        self.apply(&mut ns, false);
+        ns.text
+    }
+
     /// Whether this normalizer leaves `s` as it is (a quick check: `false` may be wrong
     /// only the safe way, sending the text through `apply`).
     pub fn leaves(&self, s: &str) -> bool {
@@ -175,6 +182,7 @@ impl Normalizer {
 /// follows one of a higher class. For a char of [`nfc_starters`] (property Yes, class 0,
 /// read from the same tables) only "its class is 0" matters, which needs no look-up.
 fn nfc_quick_yes(s: &str) -> bool {
+    use crate::encode::pretok::classes::decode_multibyte;
     use unicode_normalization_alignments::char::canonical_combining_class;
     let starters = nfc_starters();
     let b = s.as_bytes();
@@ -191,23 +199,9 @@ fn nfc_quick_yes(s: &str) -> bool {
             last = 0;
             continue;
         }
-        // `i` is on a char boundary (it moves by whole chars), and `s` is UTF-8: the lead
-        // byte says the char's length, and its continuation bytes are there. Decoded from
-        // the bytes: `s[i..].chars()` tests the boundary and the end again for each char.
-        let (u, len) = if lead < 0xE0 {
-            (((lead as u32 & 0x1F) << 6) | (b[i + 1] as u32 & 0x3F), 2)
-        } else if lead < 0xF0 {
-            let u = ((lead as u32 & 0x0F) << 12)
-                | ((b[i + 1] as u32 & 0x3F) << 6)
-                | (b[i + 2] as u32 & 0x3F);
-            (u, 3)
-        } else {
-            let u = ((lead as u32 & 0x07) << 18)
-                | ((b[i + 1] as u32 & 0x3F) << 12)
-                | ((b[i + 2] as u32 & 0x3F) << 6)
-                | (b[i + 3] as u32 & 0x3F);
-            (u, 4)
-        };
+        // `i` is on a char boundary (it moves by whole chars), and `s` is UTF-8: decoded
+        // from the bytes, as `s[i..].chars()` would test the boundary and the end again.
+        let (u, len) = decode_multibyte(b, i, lead);
         i += len;
         let w = u as usize;
         if starters
