@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._core import trim_byte_level_offsets
 from .encoding import Encoding
 
-# Rust's `char::is_whitespace` (the White_Space property), which ByteLevel's trimming and the
-# added tokens' lstrip/rstrip use.
+# Rust's `char::is_whitespace` (the White_Space property), which the added tokens' lstrip/rstrip
+# use (ByteLevel's offset trimming applies the same property in the core).
 WHITE_SPACE = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
-_BYTE_LEVEL_SPACE = "\u0120"  # the ByteLevel alphabet's spelling of b" "
 
 
 class Processor:
@@ -40,51 +40,10 @@ class Processor:
         return Encoding.merge(self.process_encodings(encodings, add_special), False)
 
 
-_NO_SPACES = (0, 0)
-
-
-def _spaces(token: str) -> tuple[int, int]:
-    """How many of the token's first and last characters are spaces ByteLevel trims."""
-    lead = 0
-    for c in token:
-        if c == _BYTE_LEVEL_SPACE or c in WHITE_SPACE:
-            lead += 1
-        else:
-            break
-    trail = 0
-    for c in reversed(token):
-        if c == _BYTE_LEVEL_SPACE or c in WHITE_SPACE:
-            trail += 1
-        else:
-            break
-    return (lead, trail) if lead or trail else _NO_SPACES
-
-
-# Token text -> _spaces(text): the same few thousand tokens come back in every text.
-_SPACES: dict[str, tuple[int, int]] = {}
-
-
 def _trim_offsets(encoding: Encoding, add_prefix_space: bool) -> None:
-    """ByteLevel's `process_offsets`: offsets lose the token's leading and trailing spaces."""
-    offsets = encoding.offsets
-    cache = _SPACES
-    if len(cache) > 1 << 20:
-        cache.clear()
-    for i, token in enumerate(encoding.tokens):
-        spaces = cache.get(token)
-        if spaces is None:
-            spaces = cache[token] = _spaces(token)
-        if spaces is _NO_SPACES:
-            continue
-        lead, trail = spaces
-        start, end = offsets[i]
-        if lead:
-            is_first = i == 0 or start == 0
-            if not (is_first and add_prefix_space and lead == 1):
-                start = min(start + lead, end)
-        if trail and end >= trail:
-            end = max(end - trail, start)
-        offsets[i] = (start, end)
+    """ByteLevel's `process_offsets`: offsets lose the token's leading and trailing spaces
+    (the rule is the core's, `pipeline/byte_level.rs`)."""
+    trim_byte_level_offsets(encoding.tokens, encoding.offsets, add_prefix_space)
 
 
 class ByteLevel(Processor):

@@ -8,7 +8,8 @@
 //! Ctrl-C, lists built as ids come in), [`ints`] and [`id_arrays`] (ids to and from Python
 //! ints and arrays, [`ids`] choosing between them), [`id_text`] (the command line's id
 //! text), [`patterns`] (the OpenAI patterns and where a file may be cut), [`data`] (JSON
-//! Lines blocks and Arrow columns straight to ids) and [`train`].
+//! Lines blocks and Arrow columns straight to ids), [`hf_face`] (the HF face's per-token
+//! work on lists) and [`train`].
 
 use pyo3::prelude::*;
 
@@ -16,6 +17,7 @@ mod batches;
 mod core_bpe;
 mod data;
 mod errors;
+mod hf_face;
 mod id_arrays;
 mod id_text;
 mod ids;
@@ -30,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     id_text::register(m)?;
     patterns::register(m)?;
     data::register(m)?;
+    hf_face::register(m)?;
     train::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
