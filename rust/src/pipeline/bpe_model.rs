@@ -49,6 +49,10 @@ pub struct HfBpe {
     pub by_bytes: FxHashMap<Box<[u8]>, u32>,
     /// The id of each single byte, or `NONE`.
     byte_id: [u32; 256],
+    /// Per id, the byte count of its token in `by_bytes`: the bytes it stands for in a word.
+    /// 0 where that is not known from the id alone: an id of no byte-level token, and the
+    /// unknown token (which stands for the bytes it replaced).
+    token_lens: Box<[u32]>,
     /// (left id, right id) -> (rank, merged id).
     merges: FxHashMap<u64, (u32, u32)>,
     /// `merges` laid out for the merging (see `merge_table.rs`).
@@ -219,11 +223,19 @@ impl HfBpe {
             None => None,
         };
         let whole = (0..=max_id as usize).map(|_| AtomicU8::new(0)).collect();
+        let mut token_lens = vec![0u32; max_id as usize + 1].into_boxed_slice();
+        for (b, &id) in &by_bytes {
+            token_lens[id as usize] = b.len() as u32;
+        }
+        if let Some(u) = unk {
+            token_lens[u as usize] = 0;
+        }
         let table = MergeTable::new(&merges, &byte_id);
         Ok((
             HfBpe {
                 by_bytes,
                 byte_id,
+                token_lens,
                 merges,
                 table,
                 ignore_merges: m.get("ignore_merges").and_then(Value::as_bool) == Some(true),
@@ -599,10 +611,11 @@ impl HfBpe {
         }
     }
 
-    /// [`HfBpe::encode_word`] with the byte length of each id (for offsets). Where every byte
-    /// is a token and the encoder's table holds exactly the model's tokens (`paths.cuts`), an
-    /// id's length is its token's, so the fast paths and caches serve; else (and for a word
-    /// with an `extra` token) HF's merging, which tracks lengths itself.
+    /// [`HfBpe::encode_word`] with the byte length of each id (for offsets). An id's length
+    /// is its token's (`token_lens`), so the fast paths and caches serve; a word holding an
+    /// id whose length that does not tell (the unknown token, which stands for the bytes it
+    /// replaced) is merged again by HF's merging, which tracks lengths itself. A byte that
+    /// has no id and no unknown token is dropped by both, as HF drops it.
     #[allow(clippy::too_many_arguments)]
     pub fn encode_word_with_lens(
         &self,
@@ -614,19 +627,23 @@ impl HfBpe {
         out: &mut Vec<u32>,
         lens: &mut Vec<u32>,
     ) -> Result<()> {
-        if self.paths.cuts {
-            let start = out.len();
-            self.encode_word(vocab, text, w, cache, engine_cache, out)?;
-            let n = lens.len();
-            lens.extend(out[start..].iter().map(|&id| vocab.token_len(id) as u32));
-            if lens[n..].iter().all(|&l| l != 0) {
-                return Ok(());
-            }
-            out.truncate(start);
-            lens.truncate(n);
+        let start = out.len();
+        self.encode_word(vocab, text, w, cache, engine_cache, out)?;
+        let n = lens.len();
+        lens.extend(out[start..].iter().map(|&id| self.token_len(id)));
+        if lens[n..].iter().all(|&l| l != 0) {
+            return Ok(());
         }
+        out.truncate(start);
+        lens.truncate(n);
         self.merge_with_lens(w, out, lens);
         Ok(())
+    }
+
+    /// The byte count id `id` stands for in a word (see `token_lens`), 0 if not known.
+    #[inline]
+    fn token_len(&self, id: u32) -> u32 {
+        self.token_lens.get(id as usize).copied().unwrap_or(0)
     }
 
     /// Where HF places each token of `w` (given by `lens`, the byte counts of
