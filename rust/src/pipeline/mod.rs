@@ -277,20 +277,14 @@ impl Pipeline {
         if text.is_ascii() {
             return Ok(out);
         }
-        let mut char_at = vec![0usize; text.len()];
-        for (i, (b, ch)) in text.char_indices().enumerate() {
-            char_at[b..b + ch.len_utf8()].fill(i);
-        }
+        let mut char_at = CharIndex::new(text.as_bytes());
         for t in &mut out {
             let (s, e) = (t.1, t.2);
-            let conv = match (char_at.get(s), char_at.get(e)) {
-                (Some(&cs), Some(&ce)) => Some((cs, ce)),
-                (Some(&cs), None) => {
-                    let last = e
-                        .checked_sub(1)
-                        .and_then(|i| char_at.get(i))
-                        .map_or(cs + 1, |&x| x);
-                    Some((cs, last + 1))
+            let conv = match (char_at.of(s), char_at.of(e)) {
+                (Some(cs), Some(ce)) => Some((cs, ce)),
+                (Some(cs), None) => {
+                    let last = e.checked_sub(1).and_then(|i| char_at.of(i));
+                    Some((cs, last.map_or(cs + 1, |x| x + 1)))
                 }
                 _ => None,
             };
@@ -300,6 +294,44 @@ impl Pipeline {
             }
         }
         Ok(out)
+    }
+}
+
+/// The index of the char that holds byte `i` of a UTF-8 text, for byte offsets asked near
+/// each other (a text's tokens, in order; a token's start may lie a few bytes behind the
+/// last end, at the first byte of a char that tokens split): the lead bytes (all but
+/// `10xxxxxx`) between the last byte asked and `i` are counted, forward or back, so a text
+/// costs about one pass and no table.
+struct CharIndex<'a> {
+    text: &'a [u8],
+    /// Bytes `..pos` are counted: `leads` of them are lead bytes.
+    pos: usize,
+    leads: usize,
+}
+
+impl<'a> CharIndex<'a> {
+    fn new(text: &'a [u8]) -> Self {
+        CharIndex {
+            text,
+            pos: 0,
+            leads: 0,
+        }
+    }
+
+    /// The index of the char holding byte `i`; `None` past the text's last byte.
+    fn of(&mut self, i: usize) -> Option<usize> {
+        if i >= self.text.len() {
+            return None;
+        }
+        let lead = |b: &&u8| (**b as i8) >= -0x40;
+        if i < self.pos {
+            self.leads -= self.text[i + 1..self.pos].iter().filter(lead).count();
+        } else {
+            self.leads += self.text[self.pos..=i].iter().filter(lead).count();
+        }
+        self.pos = i + 1;
+        // Byte `i` is in the char whose lead byte is the last counted.
+        Some(self.leads - 1)
     }
 }
 
@@ -548,5 +580,35 @@ fn check_post_processor(v: &Value) -> Result<()> {
             Ok(())
         }
         other => Err(unsupported(&format!("post-processor {other}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CharIndex;
+    use crate::test_rng::Rng;
+
+    /// `CharIndex::of` against a table of every byte's char, asked in rising order with
+    /// repeats (as a text's tokens ask) and at random (steps back as well as forward).
+    #[test]
+    fn char_index_matches_a_table_in_any_order() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let chars = ['a', ' ', 'é', '€', '中', '😀', '\n'];
+        for round in 0..200 {
+            let text: String = (0..rng.below(40)).map(|_| *rng.pick(&chars)).collect();
+            let bytes = text.as_bytes();
+            let mut table = Vec::new();
+            for (i, ch) in text.chars().enumerate() {
+                table.extend(std::iter::repeat_n(i, ch.len_utf8()));
+            }
+            let mut asks: Vec<usize> = (0..30).map(|_| rng.below(bytes.len() + 2)).collect();
+            if round % 2 == 0 {
+                asks.sort_unstable();
+            }
+            let mut index = CharIndex::new(bytes);
+            for i in asks {
+                assert_eq!(index.of(i), table.get(i).copied(), "{text:?} byte {i}");
+            }
+        }
     }
 }

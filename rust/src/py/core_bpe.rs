@@ -224,11 +224,11 @@ impl PyCoreBPE {
 
     /// HF's `encode(text, add_special_tokens=False)` as (ids, char offsets, word ids).
     #[allow(clippy::type_complexity)]
-    fn encode_hf_detail(
+    fn encode_hf_detail<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         text: &str,
-    ) -> PyResult<(Vec<Rank>, Vec<(usize, usize)>, Vec<u32>)> {
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Bound<'py, PyList>)> {
         let enc = &self.inner;
         let detail = detached(py, || match &enc.hf {
             Some(hf) => hf.encode_detail(enc, text),
@@ -236,10 +236,14 @@ impl PyCoreBPE {
                 "not a HuggingFace tokenizer.json encoding".into(),
             )),
         })?;
-        let ids = detail.iter().map(|d| d.0).collect();
-        let offsets = detail.iter().map(|d| (d.1, d.2)).collect();
-        let words = detail.iter().map(|d| d.3).collect();
-        Ok((ids, offsets, words))
+        let ids: Vec<Rank> = detail.iter().map(|d| d.0).collect();
+        let offsets: Vec<(usize, usize)> = detail.iter().map(|d| (d.1, d.2)).collect();
+        let words: Vec<Rank> = detail.iter().map(|d| d.3).collect();
+        Ok((
+            ints::id_list(py, &ids)?,
+            ints::offset_list(py, &offsets)?,
+            ints::id_list(py, &words)?,
+        ))
     }
 
     /// `{token bytes: rank}` of the ordinary tokens (built on request).

@@ -332,6 +332,70 @@ pub(super) fn id_list<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py,
     }
 }
 
+/// The list of `(start, end)` int tuples that the HF face's offsets are (`encode_hf_detail`).
+///
+/// Offsets are small numbers met again and again, so each int is the id int of that value
+/// where there is one (a counted reference: the tuple owns it like any other), else a new
+/// int. Each tuple holds only ints, which refer to nothing, so it can be in no reference
+/// cycle: it is untracked by the garbage collector at once, as CPython's collector itself
+/// untracks such tuples at its first pass (`_PyTuple_MaybeUntrack`), instead of being
+/// traversed by the collections that a few thousand new tuples a call set off.
+pub(super) fn offset_list<'py>(
+    py: Python<'py>,
+    pairs: &[(usize, usize)],
+) -> PyResult<Bound<'py, PyList>> {
+    let shared = id_int_spec(py).and_then(|spec| Some((spec, region()?)));
+    // SAFETY: the GIL is held (`py`). `int` returns a new (owned) reference or NULL with an
+    // exception set: `Py_INCREF` on a made id int (live for the whole process, `id_int`), or
+    // `PyLong_FromSize_t`'s new int. `PyList_New`/`PyTuple_New` give new containers of NULL
+    // items (or NULL with an exception set, handled at once); `from_owned_ptr` takes the
+    // list's reference, so it is freed, NULL items and all, on an early return, and a tuple
+    // not yet in the list is released with `Py_DECREF` (its NULL items are skipped). Each
+    // item is set once, at an index below the length, with an owned reference it takes over.
+    // `PyObject_GC_UnTrack` is called on a tuple that is tracked (a new tuple is) and filled.
+    unsafe {
+        let int = |v: usize| -> *mut ffi::PyObject {
+            let made = shared.and_then(|(spec, region)| {
+                Rank::try_from(v)
+                    .ok()
+                    .and_then(|id| id_int(spec, region, id))
+            });
+            match made {
+                Some(obj) => {
+                    ffi::Py_INCREF(obj);
+                    obj
+                }
+                None => ffi::PyLong_FromSize_t(v),
+            }
+        };
+        let len = ffi::Py_ssize_t::try_from(pairs.len()).map_err(|_| {
+            pyo3::exceptions::PyOverflowError::new_err("too many offsets for a list")
+        })?;
+        let raw = ffi::PyList_New(len);
+        if raw.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let list = Bound::from_owned_ptr(py, raw).cast_into_unchecked::<PyList>();
+        for (i, &(a, b)) in pairs.iter().enumerate() {
+            let t = ffi::PyTuple_New(2);
+            if t.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            for (k, v) in [(0, a), (1, b)] {
+                let obj = int(v);
+                if obj.is_null() {
+                    ffi::Py_DECREF(t);
+                    return Err(PyErr::fetch(py));
+                }
+                ffi::PyTuple_SET_ITEM(t, k, obj);
+            }
+            ffi::PyObject_GC_UnTrack(t.cast());
+            ffi::PyList_SET_ITEM(raw, i as ffi::Py_ssize_t, t);
+        }
+        Ok(list)
+    }
+}
+
 /// Makes the id ints of ids `0..=top` now, as the first list holding `top` would (nothing
 /// where ids get C-API ints or `top` is past the region's fill limit): `build_tables`.
 pub(super) fn make_id_ints(py: Python<'_>, top: Rank) {
