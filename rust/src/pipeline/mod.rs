@@ -185,16 +185,23 @@ impl Pipeline {
                 continue;
             }
             let seg = &text[c.start..c.end];
-            // Where normalizing leaves the text as it is, byte `i` is aligned to its own
-            // char's range, found from the bytes: no per-byte table to build.
-            let identity = self.normalizer.as_ref().is_none_or(|n| n.leaves(seg));
-            let mut ns = NString::identity(seg, c.start, !identity);
-            if let (Some(n), false) = (&self.normalizer, identity) {
-                n.apply(&mut ns, true);
-            }
-            let bytes = ns.text.as_bytes();
+            // The normalized text with each byte's alignment, where normalizing changes the
+            // text; where it leaves it as it is, byte `i` is aligned to its own char's range,
+            // found from the bytes: no copy, no per-byte table.
+            let normalized = match &self.normalizer {
+                Some(n) if !n.leaves(seg) => {
+                    let mut ns = NString::identity(seg, c.start, true);
+                    n.apply(&mut ns, true);
+                    Some(ns)
+                }
+                _ => None,
+            };
+            let norm: &str = normalized.as_ref().map_or(seg, |ns| &ns.text);
+            let bytes = norm.as_bytes();
             let al = |i: usize| -> Option<(usize, usize)> {
-                if identity {
+                if let Some(ns) = &normalized {
+                    ns.align.get(i).copied()
+                } else {
                     let continues = |j: usize| bytes.get(j).is_some_and(|&x| x & 0xC0 == 0x80);
                     (i < bytes.len()).then(|| {
                         let (mut a, mut b) = (i, i + 1);
@@ -206,8 +213,6 @@ impl Pipeline {
                         }
                         (c.start + a, c.start + b)
                     })
-                } else {
-                    ns.align.get(i).copied()
                 }
             };
             let span = |a: usize, b: usize| -> (usize, usize) {
@@ -219,14 +224,14 @@ impl Pipeline {
                     (at(a).0, at(b - 1).1)
                 }
             };
-            for nc in self.added.split(&ns.text, Which::Normalized, &all) {
+            for nc in self.added.split(norm, Which::Normalized, &all) {
                 if let Some(ti) = nc.token {
                     let (s, e) = span(nc.start, nc.end);
                     out.push((self.added.tokens[ti].id, s, e, word));
                     word += 1;
                     continue;
                 }
-                let sub = &ns.text[nc.start..nc.end];
+                let sub = &norm[nc.start..nc.end];
                 pieces.clear();
                 self.pretok.pieces(sub, &mut pieces)?;
                 for p in &pieces {

@@ -523,6 +523,20 @@ impl PreTokenizer {
 
     /// The pieces of `seg` (see the module docs), appended to `out`.
     pub fn pieces(&self, seg: &str, out: &mut Vec<Piece>) -> Result<()> {
+        if let Some(re) = self.single_scan() {
+            // One isolating scan: its matches and the gaps between them, as the steps give
+            // them (no step after it splits or adds a space), without a vector a step.
+            let base = seg.as_ptr() as usize;
+            return super::each_word(re, seg, |w| {
+                let start = w.as_ptr() as usize - base;
+                out.push(Piece {
+                    start,
+                    end: start + w.len(),
+                    space: false,
+                });
+                Ok(())
+            });
+        }
         if let Some(fused) = &self.fused {
             return fused.for_each_piece(seg, |start, end| {
                 out.push(Piece {
