@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Union
 
 from . import processors
 from .encoding import Encoding
-from .export import bytes_to_unicode
 from .processors import WHITE_SPACE
 
 _WHITE_SPACE_STR = "".join(sorted(WHITE_SPACE))
@@ -155,7 +154,6 @@ class Tokenizer:
         # `is_special_token(id_to_token(id))`: not a normalized special whose text changed.
         contents = self._special_contents
         self._special_ids = {i for i, t in enumerate(id_to_token) if t in contents}
-        self._bytes: list[bytes | None] | None = None
 
         self._truncation: dict[str, Any] | None = None
         self._padding: dict[str, Any] | None = None
@@ -420,22 +418,6 @@ class Tokenizer:
 
     # ---- decoding ----
 
-    def _token_bytes(self) -> list[bytes | None]:
-        """Each id's bytes under the ByteLevel decoder: a token spelled wholly in the ByteLevel
-        alphabet is those bytes, any other token (an added token's text) its UTF-8."""
-        if self._bytes is None:
-            inverse = {c: b for b, c in enumerate(bytes_to_unicode())}
-            out: list[bytes | None] = [None] * len(self._id_to_token)
-            for i, token in enumerate(self._id_to_token):
-                if token is None:
-                    continue
-                try:
-                    out[i] = bytes(inverse[c] for c in token)
-                except KeyError:
-                    out[i] = token.encode("utf-8")
-            self._bytes = out
-        return self._bytes
-
     def _kept(self, ids: Sequence[int], skip_special_tokens: bool) -> list[int]:
         n = len(self._id_to_token)
         table = self._id_to_token
@@ -448,10 +430,10 @@ class Tokenizer:
         """The text of `ids` through the file's decoder (unknown ids are dropped, as HF does)."""
         decoder = self._decoder_config
         if decoder is not None and decoder.get("type") == "ByteLevel":
-            table = self._token_bytes()
+            # Each id's bytes as ByteLevel's decoder reads its token (the engine's decoding:
+            # a token in the ByteLevel alphabet is those bytes, an added token's text its UTF-8).
             kept = self._kept(ids, skip_special_tokens)
-            data = b"".join(table[i] or b"" for i in kept)
-            return data.decode("utf-8", errors="replace")
+            return self._enc.decode_bytes(kept).decode("utf-8", errors="replace")
         if decoder is None:
             kept = self._kept(ids, skip_special_tokens)
             return " ".join(self._id_to_token[i] or "" for i in kept)
