@@ -160,6 +160,20 @@ def test_bad_settings_are_refused() -> None:
         face.encode("hi")
 
 
+def test_offset_trimming_takes_only_lists_that_match() -> None:
+    # ByteLevel's trimming in the core, on the face's lists: lists that do not match raise.
+    from ferrotok._core import trim_byte_level_offsets
+
+    offsets = [(0, 6), (6, 12)]
+    with pytest.raises(ValueError, match="1 tokens but 2 offsets"):
+        trim_byte_level_offsets(["Ġhello"], offsets, True)
+    with pytest.raises(TypeError):
+        trim_byte_level_offsets([7, "x"], offsets, True)  # type: ignore[list-item]
+    assert offsets == [(0, 6), (6, 12)]
+    trim_byte_level_offsets(["Ġhello", "Ġworld"], offsets, True)
+    assert offsets == [(0, 6), (7, 12)]  # the first token keeps the prefix space
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_decode_and_vocabulary(name: str) -> None:
     hf, face = fresh(name)
