@@ -335,8 +335,9 @@ pub(super) fn id_list<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py,
 /// The list of `(start, end)` int tuples that the HF face's offsets are (`encode_hf_detail`).
 ///
 /// Offsets are small numbers met again and again, so each int is the id int of that value
-/// where there is one (a counted reference: the tuple owns it like any other), else a new
-/// int. Each tuple holds only ints, which refer to nothing, so it can be in no reference
+/// where the ids have made it already (a counted reference: the tuple owns it like any
+/// other), else a new int; offsets make no id ints (they run to a text's length, which would
+/// make chunks that are never freed). Each tuple holds only ints, which refer to nothing, so it can be in no reference
 /// cycle: it is untracked by the garbage collector at once, as CPython's collector itself
 /// untracks such tuples at its first pass (`_PyTuple_MaybeUntrack`), instead of being
 /// traversed by the collections that a few thousand new tuples a call set off.
@@ -344,9 +345,9 @@ pub(super) fn offset_list<'py>(
     py: Python<'py>,
     pairs: &[(usize, usize)],
 ) -> PyResult<Bound<'py, PyList>> {
-    let shared = id_int_spec(py).and_then(|spec| Some((spec, region()?)));
+    let region = id_int_spec(py).and_then(|_| region());
     // SAFETY: the GIL is held (`py`). `int` returns a new (owned) reference or NULL with an
-    // exception set: `Py_INCREF` on a made id int (live for the whole process, `id_int`), or
+    // exception set: `Py_INCREF` on a made id int (live for the whole process), or
     // `PyLong_FromSize_t`'s new int. `PyList_New`/`PyTuple_New` give new containers of NULL
     // items (or NULL with an exception set, handled at once); `from_owned_ptr` takes the
     // list's reference, so it is freed, NULL items and all, on an early return, and a tuple
@@ -355,12 +356,7 @@ pub(super) fn offset_list<'py>(
     // `PyObject_GC_UnTrack` is called on a tuple that is tracked (a new tuple is) and filled.
     unsafe {
         let int = |v: usize| -> *mut ffi::PyObject {
-            let made = shared.and_then(|(spec, region)| {
-                Rank::try_from(v)
-                    .ok()
-                    .and_then(|id| id_int(spec, region, id))
-            });
-            match made {
+            match region.and_then(|r| r.made_int(v)) {
                 Some(obj) => {
                     ffi::Py_INCREF(obj);
                     obj
@@ -495,6 +491,16 @@ impl Region {
         // only pointers into it that ever leave this module are those of made objects
         // (`id_int`). Its value, set when its chunk was made and never changed, is its index.
         (offset < ID_INT_LIMIT * size && offset % size == 0).then_some((offset / size) as Rank)
+    }
+
+    /// The id int of `v` if its chunk is made; never makes one.
+    #[inline(always)]
+    fn made_int(&self, v: usize) -> Option<*mut ffi::PyObject> {
+        let made = self.made.get(v / CHUNK)?.load(Ordering::Acquire);
+        // SAFETY: `v < ID_INT_LIMIT` (`made` exists for its chunk), so the pointer is inside
+        // the region's allocation; the chunk's objects were written before `made` was set
+        // (Release, seen here with Acquire).
+        made.then(|| unsafe { self.base.add(v) }.cast())
     }
 
     /// Makes the chunk of id `top` and every chunk before it, unless made; `false` (nothing
