@@ -608,6 +608,10 @@ def test_whole_corpus(name: str) -> None:
         docs = list(documents(file))[::stride]
         for i in range(0, len(docs), 256):
             total += check_ids(enc, hf, docs[i : i + 256], f"{name} {file}")
-        check_face(face, hf, docs[:: max(1, len(docs) // 64)], name)
+        # Every face field of every fourth document: a piece boundary that moves no id still
+        # moves word_ids (Falcon's punctuation from newer Unicode tables differed on 37 of
+        # 24,583 documents, with equal ids).
+        for i in range(0, len(docs), 1024):
+            check_face(face, hf, docs[i : i + 1024 : 4], f"{name} {file}")
     print(f"{name}: {total} documents, ids identical")
     assert total > 20_000 // stride
