@@ -570,13 +570,11 @@ fn id_int_spec(py: Python<'_>) -> Option<IdIntSpec> {
 #[inline(always)]
 fn id_int(spec: IdIntSpec, region: &Region, id: Rank) -> Option<*mut ffi::PyObject> {
     let id = id as usize;
-    let made = region.made.get(id / CHUNK)?;
-    if !made.load(Ordering::Acquire) {
+    region.made_int(id).or_else(|| {
+        region.made.get(id / CHUNK)?; // past ID_INT_LIMIT: no chunk to make
         make_chunk(spec, region, id / CHUNK);
-    }
-    // SAFETY: `id < ID_INT_LIMIT` (`made` exists for its chunk), so the pointer is inside the
-    // region's allocation; the chunk's objects were written before `made` was set.
-    Some(unsafe { region.base.add(id) }.cast())
+        region.made_int(id)
+    })
 }
 
 /// Writes chunk `index`'s objects, unless another thread has.
