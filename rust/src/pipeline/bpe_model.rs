@@ -22,6 +22,7 @@ use super::byte_level::{char_of, token_bytes};
 use super::long_words::LongWords;
 use super::merge_table::MergeTable;
 use super::normalizers::{bad, unsupported};
+use super::word::Symbols;
 use crate::encode::bpe::char_cuts::CharCuts;
 use crate::encode::bpe::occurs::Occurs;
 use crate::encode::bpe::piece_cache::{Local, PieceCache, MAX_PIECE};
@@ -34,8 +35,6 @@ use crate::vocab::token_table::hash_bytes;
 use crate::vocab::{Vocab, NO_RANK};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
@@ -120,18 +119,24 @@ fn key(a: u32, b: u32) -> u64 {
     (u64::from(a) << 32) | u64::from(b)
 }
 
-#[derive(Clone, Copy)]
-struct Sym {
-    id: u32,
-    len: u32,
-    prev: i32,
-    next: i32,
+/// What both BPE models read from a `tokenizer.json`'s `model` object.
+pub(super) struct BpeJson {
+    /// Token text -> id.
+    pub vocab: FxHashMap<String, u32>,
+    pub max_id: u32,
+    /// (left id, right id) -> (rank, merged id); a pair listed twice keeps its last line,
+    /// as HF's map keeps the last insert.
+    pub merges: FxHashMap<u64, (u32, u32)>,
+    pub unk: Option<u32>,
+    pub fuse_unk: bool,
+    pub ignore_merges: bool,
+    pub byte_fallback: bool,
 }
 
-impl HfBpe {
-    /// The model of a `tokenizer.json` (`model` object). Only byte-level BPE without dropout,
-    /// byte fallback or subword affixes is accepted; anything else is refused by name.
-    pub fn from_json(m: &Value) -> Result<(HfBpe, FxHashMap<String, u32>)> {
+impl BpeJson {
+    /// The `model` object of a BPE `tokenizer.json`: dropout and subword affixes refused by
+    /// name, the vocab, merges and unknown token checked.
+    pub(super) fn parse(m: &Value) -> Result<BpeJson> {
         let kind = m.get("type").and_then(Value::as_str).unwrap_or("BPE");
         if kind != "BPE" {
             return Err(unsupported(&format!("model {kind}")));
@@ -141,9 +146,6 @@ impl HfBpe {
             .is_some_and(|d| !d.is_null() && d.as_f64() != Some(0.0))
         {
             return Err(unsupported("BPE dropout (non-deterministic ids)"));
-        }
-        if m.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
-            return Err(unsupported("BPE byte_fallback (SentencePiece-style BPE)"));
         }
         for affix in ["continuing_subword_prefix", "end_of_word_suffix"] {
             if m.get(affix)
@@ -168,19 +170,6 @@ impl HfBpe {
                 .ok_or_else(|| bad(&format!("token {t:?} has no valid id")))?;
             max_id = max_id.max(id);
             vocab.insert(t.clone(), id);
-        }
-        let mut by_bytes: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
-        by_bytes.reserve(vocab.len());
-        let mut byte_id = [NONE; 256];
-        for (t, &id) in &vocab {
-            if let Some(b) = token_bytes(t) {
-                if b.len() == 1 {
-                    byte_id[b[0] as usize] = id;
-                }
-                if !b.is_empty() {
-                    by_bytes.insert(b.into_boxed_slice(), id);
-                }
-            }
         }
         let merges_json = m
             .get("merges")
@@ -222,6 +211,55 @@ impl HfBpe {
             ),
             None => None,
         };
+        Ok(BpeJson {
+            vocab,
+            max_id,
+            merges,
+            unk,
+            fuse_unk: m.get("fuse_unk").and_then(Value::as_bool) == Some(true),
+            ignore_merges: m.get("ignore_merges").and_then(Value::as_bool) == Some(true),
+            byte_fallback: m.get("byte_fallback").and_then(Value::as_bool) == Some(true),
+        })
+    }
+}
+
+impl HfBpe {
+    /// The model of a `tokenizer.json` (`model` object). Only byte-level BPE without dropout,
+    /// byte fallback or subword affixes is accepted; anything else is refused by name.
+    #[cfg(test)]
+    pub fn from_json(m: &Value) -> Result<(HfBpe, FxHashMap<String, u32>)> {
+        Self::new(BpeJson::parse(m)?)
+    }
+
+    /// [`HfBpe::from_json`] from the parsed model.
+    pub(super) fn new(parsed: BpeJson) -> Result<(HfBpe, FxHashMap<String, u32>)> {
+        let BpeJson {
+            vocab,
+            max_id,
+            merges,
+            unk,
+            fuse_unk,
+            ignore_merges,
+            byte_fallback,
+        } = parsed;
+        if byte_fallback {
+            return Err(unsupported(
+                "BPE byte_fallback with a ByteLevel pre-tokenizer (SentencePiece BPE has none)",
+            ));
+        }
+        let mut by_bytes: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        by_bytes.reserve(vocab.len());
+        let mut byte_id = [NONE; 256];
+        for (t, &id) in &vocab {
+            if let Some(b) = token_bytes(t) {
+                if b.len() == 1 {
+                    byte_id[b[0] as usize] = id;
+                }
+                if !b.is_empty() {
+                    by_bytes.insert(b.into_boxed_slice(), id);
+                }
+            }
+        }
         let whole = (0..=max_id as usize).map(|_| AtomicU8::new(0)).collect();
         let mut token_lens = vec![0u32; max_id as usize + 1].into_boxed_slice();
         for (b, &id) in &by_bytes {
@@ -238,9 +276,9 @@ impl HfBpe {
                 token_lens,
                 merges,
                 table,
-                ignore_merges: m.get("ignore_merges").and_then(Value::as_bool) == Some(true),
+                ignore_merges,
                 unk,
-                fuse_unk: m.get("fuse_unk").and_then(Value::as_bool) == Some(true),
+                fuse_unk,
                 whole,
                 cache: PieceCache::new(),
                 long: LongWords::default(),
@@ -776,102 +814,21 @@ impl HfBpe {
         true
     }
 
-    /// HF's `merge_word` + `Word::merge_all` (a heap of (rank, position)).
+    /// HF's `merge_word` + `Word::merge_all` (see `word.rs`), a symbol a byte.
     fn merge(&self, w: &[u8], out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
         if lens.is_none() && self.merge_short(w, out) {
             return;
         }
-        let mut syms: Vec<Sym> = Vec::with_capacity(w.len());
-        let mut unk: Option<(u32, u32)> = None;
-        let add = |syms: &mut Vec<Sym>, id: u32, len: u32| {
-            let i = syms.len() as i32;
-            syms.push(Sym {
-                id,
-                len,
-                prev: i - 1,
-                next: i + 1,
-            });
-        };
+        let mut syms = Symbols::new();
         for &b in w {
             let id = self.byte_id[b as usize];
             if id != NONE {
-                if let Some((u, l)) = unk.take() {
-                    add(&mut syms, u, l);
-                }
-                add(&mut syms, id, 1);
+                syms.known(id, 1);
             } else if let Some(u) = self.unk {
-                unk = match unk {
-                    Some((uid, l)) if self.fuse_unk => Some((uid, l + 1)),
-                    Some((uid, l)) => {
-                        add(&mut syms, uid, l);
-                        Some((u, 1))
-                    }
-                    None => Some((u, 1)),
-                };
+                syms.unknown(u, 1, self.fuse_unk);
             }
         }
-        if let Some((u, l)) = unk {
-            add(&mut syms, u, l);
-        }
-        if let Some(last) = syms.last_mut() {
-            last.next = -1;
-        }
-        if syms.len() > 1 {
-            // (merge key, position): keys order as ranks (see `merge_table.rs`).
-            let t = &self.table;
-            let mut heap: BinaryHeap<Reverse<(u32, u32)>> = BinaryHeap::with_capacity(syms.len());
-            for i in 0..syms.len() - 1 {
-                let k = t.get(syms[i].id, syms[i + 1].id);
-                if k != NONE {
-                    heap.push(Reverse((k, i as u32)));
-                }
-            }
-            while let Some(Reverse((k, pos))) = heap.pop() {
-                let pos = pos as usize;
-                if syms[pos].len == 0 || syms[pos].next == -1 {
-                    continue;
-                }
-                let next = syms[pos].next as usize;
-                let right = syms[next];
-                // HF skips an entry whose position's pair no longer makes the entry's token.
-                let new_id = t.merged(k);
-                let now = t.get(syms[pos].id, right.id);
-                if now == NONE || t.merged(now) != new_id {
-                    continue;
-                }
-                syms[pos].id = new_id;
-                syms[pos].len += right.len;
-                syms[pos].next = right.next;
-                syms[next].len = 0;
-                if right.next >= 0 {
-                    syms[right.next as usize].prev = pos as i32;
-                }
-                let cur = syms[pos];
-                if cur.prev >= 0 {
-                    let p = cur.prev as usize;
-                    let k = t.get(syms[p].id, cur.id);
-                    if k != NONE {
-                        heap.push(Reverse((k, p as u32)));
-                    }
-                }
-                if cur.next >= 0 {
-                    let n = cur.next as usize;
-                    let k = t.get(cur.id, syms[n].id);
-                    if k != NONE {
-                        heap.push(Reverse((k, pos as u32)));
-                    }
-                }
-            }
-        }
-        match lens {
-            Some(lens) => {
-                for s in syms.iter().filter(|s| s.len != 0) {
-                    out.push(s.id);
-                    lens.push(s.len);
-                }
-            }
-            None => out.extend(syms.iter().filter(|s| s.len != 0).map(|s| s.id)),
-        }
+        syms.merge_into(&self.table, out, lens);
     }
 }
 

@@ -17,7 +17,7 @@
 //!   whole Sequences of known models (DeepSeek LLM, Falcon, StarCoder) as one scanner each,
 //!   the same pieces in one pass;
 //! - [`bpe_model`]: byte-level BPE with HF's merge-pair rule (`long_words`: its long
-//!   words' ids, kept per thread).
+//!   words' ids, kept per thread; [`word`]: HF's `Word`, a word's symbols and their merging).
 //!
 //! The model stage is one implementation of a word → ids step; SentencePiece BPE (byte
 //! fallback), Unigram or WordPiece would be others behind the same three stages.
@@ -33,12 +33,13 @@ pub mod pre_tokenizers;
 pub mod scanners;
 pub mod splitters;
 mod unicode_classes;
+mod word;
 
 use crate::encode::encoder::{Allowed, Encoder};
 use crate::error::Result;
 use crate::vocab::Rank;
 use added_tokens::{AddedVocab, Which};
-use bpe_model::HfBpe;
+use bpe_model::{BpeJson, HfBpe};
 use normalizers::{bad, unsupported, NString, Normalizer};
 use pre_tokenizers::{Piece, PreTokenizer};
 use rustc_hash::FxHashMap;
@@ -433,7 +434,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     if kind != "BPE" {
         return Err(unsupported(&format!("model {kind}")));
     }
-    let (model, vocab) = HfBpe::from_json(model_json)?;
+    let (model, vocab) = HfBpe::new(BpeJson::parse(model_json)?)?;
     if !pretok.is_byte_level() {
         return Err(unsupported(
             "a BPE model without a ByteLevel pre-tokenizer (not byte-level BPE)",
