@@ -56,6 +56,12 @@ def _normalizer(config: Any) -> Callable[[str], str] | None:
     if kind == "Lowercase":
         # Char by char, as Rust's `char::to_lowercase` (no final-sigma rule, unlike str.lower).
         return lambda s: "".join(c.lower() for c in s)
+    if kind == "Prepend":
+        prefix = str(config["prepend"])
+        return lambda s: prefix + s if s else s
+    if kind == "Replace":
+        pattern, content = str(config["pattern"]["String"]), str(config["content"])
+        return lambda s: s.replace(pattern, content) if pattern else s
     if kind == "Sequence":
         steps = [f for f in map(_normalizer, config.get("normalizers") or []) if f is not None]
 

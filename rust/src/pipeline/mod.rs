@@ -9,7 +9,8 @@
 //! differently.
 //!
 //! Stages:
-//! - [`normalizers`]: NFC/NFD/NFKC/NFKD/Lowercase/Sequence, with HF's alignments;
+//! - [`normalizers`]: NFC/NFD/NFKC/NFKD/Lowercase/Prepend/Replace/Sequence, with HF's
+//!   alignments;
 //! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
 //!   text first, normalized ones from the normalized text of each remaining part);
 //! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence (`onig_checks`:

@@ -4,7 +4,8 @@
 //! alignments are kept, the same alignment of every normalized byte to a byte range of the
 //! original text: HF's `NormalizedString::transform` is followed step by step (a composed
 //! char takes the alignment of the first char it replaces, an inserted char the one of the
-//! char before it). The Unicode forms come from `unicode-normalization-alignments` 0.1.12,
+//! char before it; `Prepend`'s chars take the first char's, `Replace`'s new chars the last
+//! replaced byte's). The Unicode forms come from `unicode-normalization-alignments` 0.1.12,
 //! the crate (and Unicode 9 tables) HuggingFace uses, so text normalizes exactly as there.
 
 use crate::error::{Error, Result};
@@ -20,6 +21,15 @@ pub enum Normalizer {
     Nfkc,
     Nfkd,
     Lowercase,
+    /// HF's `Prepend`: the string in front of a text that is not empty (SentencePiece's
+    /// dummy prefix `▁`).
+    Prepend(String),
+    /// HF's `Replace` with a string pattern: every match, left to right without overlap,
+    /// by `content` (SentencePiece's `' '` → `▁`).
+    Replace {
+        pattern: String,
+        content: String,
+    },
     Sequence(Vec<Normalizer>),
 }
 
@@ -90,6 +100,67 @@ impl NString {
     }
 }
 
+impl NString {
+    /// HF's `NormalizedString::prepend`: `p` in front of a text that is not empty. HF puts
+    /// `p`'s first char in place of the text's first char (change 0) and inserts the rest and
+    /// that char again (change 1), so all of them take the first char's alignment.
+    fn prepend(&mut self, p: &str, keep: bool) {
+        if self.text.is_empty() || p.is_empty() {
+            return;
+        }
+        if keep {
+            let first = self.text.chars().next().map_or(0, char::len_utf8);
+            let a = self.align[0];
+            let mut align = Vec::with_capacity(p.len() + self.align.len());
+            align.extend(std::iter::repeat_n(a, p.len() + first));
+            align.extend_from_slice(&self.align[first..]);
+            self.align = align;
+        }
+        self.text.insert_str(0, p);
+    }
+
+    /// HF's `NormalizedString::replace` with a string pattern: each match (left to right,
+    /// not overlapping, as `str::match_indices` finds them) gives way to `content`, whose
+    /// chars are all inserted after the match's chars are removed, so each takes the
+    /// alignment of the match's last byte. An empty pattern matches nothing (HF's `Pattern`
+    /// for an empty string).
+    fn replace(&mut self, pattern: &str, content: &str, keep: bool) {
+        if pattern.is_empty() {
+            return;
+        }
+        // Where the matches are: a one-byte pattern (SentencePiece's space) by `memchr`.
+        let matches: Vec<usize> = match pattern.as_bytes() {
+            &[b] => memchr::memchr_iter(b, self.text.as_bytes()).collect(),
+            _ => self.text.match_indices(pattern).map(|(at, _)| at).collect(),
+        };
+        if matches.is_empty() {
+            return;
+        }
+        let mut text = String::with_capacity(self.text.len());
+        let mut align = Vec::new();
+        if keep {
+            align.reserve(self.align.len());
+        }
+        let mut last = 0;
+        for at in matches {
+            text.push_str(&self.text[last..at]);
+            text.push_str(content);
+            if keep {
+                align.extend_from_slice(&self.align[last..at]);
+                let a = self.align[at + pattern.len() - 1];
+                align.extend(std::iter::repeat_n(a, content.len()));
+            }
+            last = at + pattern.len();
+        }
+        text.push_str(&self.text[last..]);
+        if keep {
+            align.extend_from_slice(&self.align[last..]);
+            self.align = align;
+        }
+        self.text = text;
+    }
+}
+
 impl Normalizer {
     /// The normalizer a `tokenizer.json` asks for (`null`: none); any other kind is refused.
     pub fn from_json(v: &Value) -> Result<Option<Normalizer>> {
@@ -103,6 +174,30 @@ impl Normalizer {
             "NFKC" => Normalizer::Nfkc,
             "NFKD" => Normalizer::Nfkd,
             "Lowercase" => Normalizer::Lowercase,
+            "Prepend" => Normalizer::Prepend(
+                v.get("prepend")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("normalizer Prepend without a `prepend` string"))?
+                    .to_owned(),
+            ),
+            "Replace" => {
+                let pattern = match v.get("pattern") {
+                    Some(p) => match (p.get("String"), p.get("Regex")) {
+                        (Some(Value::String(s)), None) => s.clone(),
+                        (None, Some(_)) => {
+                            return Err(unsupported("normalizer Replace with a Regex pattern"))
+                        }
+                        _ => return Err(bad("normalizer Replace: `pattern` is not a String")),
+                    },
+                    None => return Err(unsupported("normalizer Replace without a pattern")),
+                };
+                let content = v
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("normalizer Replace without a `content` string"))?
+                    .to_owned();
+                Normalizer::Replace { pattern, content }
+            }
             "Sequence" => {
                 let list = v
                     .get("normalizers")
@@ -135,7 +230,12 @@ impl Normalizer {
     /// Whether this normalizer leaves `s` as it is (a quick check: `false` may be wrong
     /// only the safe way, sending the text through `apply`).
     pub fn leaves(&self, s: &str) -> bool {
-        if s.is_ascii() && !matches!(self, Normalizer::Lowercase | Normalizer::Sequence(_)) {
+        if s.is_ascii()
+            && matches!(
+                self,
+                Normalizer::Nfc | Normalizer::Nfd | Normalizer::Nfkc | Normalizer::Nfkd
+            )
+        {
             return true;
         }
         match self {
@@ -144,12 +244,21 @@ impl Normalizer {
             Normalizer::Nfkc => is_nfkc_quick(s.chars()) == IsNormalized::Yes,
             Normalizer::Nfkd => is_nfkd_quick(s.chars()) == IsNormalized::Yes,
             Normalizer::Lowercase => !s.chars().any(|c| c.is_uppercase() || !c.is_ascii()),
+            Normalizer::Prepend(p) => s.is_empty() || p.is_empty(),
+            Normalizer::Replace { pattern, content } => {
+                pattern.is_empty() || pattern == content || !s.contains(pattern.as_str())
+            }
             Normalizer::Sequence(v) => v.iter().all(|n| n.leaves(s)),
         }
     }
 
     /// Normalizes `s` in place (alignments too when `keep`).
     pub fn apply(&self, s: &mut NString, keep: bool) {
+        match self {
+            Normalizer::Prepend(p) => return s.prepend(p, keep),
+            Normalizer::Replace { pattern, content } => return s.replace(pattern, content, keep),
+            _ => {}
+        }
         let src = std::mem::take(&mut s.text);
         s.text = src.clone();
         match self {
@@ -170,6 +279,7 @@ impl Normalizer {
                     n.apply(s, keep);
                 }
             }
+            Normalizer::Prepend(_) | Normalizer::Replace { .. } => {}
         }
     }
 }
@@ -283,6 +393,41 @@ mod tests {
                 "{t:?}"
             );
         }
+    }
+
+    #[test]
+    fn prepend_and_replace_align_as_hf() {
+        // SentencePiece's pair: `▁` in front takes the first char's range, and each space's
+        // `▁` the space's own.
+        let n = Normalizer::Sequence(vec![
+            Normalizer::Prepend("\u{2581}".into()),
+            Normalizer::Replace {
+                pattern: " ".into(),
+                content: "\u{2581}".into(),
+            },
+        ]);
+        let mut s = NString::identity("é a", 0, true);
+        n.apply(&mut s, true);
+        assert_eq!(s.text, "\u{2581}é\u{2581}a");
+        // `▁` (3 bytes) and `é` (2) take é's range, the space's `▁` (3) the space's.
+        let want: Vec<(usize, usize)> = [vec![(0, 2); 5], vec![(2, 3); 3], vec![(3, 4)]].concat();
+        assert_eq!(s.align, want);
+        assert_eq!(n.normalize("é a"), s.text);
+        // An empty text gets no prefix; a replacement of several chars takes the last's range.
+        let mut e = NString::identity("", 0, true);
+        n.apply(&mut e, true);
+        assert_eq!(e.text, "");
+        let r = Normalizer::Replace {
+            pattern: "ab".into(),
+            content: "XYZ".into(),
+        };
+        let mut t = NString::identity("cabab", 10, true);
+        r.apply(&mut t, true);
+        assert_eq!(t.text, "cXYZXYZ");
+        assert_eq!(t.align[..4], [(10, 11), (12, 13), (12, 13), (12, 13)]);
+        assert_eq!(t.align[4..], [(14, 15); 3]);
+        assert!(!n.leaves("x") && n.leaves(""));
+        assert!(r.leaves("a b") && !r.leaves("xab"));
     }
 
     #[test]
