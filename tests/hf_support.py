@@ -14,8 +14,9 @@ from oracle import corpus_file
 
 DOC_CHARS = 4096
 
-# The byte-level BPE models of ../shared/tokenizers (MANIFEST.md there); the others are
-# SentencePiece and WordPiece models, which ferrotok refuses for now.
+# The models of ../shared/tokenizers (MANIFEST.md there) that ferrotok loads: byte-level BPE,
+# and SentencePiece BPE (byte fallback, no pre-tokenizer). The WordPiece one (BERT/BGE) is
+# refused for now.
 BYTE_LEVEL = [
     "gpt-2",
     "llama-bpe",
@@ -26,6 +27,8 @@ BYTE_LEVEL = [
     "gpt-neox",
     "tekken_240911",
 ]
+SENTENCEPIECE = ["llama-spm", "mistral-v1-spm"]
+LOADED = BYTE_LEVEL + SENTENCEPIECE
 
 TEXT_FILES = ["english.txt", "code.txt", "multilingual.txt"]
 ADVERSARIAL_FILES = [

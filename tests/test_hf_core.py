@@ -22,7 +22,7 @@ import ferrotok
 import numpy as np
 import pytest
 from ferrotok.hf.export import bytes_to_unicode
-from hf_support import BYTE_LEVEL
+from hf_support import LOADED
 from oracle import SHARED, corpus_file
 
 # HF tokenizers 0.23 is the oracle (issue 54); PyPI has no 0.23 for Python 3.9, where these
@@ -79,7 +79,7 @@ def sample_docs() -> tuple[str, ...]:
     return tuple(docs)
 
 
-@pytest.mark.parametrize("model", BYTE_LEVEL)
+@pytest.mark.parametrize("model", LOADED)
 def test_reference_vectors(model: str) -> None:
     enc = ours(model)
     hf = theirs(model)
@@ -97,7 +97,7 @@ def test_reference_vectors(model: str) -> None:
         assert enc.encode(text, allowed_special="all", add_special_tokens=True) == with_specials
 
 
-@pytest.mark.parametrize("model", BYTE_LEVEL)
+@pytest.mark.parametrize("model", LOADED)
 def test_corpus_sample_matches_hf(model: str) -> None:
     enc = ours(model)
     hf = theirs(model)
@@ -130,7 +130,7 @@ def test_corpus_sample_matches_hf(model: str) -> None:
             assert enc.decode(enc.encode(doc, allowed_special="all")) == doc
 
 
-@pytest.mark.parametrize("model", BYTE_LEVEL)
+@pytest.mark.parametrize("model", LOADED)
 def test_offsets_and_word_ids_match_hf(model: str) -> None:
     enc = ours(model)
     hf = theirs_untrimmed(model)
@@ -407,7 +407,12 @@ def test_word_class_is_oniguruma_s(invert: bool) -> None:
         ({"pre_tokenizer": {"type": "Whitespace"}}, "pre-tokenizer Whitespace"),
         ({"decoder": {"type": "WordPiece"}}, "decoder WordPiece"),
         ({"post_processor": {"type": "Mystery"}}, "post-processor Mystery"),
-        ({"pre_tokenizer": None}, "without a ByteLevel pre-tokenizer"),
+        # No pre-tokenizer makes SentencePiece BPE, whose decoder is not ByteLevel.
+        ({"pre_tokenizer": None}, "decoder ByteLevel for SentencePiece BPE"),
+        (
+            {"pre_tokenizer": {"type": "Digits", "individual_digits": True}},
+            "pre-tokenizer has no ByteLevel step",
+        ),
     ],
 )
 def test_unsupported_components_are_refused(change: dict[str, Any], component: str) -> None:
@@ -420,7 +425,7 @@ def test_unsupported_components_are_refused(change: dict[str, Any], component: s
     ("model_change", "component"),
     [
         ({"dropout": 0.1}, "dropout"),
-        ({"byte_fallback": True}, "byte_fallback"),
+        ({"byte_fallback": True}, "byte_fallback with a ByteLevel pre-tokenizer"),
         ({"continuing_subword_prefix": "##"}, "continuing_subword_prefix"),
         ({"end_of_word_suffix": "</w>"}, "end_of_word_suffix"),
     ],
@@ -434,8 +439,8 @@ def test_unsupported_model_options_are_refused(
         _load(json.dumps(cfg))
 
 
-@pytest.mark.parametrize("model", ["llama-spm", "mistral-v1-spm", "bert-bge"])
-def test_shared_non_byte_level_files_are_refused(model: str) -> None:
+@pytest.mark.parametrize("model", ["bert-bge"])
+def test_shared_wordpiece_file_is_refused(model: str) -> None:
     with pytest.raises(ValueError, match="not supported by ferrotok"):
         ferrotok.Encoding.from_hf(path_of(model))
 

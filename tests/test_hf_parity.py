@@ -32,7 +32,7 @@ import ferrotok
 import ferrotok.hf
 import numpy as np
 import pytest
-from hf_support import ALL_FILES, BYTE_LEVEL, documents, sample_all
+from hf_support import ALL_FILES, LOADED, documents, sample_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import ENCODINGS_DIR, SHARED
@@ -62,7 +62,7 @@ def model_path(name: str) -> Path:
 @functools.cache
 def loaded(name: str) -> tuple[ferrotok.Encoding, Any, ferrotok.hf.Tokenizer]:
     """(ferrotok Encoding, HF tokenizers.Tokenizer, ferrotok.hf.Tokenizer) of a model."""
-    path = model_path(name) if name in BYTE_LEVEL else Path(name)
+    path = model_path(name) if name in LOADED else Path(name)
     enc = ferrotok.Encoding.from_hf(path)
     return enc, tokenizers.Tokenizer.from_file(str(path)), ferrotok.hf.Tokenizer(enc)
 
@@ -142,20 +142,20 @@ def check_round_trip(enc: ferrotok.Encoding, hf: Any, face: Any, text: str) -> N
         assert enc.decode(enc.encode(text, allowed_special="all")) == text
 
 
-@pytest.mark.parametrize("name", BYTE_LEVEL)
+@pytest.mark.parametrize("name", LOADED)
 def test_corpus_sample_ids(name: str) -> None:
     enc, hf, _ = loaded(name)
     texts = sample_all(6, 1)
     assert check_ids(enc, hf, texts, name) == len(texts)
 
 
-@pytest.mark.parametrize("name", BYTE_LEVEL)
+@pytest.mark.parametrize("name", LOADED)
 def test_corpus_sample_hf_face(name: str) -> None:
     _, hf, face = loaded(name)
     check_face(face, hf, sample_all(2, 1), name)
 
 
-@pytest.mark.parametrize("name", BYTE_LEVEL)
+@pytest.mark.parametrize("name", LOADED)
 def test_decode_round_trip(name: str) -> None:
     enc, hf, face = loaded(name)
     for text in sample_all(2, 1) + list(_FRAGMENTS) + list(model_fragments(name)):
@@ -164,7 +164,7 @@ def test_decode_round_trip(name: str) -> None:
     check_round_trip(enc, hf, face, spaces)
 
 
-@pytest.mark.parametrize("name", BYTE_LEVEL)
+@pytest.mark.parametrize("name", LOADED)
 def test_reference_vectors(name: str) -> None:
     enc, hf, _ = loaded(name)
     path = TOKENIZERS_DIR / "vectors" / f"{name}.jsonl"
@@ -327,7 +327,7 @@ def _hypothesis_model(name: str) -> None:
     check()
 
 
-@pytest.mark.parametrize("name", BYTE_LEVEL)
+@pytest.mark.parametrize("name", LOADED)
 def test_hypothesis_edge_cases(name: str) -> None:
     _hypothesis_model(name)
 
@@ -524,7 +524,7 @@ def _model_dir(tmp: Path, name: str) -> str:
     return str(d)
 
 
-@pytest.mark.parametrize("name", ["llama-bpe", "gpt-neox", "qwen2", "deepseek-llm"])
+@pytest.mark.parametrize("name", ["llama-bpe", "gpt-neox", "qwen2", "deepseek-llm", "llama-spm"])
 def test_transformers_patched_is_identical(name: str, tmp_path: Path) -> None:
     transformers = pytest.importorskip("transformers", minversion="5")
     directory = _model_dir(tmp_path, name)
@@ -598,7 +598,7 @@ def test_unsupported_post_processor_is_refused() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", BYTE_LEVEL)
+@pytest.mark.parametrize("name", LOADED)
 def test_whole_corpus(name: str) -> None:
     # FERROTOK_SWEEP_STRIDE=k takes every k-th document (a shorter sweep on a busy machine).
     stride = int(os.environ.get("FERROTOK_SWEEP_STRIDE", "1"))

@@ -42,6 +42,7 @@ class Encoding:
     # Set by `_setup`; a `tokenizer.json` encoding keeps the file's text, and its parsed dict
     # once asked for (`_hf_config`).
     _hf_json: str | None
+    _hf_strip: int
     _hf_config_parsed: dict[str, Any] | None
 
     def __init__(
@@ -126,6 +127,7 @@ class Encoding:
         enc = cls.__new__(cls)
         enc._setup(name, "", None, special_tokens, None, core)
         enc._hf_json = text
+        enc._hf_strip = core.hf_decode_strip()
         enc._hf_template = single_template(json.loads(core.hf_post_processor() or "null"))
         return enc
 
@@ -158,6 +160,9 @@ class Encoding:
         self._hf_template: tuple[list[int], list[int]] = ([], [])
         self._hf_config_parsed = None
         self._hf_json = None
+        # Leading spaces the file's decoder strips from a decoded text (SentencePiece's `Strip`
+        # takes away the space its normalizer put in front), so `decode(encode(s)) == s`.
+        self._hf_strip = 0
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
             raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
@@ -472,7 +477,16 @@ class Encoding:
         >>> get_encoding("cl100k_base").decode_bytes([15339, 1917])
         b'hello world'
         """
+        if self._hf_strip:
+            return self._stripped(self._core_bpe.decode_bytes(tokens))
         return self._core_bpe.decode_bytes(tokens)
+
+    def _stripped(self, decoded: bytes) -> bytes:
+        """`decoded` without the leading spaces the file's decoder strips (see `_setup`)."""
+        n = 0
+        while n < self._hf_strip and decoded[n : n + 1] == b" ":
+            n += 1
+        return decoded[n:]
 
     def decode(
         self, tokens: Sequence[int] | npt.NDArray[np.integer], errors: str = "replace"
@@ -485,7 +499,7 @@ class Encoding:
         >>> get_encoding("cl100k_base").decode([15339, 1917])
         'hello world'
         """
-        return self._core_bpe.decode_bytes(tokens).decode("utf-8", errors=errors)
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """Decodes one token (special tokens included) into bytes; `KeyError` if unknown.
@@ -520,6 +534,10 @@ class Encoding:
             offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
             text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
         text = b"".join(token_bytes).decode("utf-8", errors="strict")
+        if self._hf_strip:
+            stripped = len(text) - len(self._stripped(text.encode()))
+            text = text[stripped:]
+            offsets = [max(0, o - stripped) for o in offsets]
         return text, offsets
 
     def decode_batch(
@@ -530,10 +548,9 @@ class Encoding:
         num_threads: int = 8,
     ) -> list[str]:
         """Decodes a batch (list of lists of tokens) into a list of strings."""
-        batch, num_threads = _batch_args(batch, num_threads)
         return [
             b.decode("utf-8", errors=errors)
-            for b in self._core_bpe.decode_bytes_batch(batch, num_threads)
+            for b in self.decode_bytes_batch(batch, num_threads=num_threads)
         ]
 
     def decode_bytes_batch(
@@ -541,7 +558,10 @@ class Encoding:
     ) -> list[bytes]:
         """Decodes a batch (list of lists of tokens) into a list of bytes."""
         batch, num_threads = _batch_args(batch, num_threads)
-        return self._core_bpe.decode_bytes_batch(batch, num_threads)
+        decoded = self._core_bpe.decode_bytes_batch(batch, num_threads)
+        if self._hf_strip:
+            return [self._stripped(b) for b in decoded]
+        return decoded
 
     # ====================
     # Miscellaneous

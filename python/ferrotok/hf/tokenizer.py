@@ -8,8 +8,8 @@ type ids, masks, word ids, sequence ids and overflowing pieces. The model's work
 added tokens, pre-tokenizer, BPE) is the engine's `_encode_hf_detail`; what HF does after the
 model (truncation, post-processor, padding) is `processors.post_process`, the same steps in the
 same order. What this face does not do is refused with an error naming it, never approximated:
-`encode_special_tokens=True`, and decoders other than ByteLevel when `tokenizers` is not
-installed to run them.
+`encode_special_tokens=True`, and decoders other than ByteLevel and SentencePiece's chain
+(Replace, ByteFallback, Fuse, Strip) when `tokenizers` is not installed to run them.
 """
 
 from __future__ import annotations
@@ -74,6 +74,87 @@ def _normalizer(config: Any) -> Callable[[str], str] | None:
     raise ValueError(f"unsupported normalizer {kind!r}")
 
 
+_DECODE_STEPS = ("Replace", "ByteFallback", "Fuse", "Strip")
+
+
+def _decode_chain(config: Any) -> Callable[[list[str]], str] | None:
+    """SentencePiece's decoder (a Sequence of Replace with a string pattern, ByteFallback,
+    Fuse and Strip, each step's `decode_chain` as `tokenizers` 0.23 runs it, in the file's
+    order, the tokens joined at the end); None for any other decoder."""
+    steps = config.get("decoders") if config.get("type") == "Sequence" else None
+    if not isinstance(steps, list) or not all(
+        isinstance(d, dict) and d.get("type") in _DECODE_STEPS for d in steps
+    ):
+        return None
+    if any(d["type"] == "Replace" and "String" not in (d.get("pattern") or {}) for d in steps):
+        return None
+
+    def run(tokens: list[str]) -> str:
+        for d in steps:
+            kind = d["type"]
+            if kind == "Replace":
+                pattern, content = d["pattern"]["String"], d["content"]
+                if pattern:
+                    tokens = [t.replace(pattern, content) for t in tokens]
+            elif kind == "ByteFallback":
+                tokens = _byte_fallback(tokens)
+            elif kind == "Fuse":
+                tokens = ["".join(tokens)]
+            else:
+                tokens = [_strip(t, d["content"], int(d["start"]), int(d["stop"])) for t in tokens]
+        return "".join(tokens)
+
+    return run
+
+
+def _fallback_byte(token: str) -> int | None:
+    """The byte HF's ByteFallback decoder reads from a token: 6 UTF-8 bytes, `<0x`, two chars
+    Rust's `u8::from_str_radix(_, 16)` takes (hex digits of either case, or `+` and one), `>`."""
+    if len(token.encode()) != 6 or not (token.startswith("<0x") and token.endswith(">")):
+        return None
+    hex_part = token[3:5]
+    digits = hex_part[1:] if hex_part.startswith("+") else hex_part
+    if not digits or not all(c in "0123456789abcdefABCDEF" for c in digits):
+        return None
+    return int(digits, 16)
+
+
+def _byte_fallback(tokens: list[str]) -> list[str]:
+    """HF's ByteFallback: runs of `<0xHH>` tokens as their UTF-8 text, or one U+FFFD a byte
+    where the run is not UTF-8."""
+    out: list[str] = []
+    run = bytearray()
+
+    def flush() -> None:
+        if run:
+            try:
+                out.append(run.decode("utf-8"))
+            except UnicodeDecodeError:
+                out.extend(["\ufffd"] * len(run))
+            run.clear()
+
+    for t in tokens:
+        b = _fallback_byte(t)
+        if b is None:
+            flush()
+            out.append(t)
+        else:
+            run.append(b)
+    flush()
+    return out
+
+
+def _strip(token: str, content: str, start: int, stop: int) -> str:
+    """HF's Strip: up to `start` leading and `stop` trailing chars that are `content`."""
+    a = 0
+    while a < min(start, len(token)) and token[a] == content:
+        a += 1
+    b = len(token)
+    while len(token) - b < stop and b > a and token[b - 1] == content:
+        b -= 1
+    return token[a:b]
+
+
 def _ws_run(s: str, reverse: bool) -> int:
     """How many of `s`'s first (last) chars are whitespace (Rust's `char::is_whitespace`)."""
     n = 0
@@ -112,6 +193,7 @@ class Tokenizer:
         self._config = config
         self._processor = processors.build(config.get("post_processor"))
         self._decoder_config: dict[str, Any] | None = config.get("decoder")
+        self._decode_chain = _decode_chain(self._decoder_config or {})
         self._hf_fallback: Any = None
         self.encode_special_tokens = False
 
@@ -443,6 +525,9 @@ class Tokenizer:
         if decoder is None:
             kept = self._kept(ids, skip_special_tokens)
             return " ".join(self._id_to_token[i] or "" for i in kept)
+        if self._decode_chain is not None:
+            kept = self._kept(ids, skip_special_tokens)
+            return self._decode_chain([self._id_to_token[i] or "" for i in kept])
         return str(
             self._fallback("decoder").decode(list(ids), skip_special_tokens=skip_special_tokens)
         )

@@ -9,19 +9,19 @@
 //! differently.
 //!
 //! Stages:
-//! - [`normalizers`]: NFC/NFD/NFKC/NFKD/Lowercase/Prepend/Replace/Sequence, with HF's
-//!   alignments;
+//! - [`normalizers`]: NFC/NFD/NFKC/NFKD/Lowercase/Sequence, with HF's alignments;
 //! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
 //!   text first, normalized ones from the normalized text of each remaining part);
 //! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence (`onig_checks`:
 //!   the `Split` patterns Oniguruma reads otherwise, refused by name); [`scanners`]: the
 //!   whole Sequences of known models (DeepSeek LLM, Falcon, StarCoder) as one scanner each,
 //!   the same pieces in one pass;
-//! - [`bpe_model`]: byte-level BPE with HF's merge-pair rule (`long_words`: its long
-//!   words' ids, kept per thread; [`word`]: HF's `Word`, a word's symbols and their merging).
+//! - the model, one of [`Model`]: [`bpe_model`], byte-level BPE with HF's merge-pair rule
+//!   (`long_words`: its long words' ids, kept per thread), behind a ByteLevel pre-tokenizer;
+//!   [`sentencepiece_bpe`], BPE over chars with byte fallback, where there is no
+//!   pre-tokenizer. Both merge through [`word`] (HF's `Word`).
 //!
-//! The model stage is one implementation of a word → ids step; SentencePiece BPE (byte
-//! fallback), Unigram or WordPiece would be others behind the same three stages.
+//! Unigram or WordPiece would be other [`Model`]s behind the same stages.
 
 pub mod added_tokens;
 pub mod bpe_model;
@@ -32,6 +32,7 @@ pub mod normalizers;
 mod onig_checks;
 pub mod pre_tokenizers;
 pub mod scanners;
+pub mod sentencepiece_bpe;
 pub mod splitters;
 mod unicode_classes;
 mod word;
@@ -44,6 +45,7 @@ use bpe_model::{BpeJson, HfBpe};
 use normalizers::{bad, unsupported, NString, Normalizer};
 use pre_tokenizers::{Piece, PreTokenizer};
 use rustc_hash::FxHashMap;
+use sentencepiece_bpe::{decoded_byte, SentencePieceBpe};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -53,7 +55,13 @@ pub struct Pipeline {
     /// Per added token: its index in the encoder's special matcher if it is special.
     special_index: Vec<Option<usize>>,
     pretok: PreTokenizer,
-    model: HfBpe,
+    model: Model,
+    /// Whether a segment goes to the model raw, normalizing as it cuts words (see
+    /// `SentencePieceBpe::encode_raw`).
+    raw_sentencepiece: bool,
+    /// How many spaces the decoder strips from the front of a decoded text (a `Strip`
+    /// decoder after `Fuse`, SentencePiece's: it takes away the space `▁` stood for in front).
+    pub decode_strip: usize,
     /// The file's `post_processor`, as JSON text (`null` if none): the Python layer reads
     /// the ids it puts around a text from it, without parsing the whole file.
     pub post_processor: String,
@@ -61,6 +69,24 @@ pub struct Pipeline {
 
 /// One token of [`Pipeline::encode_detail`]: id, char offsets, word index.
 pub type Detail = (u32, usize, usize, u32);
+
+/// The model stage: a word's ids.
+pub enum Model {
+    /// Byte-level BPE (a ByteLevel pre-tokenizer makes its words). Each model is boxed: they
+    /// hold kilobytes of fixed tables, and a pipeline holds one.
+    ByteLevel(Box<HfBpe>),
+    /// SentencePiece BPE (no pre-tokenizer: a normalized segment is its text).
+    SentencePiece(Box<SentencePieceBpe>),
+}
+
+impl Model {
+    fn cache(&self) -> crate::encode::bpe::piece_cache::Local<'_> {
+        match self {
+            Model::ByteLevel(m) => m.cache(),
+            Model::SentencePiece(m) => m.cache(),
+        }
+    }
+}
 
 impl Pipeline {
     /// Whether added token `ti` may match under `allowed` (non-special ones always do).
@@ -96,17 +122,26 @@ impl Pipeline {
         let mut engine_cache = enc.cache.local();
         let mut buf = Vec::new();
         let active = |ti: usize| self.active(ti, allowed);
+        let raw = self.raw_sentencepiece && !self.normalized_matters(allowed);
         let mut segment = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
+            if let (true, Model::SentencePiece(sp)) = (raw, &self.model) {
+                sp.encode_raw(s, &mut cache, out);
+                return Ok(());
+            }
             let norm: Cow<'_, str> = match &self.normalizer {
                 Some(n) if !n.leaves(s) => Cow::Owned(n.normalize(s)),
                 _ => Cow::Borrowed(s),
             };
             let mut model = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
+                let model = match &self.model {
+                    Model::ByteLevel(m) => m,
+                    Model::SentencePiece(sp) => return sp.encode_into(s, &mut cache, out),
+                };
                 if let Some(re) = self.pretok.single_scan() {
                     // One isolating scan, then bytes: the pieces straight from the scanner, to
                     // the model's path chosen once a text, not once a word.
                     let text = s.as_bytes();
-                    let (vocab, model) = (&enc.vocab, &self.model);
+                    let vocab = &enc.vocab;
                     return if model.on_engine() {
                         each_word(re, s, |w| {
                             model.encode_word_engine(vocab, text, w, &mut engine_cache, out)
@@ -120,7 +155,7 @@ impl Pipeline {
                 if let Some(fused) = self.pretok.fused() {
                     // One scanner for the whole Sequence: its pieces straight to the model.
                     let text = s.as_bytes();
-                    let (vocab, model) = (&enc.vocab, &self.model);
+                    let vocab = &enc.vocab;
                     // The model's path chosen once a text, as above.
                     return if model.on_engine() {
                         fused.for_each_piece(s, |a, b| {
@@ -140,8 +175,7 @@ impl Pipeline {
                     } else {
                         (&s.as_bytes()[p.start..p.end], s.as_bytes())
                     };
-                    self.model
-                        .encode_word(&enc.vocab, whole, w, &mut cache, &mut engine_cache, out)
+                    model.encode_word(&enc.vocab, whole, w, &mut cache, &mut engine_cache, out)
                 })
             };
             if self.normalized_matters(allowed) && self.added.occurs_in(&norm, Which::Normalized) {
@@ -234,6 +268,24 @@ impl Pipeline {
                     continue;
                 }
                 let sub = &norm[nc.start..nc.end];
+                let model = match &self.model {
+                    Model::ByteLevel(m) => m,
+                    Model::SentencePiece(sp) => {
+                        // The sub-segment is one word (no pre-tokenizer), its tokens' byte
+                        // counts laid end to end over it.
+                        ids.clear();
+                        lens.clear();
+                        sp.encode_with_lens(sub, &mut cache, &mut ids, &mut lens)?;
+                        let mut k = nc.start;
+                        for (&id, &len) in ids.iter().zip(&lens) {
+                            let (s, e) = span(k, k + len as usize);
+                            out.push((id, s, e, word));
+                            k += len as usize;
+                        }
+                        word += 1;
+                        continue;
+                    }
+                };
                 pieces.clear();
                 self.pretok.pieces(sub, &mut pieces)?;
                 for p in &pieces {
@@ -241,7 +293,7 @@ impl Pipeline {
                     let whole = if p.space { w } else { sub.as_bytes() };
                     ids.clear();
                     lens.clear();
-                    self.model.encode_word_with_lens(
+                    model.encode_word_with_lens(
                         &enc.vocab,
                         whole,
                         w,
@@ -253,7 +305,7 @@ impl Pipeline {
                     // Byte k of `w` is the virtual space if `p.space` and k = 0.
                     let sp = usize::from(p.space);
                     let mut k = 0usize;
-                    let moved = self.model.hf_ranges_with_missing(w, &lens);
+                    let moved = model.hf_ranges_with_missing(w, &lens);
                     for (i, (&id, &len)) in ids.iter().zip(&lens).enumerate() {
                         let (a, b) = match &moved {
                             Some(r) => r[i],
@@ -355,13 +407,18 @@ impl Pipeline {
     /// Builds now what the pipeline otherwise builds at its first need (see
     /// `Encoder::build_tables`): the model's tables and the pre-tokenizer's DFAs.
     pub fn build_tables(&self, vocab: &crate::encode::bpe::tables::BpeVocab) {
-        self.model.build_tables(vocab);
+        if let Model::ByteLevel(m) = &self.model {
+            m.build_tables(vocab);
+        }
         self.pretok.build_tables();
     }
 
     /// Which of [`Pipeline::build_tables`]'s tables apply here, and whether each is built.
     pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
-        let mut v = self.model.tables_built();
+        let mut v = match &self.model {
+            Model::ByteLevel(m) => m.tables_built(),
+            Model::SentencePiece(_) => Vec::new(),
+        };
         v.extend(self.pretok.tables_built());
         v
     }
@@ -369,7 +426,13 @@ impl Pipeline {
     /// The paths this pipeline runs on, for tests and benchmarks: the model's fast paths
     /// and each `Split` step's splitter.
     pub fn paths(&self) -> Vec<&'static str> {
-        let mut v = self.model.paths();
+        let mut v = match &self.model {
+            Model::ByteLevel(m) => m.paths(),
+            Model::SentencePiece(m) => m.paths(),
+        };
+        if self.raw_sentencepiece {
+            v.push("raw_words");
+        }
         v.extend(self.pretok.splitter_kinds());
         v
     }
@@ -435,13 +498,40 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     if kind != "BPE" {
         return Err(unsupported(&format!("model {kind}")));
     }
-    let (model, vocab) = HfBpe::new(BpeJson::parse(model_json)?)?;
-    if !pretok.is_byte_level() {
+    let parsed = BpeJson::parse(model_json)?;
+    let decoder = root.get("decoder").unwrap_or(&Value::Null);
+    let (mut decode_strip, mut decode_bytes) = (0, false);
+    // The model family, from the pre-tokenizer: a ByteLevel step makes byte-level BPE; none
+    // at all, BPE over the chars of each normalized segment (SentencePiece's).
+    let (model, vocab) = if pretok.is_byte_level() {
+        check_decoder(decoder)?;
+        let (m, vocab) = HfBpe::new(parsed)?;
+        (Model::ByteLevel(Box::new(m)), vocab)
+    } else if pretok.is_none() {
+        (decode_strip, decode_bytes) = sentencepiece_decoder(decoder, parsed.byte_fallback)?;
+        let vocab = parsed.vocab.clone();
+        (
+            Model::SentencePiece(Box::new(SentencePieceBpe::new(parsed)?)),
+            vocab,
+        )
+    } else {
         return Err(unsupported(
-            "a BPE model without a ByteLevel pre-tokenizer (not byte-level BPE)",
+            "a BPE model whose pre-tokenizer has no ByteLevel step (byte-level BPE has one, \
+             SentencePiece BPE has no pre-tokenizer)",
         ));
-    }
-    check_decoder(root.get("decoder").unwrap_or(&Value::Null))?;
+    };
+    // A token's bytes, as the model's decoder gives them.
+    let spm = matches!(model, Model::SentencePiece(_));
+    let token_bytes = |t: &str| -> Vec<u8> {
+        if spm {
+            match decoded_byte(t).filter(|_| decode_bytes) {
+                Some(b) => vec![b],
+                None => t.replace('\u{2581}', " ").into_bytes(),
+            }
+        } else {
+            byte_level::token_bytes(t).unwrap_or_else(|| t.as_bytes().to_vec())
+        }
+    };
     let post_processor = root.get("post_processor").unwrap_or(&Value::Null);
     check_post_processor(post_processor)?;
     let post_processor = post_processor.to_string();
@@ -462,13 +552,14 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let mut ranks: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
     ranks.reserve(vocab.len());
     let mut entries: Vec<(&String, u32)> = vocab.iter().map(|(t, &id)| (t, id)).collect();
-    entries.sort_by_key(|&(_, id)| id);
+    // By id, but a byte fallback token (`<0x41>`) after the others: "A" keeps the bytes `A`.
+    entries.sort_by_key(|&(t, id)| (decode_bytes && decoded_byte(t).is_some(), id));
     let mut seen_ids = rustc_hash::FxHashSet::default();
     for (t, id) in entries {
         if special_ids.contains_key(&id) {
             continue;
         }
-        let bytes = byte_level::token_bytes(t).unwrap_or_else(|| t.as_bytes().to_vec());
+        let bytes = token_bytes(t);
         if !bytes.is_empty() && !ranks.contains_key(&bytes) {
             ranks.insert(bytes, id);
             seen_ids.insert(id);
@@ -480,9 +571,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let mut shared_bytes: Vec<(String, Rank)> = Vec::new();
     for (t, &id) in &vocab {
         if !seen_ids.contains(&id) && !special_ids.contains_key(&id) {
-            let text = byte_level::token_bytes(t)
-                .and_then(|b| String::from_utf8(b).ok())
-                .unwrap_or_else(|| t.clone());
+            let text = String::from_utf8(token_bytes(t)).unwrap_or_else(|_| t.clone());
             shared_bytes.push((text, id));
         }
     }
@@ -507,7 +596,9 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     specials.extend(shared_bytes);
     let mut enc = Encoder::new(ranks, specials, crate::encode::pretok::R50K_PATTERN)?;
     let mut model = model;
-    model.choose_paths(&enc.vocab)?;
+    if let Model::ByteLevel(m) = &mut model {
+        m.choose_paths(&enc.vocab)?;
+    }
     let special_index = added
         .tokens
         .iter()
@@ -524,7 +615,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         .collect();
     // HF decodes an id through its token text: a normalized added token's text is its
     // normalized content ("ﬁX" is "fix" under NFKC and Lowercase), and the ByteLevel decoder
-    // reads a text spelled wholly in its alphabet as those bytes, any other as its UTF-8.
+    // reads a text spelled wholly in its alphabet as those bytes, any other as its UTF-8
+    // (SentencePiece's: `▁` as a space, a byte fallback token as its byte).
     // Where that differs from the bytes the engine keeps for the id (its content, which
     // is what `encode` matches), the id decodes as HF decodes it.
     for t in &added.tokens {
@@ -532,20 +624,84 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             Some(n) if t.normalized => n.normalize(&t.content),
             _ => t.content.clone(),
         };
-        let bytes = byte_level::token_bytes(&text).unwrap_or_else(|| text.into_bytes());
+        let bytes = token_bytes(&text);
         if enc.vocab.token_bytes(t.id) != Some(&bytes[..]) {
             enc.decode_as.insert(t.id, bytes.into());
         }
     }
+    let raw_sentencepiece = match (&model, &normalizer) {
+        (Model::SentencePiece(m), Some(n)) => m.raw_ok() && n.is_sentencepiece(),
+        _ => false,
+    };
     enc.hf = Some(Box::new(Pipeline {
+        raw_sentencepiece,
         normalizer,
         added,
         special_index,
         pretok,
         model,
+        decode_strip,
         post_processor,
     }));
     Ok(enc)
+}
+
+/// The decoder of a SentencePiece BPE model: a `Sequence` of `Replace` (`▁` by a space),
+/// `ByteFallback` (required with the model's byte fallback), `Fuse` and a `Strip` of leading
+/// spaces after `Fuse`, which is how the shared models' files decode (and how a token's bytes
+/// are read here). Returns how many leading spaces `Strip` takes away, and whether
+/// `ByteFallback` reads `<0xHH>` tokens as bytes. Anything else is refused by name.
+fn sentencepiece_decoder(v: &Value, byte_fallback: bool) -> Result<(usize, bool)> {
+    let refuse = |what: &str| {
+        Err(unsupported(&format!(
+            "decoder {what} for SentencePiece BPE (supported: a Sequence of Replace('▁', ' '), \
+             ByteFallback, Fuse and Strip(' ', n, 0) after Fuse)"
+        )))
+    };
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or("none");
+    if kind != "Sequence" {
+        return refuse(kind);
+    }
+    let steps = v
+        .get("decoders")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let (mut replace, mut fallback, mut fused, mut strip) = (false, false, false, 0);
+    for d in steps {
+        let kind = d.get("type").and_then(Value::as_str).unwrap_or("?");
+        match kind {
+            "Replace" => {
+                let from = d.get("pattern").and_then(|p| p.get("String"));
+                let to = d.get("content").and_then(Value::as_str);
+                if from.and_then(Value::as_str) != Some("\u{2581}") || to != Some(" ") {
+                    return refuse("Replace other than '▁' by ' '");
+                }
+                replace = true;
+            }
+            "ByteFallback" => fallback = true,
+            "Fuse" => fused = true,
+            "Strip" => {
+                let content = d.get("content").and_then(Value::as_str);
+                let start = d.get("start").and_then(Value::as_u64);
+                let stop = d.get("stop").and_then(Value::as_u64);
+                match (content, start, stop) {
+                    (Some(" "), Some(n), Some(0)) if fused && strip == 0 => {
+                        strip = usize::try_from(n).unwrap_or(usize::MAX);
+                    }
+                    _ => return refuse("Strip other than of leading spaces after Fuse"),
+                }
+            }
+            other => return refuse(other),
+        }
+    }
+    if !replace {
+        return refuse("Sequence without Replace('▁', ' ')");
+    }
+    if byte_fallback && !fallback {
+        return refuse("Sequence without ByteFallback for a model with byte_fallback");
+    }
+    Ok((strip, fallback))
 }
 
 fn check_decoder(v: &Value) -> Result<()> {

@@ -220,6 +220,18 @@ impl Normalizer {
         }))
     }
 
+    /// Whether this is SentencePiece's: `Prepend("▁")` then `Replace(" ", "▁")`.
+    pub fn is_sentencepiece(&self) -> bool {
+        match self {
+            Normalizer::Sequence(v) => matches!(
+                v.as_slice(),
+                [Normalizer::Prepend(p), Normalizer::Replace { pattern, content }]
+                    if p == "\u{2581}" && pattern == " " && content == "\u{2581}"
+            ),
+            _ => false,
+        }
+    }
+
     /// `s` normalized, without alignments.
     pub fn normalize(&self, s: &str) -> String {
         let mut ns = NString::identity(s, 0, false);

@@ -417,6 +417,11 @@ impl PreTokenizer {
         }
     }
 
+    /// Whether there is no step at all (`null` in the file): a segment is one piece.
+    pub fn is_none(&self) -> bool {
+        self.steps.is_empty()
+    }
+
     /// Whether there is a ByteLevel step (the model then reads bytes).
     pub fn is_byte_level(&self) -> bool {
         self.steps

@@ -1,5 +1,5 @@
 //! HF's `Word` (`tokenizers/src/models/bpe/word.rs`): a word's symbols and their merging, for
-//! the BPE models here (byte-level, `bpe_model.rs`).
+//! both BPE models here (byte-level, `bpe_model.rs`; SentencePiece, `sentencepiece_bpe.rs`).
 //!
 //! Invariant: [`Symbols`] holds the symbols HF's `BPE::merge_word` adds, in its order: a known
 //! symbol first adds the pending unknown token; consecutive unknowns fuse with `fuse_unk`; byte

@@ -213,6 +213,11 @@ impl PyCoreBPE {
         self.inner.hf.as_ref().map(|h| h.post_processor.clone())
     }
 
+    /// How many leading spaces a HuggingFace pipeline's decoder strips (0 for other encoders).
+    fn hf_decode_strip(&self) -> usize {
+        self.inner.hf.as_ref().map_or(0, |h| h.decode_strip)
+    }
+
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).
     fn hf_paths(&self) -> Vec<&'static str> {
         self.inner

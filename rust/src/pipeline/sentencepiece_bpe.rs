@@ -1,0 +1,449 @@
+//! SentencePiece BPE as HuggingFace's `BPE` model runs it where no pre-tokenizer cuts the
+//! text (Llama 2, Mistral 7B: the normalizers put `▁` for each space and in front of the
+//! text, and the model merges chars, not bytes).
+//!
+//! Invariant: `encode_into(s)` appends HF's `BPE::tokenize(s)` ids for a whole normalized
+//! segment `s`, and `encode_with_lens` each id's byte count in `s`: a symbol a char (its
+//! token; else, with `byte_fallback`, its UTF-8 bytes' `<0xHH>` tokens if all exist; else the
+//! unknown token, consecutive ones fused with `fuse_unk`; else nothing), merged by HF's pair
+//! ranks (`word.rs`). With `ignore_merges`, a segment that is a token is that token.
+//!
+//! Why the segment is cut into words: HF merges the whole segment as one word, a heap over
+//! every char of the text. But no merge joins two symbols across a boundary that no token
+//! spans (every merge makes a token), and each side of such a boundary merges as it would
+//! alone (the argument of `encode/bpe/char_cuts.rs`). Where no token holds a char other than
+//! `▁` right before a `▁` (checked at load; so in every shared model), the boundary before
+//! each `▁` that follows another char is such a boundary: no token spans it, and the last
+//! symbol before it (a char's token, a `<0xHH>` or the unknown token) ends in a char other
+//! than `▁`. The unknown token also waits for no symbol across it: `▁` is a token, and adds
+//! the pending one. So the segment is cut there into words (`▁the`, `▁▁▁▁if`), each merged
+//! once and then found in the piece cache, as a byte-level model's pre-tokens are.
+//!
+//! A word too long for the piece cache (a line of CJK text has no spaces) is cut further, by
+//! the same argument, between two chars `a`, `b` that both are tokens where no token holds
+//! `ab`: the symbols beside the cut are `a`'s and `b`'s tokens, and a merge across it would
+//! make a token holding `ab`. (Next to a char that is no token, whose bytes or unknown token
+//! stand for it, nothing is cut.) Its parts merge as it would, and repeat where it does not.
+
+use super::merge_table::{MergeTable, NONE};
+use super::normalizers::bad;
+use super::word::Symbols;
+use crate::encode::bpe::piece_cache::{Local, PieceCache, MAX_PIECE};
+use crate::encode::pretok::classes::decode_multibyte;
+use crate::error::Result;
+use crate::runtime::process_once::ProcessOnce;
+use crate::vocab::token_table::hash_bytes;
+use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// SentencePiece's meta symbol for a space, `▁` (U+2581), as UTF-8.
+const META: &[u8] = "\u{2581}".as_bytes();
+
+#[inline]
+fn pair_key(a: char, b: char) -> u64 {
+    (u64::from(a) << 32) | u64::from(b)
+}
+
+pub struct SentencePieceBpe {
+    /// Token text (UTF-8) -> id.
+    by_text: FxHashMap<Box<[u8]>, u32>,
+    /// The id of each ASCII char's token, or `NONE`.
+    ascii_id: [u32; 256],
+    /// The id of each other char that is a token.
+    char_id: FxHashMap<char, u32>,
+    /// With `byte_fallback`: the id of `<0xHH>` for each byte, or `NONE`.
+    byte_tokens: Option<Box<[u32; 256]>>,
+    unk: Option<u32>,
+    fuse_unk: bool,
+    ignore_merges: bool,
+    table: MergeTable,
+    /// Per id, the bytes of the normalized text its token stands for: its text's length, 1
+    /// for a `<0xHH>` token, 0 for the unknown token (which stands for what it replaced).
+    token_lens: Box<[u32]>,
+    /// Per id: 0 not yet known, 1 BPE on the token's text gives the token, 2 it does not.
+    whole: Box<[AtomicU8]>,
+    /// Whether the segment may be cut before each `▁` that follows another char (see the
+    /// module docs).
+    cut_at_meta: bool,
+    /// Each pair of adjacent chars within a token, as `(a << 32) | b`: where a long word may
+    /// not be cut. Built at the first long word.
+    pairs: ProcessOnce<rustc_hash::FxHashSet<u64>>,
+    cache: PieceCache,
+}
+
+/// The byte of a byte fallback token's text (`<0x0A>`: HF writes `format!("<{b:#04X}>")`).
+pub fn fallback_byte(t: &str) -> Option<u8> {
+    let hex = t.strip_prefix("<0x")?.strip_suffix('>')?;
+    if hex.len() != 2
+        || !hex
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(&c))
+    {
+        return None;
+    }
+    u8::from_str_radix(hex, 16).ok()
+}
+
+/// The byte HF's `ByteFallback` decoder reads from a token's text: 6 bytes, `<0x`, two that
+/// `u8::from_str_radix(_, 16)` takes (either case, or `+` and a digit), `>`. Looser than
+/// [`fallback_byte`], the spelling the model looks up.
+pub fn decoded_byte(t: &str) -> Option<u8> {
+    if t.len() != 6 || !t.starts_with("<0x") || !t.ends_with('>') {
+        return None;
+    }
+    u8::from_str_radix(t.get(3..5)?, 16).ok()
+}
+
+impl SentencePieceBpe {
+    /// The model of a BPE `tokenizer.json` with no pre-tokenizer (see [`super::bpe_model::BpeJson`]).
+    pub(super) fn new(m: super::bpe_model::BpeJson) -> Result<SentencePieceBpe> {
+        let super::bpe_model::BpeJson {
+            vocab,
+            max_id,
+            merges,
+            unk,
+            fuse_unk,
+            ignore_merges,
+            byte_fallback,
+        } = m;
+        let mut ascii_id = [NONE; 256];
+        let mut char_id = FxHashMap::default();
+        let mut byte_tokens = byte_fallback.then(|| Box::new([NONE; 256]));
+        let mut token_lens = vec![0u32; max_id as usize + 1].into_boxed_slice();
+        let mut by_text = FxHashMap::default();
+        by_text.reserve(vocab.len());
+        // Whether a token holds a char other than `▁` right before a `▁`.
+        let mut meta_after_other = false;
+        for (t, &id) in &vocab {
+            let mut chars = t.chars();
+            if let (Some(c), None) = (chars.next(), chars.next()) {
+                if c.is_ascii() {
+                    ascii_id[c as usize] = id;
+                } else {
+                    char_id.insert(c, id);
+                }
+            }
+            token_lens[id as usize] = t.len() as u32;
+            if let Some(b) = byte_tokens.as_deref_mut().and_then(|bt| {
+                let b = fallback_byte(t)?;
+                Some((bt, b))
+            }) {
+                b.0[b.1 as usize] = id;
+                token_lens[id as usize] = 1;
+            }
+            let mut prev = None;
+            for c in t.chars() {
+                if c == '\u{2581}' && prev.is_some_and(|p| p != '\u{2581}') {
+                    meta_after_other = true;
+                }
+                prev = Some(c);
+            }
+            if !t.is_empty() {
+                by_text.insert(t.as_bytes().into(), id);
+            }
+        }
+        if let Some(u) = unk {
+            token_lens[u as usize] = 0;
+        }
+        let unk_ends_in_meta = unk.is_some_and(|u| {
+            vocab
+                .iter()
+                .any(|(t, &id)| id == u && t.ends_with('\u{2581}'))
+        });
+        let cut_at_meta =
+            char_id.contains_key(&'\u{2581}') && !meta_after_other && !unk_ends_in_meta;
+        if vocab.is_empty() {
+            return Err(bad("the BPE model's vocab is empty"));
+        }
+        let table = MergeTable::new(&merges, &ascii_id);
+        Ok(SentencePieceBpe {
+            by_text,
+            ascii_id,
+            char_id,
+            byte_tokens,
+            unk,
+            fuse_unk,
+            ignore_merges,
+            table,
+            token_lens,
+            whole: (0..=max_id as usize).map(|_| AtomicU8::new(0)).collect(),
+            cut_at_meta,
+            pairs: ProcessOnce::new(),
+            cache: PieceCache::new(),
+        })
+    }
+
+    pub fn cache(&self) -> Local<'_> {
+        self.cache.local()
+    }
+
+    /// The paths on: `"cut_at_meta"` where segments are cut into words.
+    pub fn paths(&self) -> Vec<&'static str> {
+        if self.cut_at_meta {
+            vec!["cut_at_meta"]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Calls `f` with each word of segment `s` (the whole segment if it may not be cut).
+    #[inline]
+    fn words(&self, s: &[u8], mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        if !self.cut_at_meta {
+            return f(s);
+        }
+        let mut start = 0;
+        for i in memchr::memchr_iter(META[0], s) {
+            // A cut before this `▁` unless the char before it is `▁` too.
+            if s[i..].starts_with(META) && i > start && !s[..i].ends_with(META) {
+                f(&s[start..i])?;
+                start = i;
+            }
+        }
+        if start < s.len() {
+            f(&s[start..])?;
+        }
+        Ok(())
+    }
+
+    /// Appends the ids of normalized segment `s` (see the module docs).
+    pub fn encode_into(&self, s: &str, cache: &mut Local<'_>, out: &mut Vec<u32>) -> Result<()> {
+        if self.ignore_merges {
+            if let Some(&id) = self.by_text.get(s.as_bytes()) {
+                out.push(id);
+                return Ok(());
+            }
+        }
+        self.words(s.as_bytes(), |w| {
+            self.encode_word(w, cache, out);
+            Ok(())
+        })
+    }
+
+    /// Whether [`SentencePieceBpe::encode_raw`] may serve: the segment is cut at `▁` and no
+    /// whole-segment look-up (`ignore_merges`) needs the normalized text.
+    pub fn raw_ok(&self) -> bool {
+        self.cut_at_meta && !self.ignore_merges
+    }
+
+    /// [`SentencePieceBpe::encode_into`] of the normalized text of raw segment `s`, where
+    /// the normalizer is SentencePiece's (`▁` in front of a text that is not empty, each space
+    /// `▁`) and [`SentencePieceBpe::raw_ok`]: the words straight from `s`, without the
+    /// normalized copy. A `▁` of the normalized text is the one in front, a space or a `▁` of
+    /// `s`, so its words are cut before each space or `▁` of `s` that follows another char,
+    /// and each is its text with spaces made `▁` (the first with the `▁` in front).
+    pub fn encode_raw(&self, s: &str, cache: &mut Local<'_>, out: &mut Vec<u32>) {
+        let b = s.as_bytes();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut word = |start: usize, end: usize, buf: &mut Vec<u8>, out: &mut Vec<u32>| {
+            buf.clear();
+            if start == 0 {
+                buf.extend_from_slice(META);
+            }
+            for &c in &b[start..end] {
+                if c == b' ' {
+                    buf.extend_from_slice(META);
+                } else {
+                    buf.push(c);
+                }
+            }
+            self.encode_word(buf, cache, out);
+        };
+        let (mut start, mut i) = (0, 0);
+        // The `▁` in front comes before the first char, so no cut precedes it.
+        let mut after_meta = true;
+        while i < b.len() {
+            let meta = match b[i] {
+                b' ' => 1,
+                0xE2 if b[i + 1..].starts_with(&META[1..]) => META.len(),
+                _ => 0,
+            };
+            if meta == 0 {
+                after_meta = false;
+                i += 1;
+                continue;
+            }
+            if !after_meta {
+                word(start, i, &mut buf, out);
+                start = i;
+            }
+            after_meta = true;
+            i += meta;
+        }
+        if start < b.len() {
+            word(start, b.len(), &mut buf, out);
+        }
+    }
+
+    /// [`SentencePieceBpe::encode_into`] with each id's byte count in `s` appended to `lens`.
+    pub fn encode_with_lens(
+        &self,
+        s: &str,
+        cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+        lens: &mut Vec<u32>,
+    ) -> Result<()> {
+        if self.ignore_merges {
+            if let Some(&id) = self.by_text.get(s.as_bytes()) {
+                out.push(id);
+                lens.push(s.len() as u32);
+                return Ok(());
+            }
+        }
+        self.words(s.as_bytes(), |w| {
+            let (start, n) = (out.len(), lens.len());
+            self.encode_word(w, cache, out);
+            lens.extend(out[start..].iter().map(|&id| self.token_len(id)));
+            let covered: usize = lens[n..].iter().map(|&l| l as usize).sum();
+            if covered != w.len() || lens[n..].contains(&0) {
+                // An unknown token (its length is what it replaced, which only merging
+                // knows), or a token whose text is not what it stands for here (a
+                // `<0xHH>` token's text met as text): merged again, lengths tracked.
+                out.truncate(start);
+                lens.truncate(n);
+                self.merge(w, out, Some(lens));
+            }
+            Ok(())
+        })
+    }
+
+    #[inline]
+    fn token_len(&self, id: u32) -> u32 {
+        self.token_lens.get(id as usize).copied().unwrap_or(0)
+    }
+
+    /// Appends the ids of word `w` (UTF-8, cut at `▁` as the module docs say); one too long
+    /// for the cache is cut into parts first.
+    #[inline]
+    fn encode_word(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
+        if w.len() <= MAX_PIECE {
+            return self.encode_part(w, cache, out);
+        }
+        let pairs = self.pairs.get_or_init(|| {
+            let mut set = rustc_hash::FxHashSet::default();
+            for t in self.by_text.keys() {
+                let t = std::str::from_utf8(t).unwrap_or_default();
+                let mut prev: Option<char> = None;
+                for c in t.chars() {
+                    if let Some(p) = prev {
+                        set.insert(pair_key(p, c));
+                    }
+                    prev = Some(c);
+                }
+            }
+            set
+        });
+        let mut start = 0;
+        let mut prev: Option<char> = None;
+        let mut i = 0;
+        while i < w.len() {
+            // `w` is UTF-8 (see `merge`).
+            let (c, len) = match w[i] {
+                b0 if b0 < 0x80 => (char::from(b0), 1),
+                b0 => {
+                    let (u, len) = decode_multibyte(w, i, b0);
+                    (
+                        char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER),
+                        len,
+                    )
+                }
+            };
+            let known = self.char_token(c) != NONE;
+            if let Some(p) = prev {
+                if known && !pairs.contains(&pair_key(p, c)) {
+                    self.encode_part(&w[start..i], cache, out);
+                    start = i;
+                }
+            }
+            prev = known.then_some(c);
+            i += len;
+        }
+        self.encode_part(&w[start..], cache, out);
+    }
+
+    /// The id of char `c`'s token, or `NONE`.
+    #[inline]
+    fn char_token(&self, c: char) -> u32 {
+        if c.is_ascii() {
+            self.ascii_id[c as usize]
+        } else {
+            self.char_id.get(&c).copied().unwrap_or(NONE)
+        }
+    }
+
+    /// Appends the ids of `w`, a word or a part of one: a token BPE reaches is itself, else
+    /// the cache's ids, else merged and cached.
+    #[inline]
+    fn encode_part(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
+        if let Some(&id) = self.by_text.get(w) {
+            if self.reaches(id, w) {
+                out.push(id);
+                return;
+            }
+        }
+        let h = hash_bytes(w);
+        if cache.get(w, h, out) {
+            return;
+        }
+        let start = out.len();
+        self.merge(w, out, None);
+        cache.put(w, h, &out[start..]);
+    }
+
+    /// Whether BPE on `w` (the text of token `id`) gives `id` alone; kept per token.
+    fn reaches(&self, id: u32, w: &[u8]) -> bool {
+        let Some(slot) = self.whole.get(id as usize) else {
+            return false;
+        };
+        match slot.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let mut ids = Vec::new();
+                self.merge(w, &mut ids, None);
+                let ok = ids.len() == 1 && ids[0] == id;
+                slot.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
+                ok
+            }
+        }
+    }
+
+    /// HF's `merge_word` + `Word::merge_all` on `w`, a symbol a char (see the module docs).
+    /// `w` is UTF-8 (a slice of a `str`, or one with spaces made `▁`); its chars are read from
+    /// the bytes, without validating it again.
+    fn merge(&self, w: &[u8], out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
+        let mut syms = Symbols::new();
+        let mut i = 0;
+        while i < w.len() {
+            let b0 = w[i];
+            let (c, len) = if b0 < 0x80 {
+                (char::from(b0), 1)
+            } else {
+                let (u, len) = decode_multibyte(w, i, b0);
+                (
+                    char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER),
+                    len,
+                )
+            };
+            let bytes = &w[i..(i + len).min(w.len())];
+            i += len;
+            let id = self.char_token(c);
+            if id != NONE {
+                syms.known(id, len as u32);
+                continue;
+            }
+            if let Some(bt) = &self.byte_tokens {
+                if bytes.iter().all(|&b| bt[b as usize] != NONE) {
+                    for &b in bytes {
+                        syms.fallback(bt[b as usize]);
+                    }
+                    continue;
+                }
+            }
+            if let Some(u) = self.unk {
+                syms.unknown(u, len as u32, self.fuse_unk);
+            }
+        }
+        syms.merge_into(&self.table, out, lens);
+    }
+}
