@@ -403,7 +403,8 @@ def test_word_class_is_oniguruma_s(invert: bool) -> None:
         ({"model": {"type": "Unigram", "vocab": []}}, "model Unigram"),
         ({"normalizer": {"type": "BertNormalizer"}}, "normalizer BertNormalizer"),
         ({"normalizer": {"type": "Replace"}}, "normalizer Replace"),
-        ({"pre_tokenizer": {"type": "Metaspace"}}, "pre-tokenizer Metaspace"),
+        # Metaspace makes SentencePiece BPE too (tested in test_hf_sentencepiece.py).
+        ({"pre_tokenizer": {"type": "Metaspace"}}, "decoder ByteLevel for SentencePiece BPE"),
         ({"pre_tokenizer": {"type": "Whitespace"}}, "pre-tokenizer Whitespace"),
         ({"decoder": {"type": "WordPiece"}}, "decoder WordPiece"),
         ({"post_processor": {"type": "Mystery"}}, "post-processor Mystery"),

@@ -108,6 +108,49 @@ def test_without_a_dummy_prefix(tmp_path: Path) -> None:
     assert enc.decode(enc.encode(" Hello world")) == " Hello world"
 
 
+# Metaspace layouts over Llama 2's vocabulary: (prepend_scheme, split, Strip in the decoder,
+# an NFKC normalizer before it). The first is what transformers' LlamaConverter writes without
+# `legacy`; with a normalizer the words come from Metaspace's copy, not the raw text.
+METASPACE = [
+    ("first", False, True, False),
+    ("always", True, True, False),
+    ("never", False, False, False),
+    ("first", True, True, True),
+]
+
+
+@pytest.mark.parametrize(("scheme", "split", "strip", "nfkc"), METASPACE)
+def test_metaspace_pre_tokenizer(
+    tmp_path: Path, scheme: str, split: bool, strip: bool, nfkc: bool
+) -> None:
+    cfg = json.loads(model_path("llama-spm").read_text(encoding="utf-8"))
+    cfg["normalizer"] = {"type": "NFKC"} if nfkc else None
+    cfg["pre_tokenizer"] = {
+        "type": "Metaspace",
+        "replacement": "\u2581",
+        "prepend_scheme": scheme,
+        "split": split,
+    }
+    if not strip:
+        cfg["decoder"]["decoders"] = cfg["decoder"]["decoders"][:3]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    enc, hf, face = loaded(str(path))
+    want_paths = (
+        ["cut_at_meta"] + (["split_all"] if split else []) + ([] if nfkc else ["raw_words"])
+    )
+    assert enc._core_bpe.hf_paths() == want_paths
+    # Texts after a special token (`first` puts no `▁` there) and starting with a space (no
+    # `▁` in front of one: HF's layout, not sentencepiece's).
+    texts = EDGE_TEXTS + sample_all(2, 1) + ["<s> x", "a</s>b", " lead", "  x</s> y"]
+    check_all(enc, hf, face, texts)
+    words = ["Hello", " world", "x", "  "]
+    for add in (True, False):
+        got = face.encode(words, is_pretokenized=True, add_special_tokens=add)
+        want = hf.encode(words, is_pretokenized=True, add_special_tokens=add)
+        assert (got.ids, got.offsets, got.word_ids) == (want.ids, want.offsets, want.word_ids)
+
+
 def test_tiktoken_face_decodes_without_the_dummy_prefix() -> None:
     enc, hf, _ = loaded("llama-spm")
     text = "Hello world, it's 2021!"
@@ -330,7 +373,14 @@ _REPLACE = {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}
             {"normalizer": {"type": "Replace", "pattern": {"Regex": " +"}, "content": "x"}},
             "Replace with a Regex pattern",
         ),
-        ({"pre_tokenizer": {"type": "Metaspace"}}, "pre-tokenizer Metaspace"),
+        (
+            {"pre_tokenizer": {"type": "Metaspace", "replacement": "_"}},
+            'Metaspace with replacement "_"',
+        ),
+        (
+            {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Metaspace"}]}},
+            "pre-tokenizer Metaspace",
+        ),
     ],
 )
 def test_sentencepiece_components_are_refused_by_name(

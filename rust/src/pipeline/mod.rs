@@ -19,7 +19,8 @@
 //! - the model, one of [`Model`]: [`bpe_model`], byte-level BPE with HF's merge-pair rule
 //!   (`long_words`: its long words' ids, kept per thread), behind a ByteLevel pre-tokenizer;
 //!   [`sentencepiece_bpe`], BPE over chars with byte fallback, where there is no
-//!   pre-tokenizer. Both merge through [`word`] (HF's `Word`).
+//!   pre-tokenizer or only [`metaspace`] (SentencePiece's layout as a pre-tokenizer). Both
+//!   merge through [`word`] (HF's `Word`).
 //!
 //! Unigram or WordPiece would be other [`Model`]s behind the same stages.
 
@@ -28,6 +29,7 @@ pub mod bpe_model;
 pub mod byte_level;
 mod long_words;
 mod merge_table;
+pub mod metaspace;
 pub mod normalizers;
 mod onig_checks;
 pub mod pre_tokenizers;
@@ -42,6 +44,7 @@ use crate::error::Result;
 use crate::vocab::Rank;
 use added_tokens::{AddedVocab, Which};
 use bpe_model::{BpeJson, HfBpe};
+use metaspace::Metaspace;
 use normalizers::{bad, unsupported, NString, Normalizer};
 use pre_tokenizers::{Piece, PreTokenizer};
 use rustc_hash::FxHashMap;
@@ -55,6 +58,8 @@ pub struct Pipeline {
     /// Per added token: its index in the encoder's special matcher if it is special.
     special_index: Vec<Option<usize>>,
     pretok: PreTokenizer,
+    /// A `Metaspace` pre-tokenizer (SentencePiece models only; `pretok` then has no step).
+    metaspace: Option<Metaspace>,
     model: Model,
     /// Whether a segment goes to the model raw, normalizing as it cuts words (see
     /// `SentencePieceBpe::encode_raw`).
@@ -123,19 +128,42 @@ impl Pipeline {
         let mut buf = Vec::new();
         let active = |ti: usize| self.active(ti, allowed);
         let raw = self.raw_sentencepiece && !self.normalized_matters(allowed);
-        let mut segment = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
+        let mut meta_buf = String::new();
+        // `at_start`: whether the segment starts the text (Metaspace's `first` scheme).
+        let mut segment = |s: &str, at_start: bool, out: &mut Vec<Rank>| -> Result<()> {
             if let (true, Model::SentencePiece(sp)) = (raw, &self.model) {
-                sp.encode_raw(s, &mut cache, out);
+                // SentencePiece's normalizers put a `▁` in front of any text; Metaspace by
+                // its scheme.
+                let prefix = self.metaspace.is_none_or(|m| m.prefix(s, at_start));
+                sp.encode_raw(s, prefix, &mut cache, out);
                 return Ok(());
             }
             let norm: Cow<'_, str> = match &self.normalizer {
                 Some(n) if !n.leaves(s) => Cow::Owned(n.normalize(s)),
                 _ => Cow::Borrowed(s),
             };
-            let mut model = |s: &str, out: &mut Vec<Rank>| -> Result<()> {
+            let mut model = |s: &str, at_start: bool, out: &mut Vec<Rank>| -> Result<()> {
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
-                    Model::SentencePiece(sp) => return sp.encode_into(s, &mut cache, out),
+                    Model::SentencePiece(sp) => {
+                        return match &self.metaspace {
+                            Some(m) => {
+                                meta_buf.clear();
+                                if m.prefix(s, at_start) {
+                                    meta_buf.push(metaspace::META);
+                                }
+                                meta_buf.extend(s.chars().map(|c| {
+                                    if c == ' ' {
+                                        metaspace::META
+                                    } else {
+                                        c
+                                    }
+                                }));
+                                sp.encode_into(&meta_buf, &mut cache, out)
+                            }
+                            None => sp.encode_into(s, &mut cache, out),
+                        };
+                    }
                 };
                 if let Some(re) = self.pretok.single_scan() {
                     // One isolating scan, then bytes: the pieces straight from the scanner, to
@@ -182,24 +210,24 @@ impl Pipeline {
                 for c in self.added.split(&norm, Which::Normalized, &active) {
                     match c.token {
                         Some(ti) => out.push(self.added.tokens[ti].id),
-                        None => model(&norm[c.start..c.end], out)?,
+                        None => model(&norm[c.start..c.end], at_start && c.start == 0, out)?,
                     }
                 }
                 Ok(())
             } else {
-                model(&norm, out)
+                model(&norm, at_start, out)
             }
         };
         if self.raw_matters(allowed) && self.added.occurs_in(text, Which::Raw) {
             for c in self.added.split(text, Which::Raw, &active) {
                 match c.token {
                     Some(ti) => out.push(self.added.tokens[ti].id),
-                    None => segment(&text[c.start..c.end], out)?,
+                    None => segment(&text[c.start..c.end], c.start == 0, out)?,
                 }
             }
             Ok(())
         } else {
-            segment(text, out)
+            segment(text, true, out)
         }
     }
 
@@ -213,7 +241,7 @@ impl Pipeline {
         let all = |_: usize| true;
         let mut pieces = Vec::new();
         let mut buf = Vec::new();
-        let (mut ids, mut lens) = (Vec::new(), Vec::new());
+        let (mut ids, mut lens, mut ends) = (Vec::new(), Vec::new(), Vec::new());
         for c in self.added.split(text, Which::Raw, &all) {
             if let Some(ti) = c.token {
                 out.push((self.added.tokens[ti].id, c.start, c.end, word));
@@ -271,18 +299,37 @@ impl Pipeline {
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
                     Model::SentencePiece(sp) => {
-                        // The sub-segment is one word (no pre-tokenizer), its tokens' byte
-                        // counts laid end to end over it.
+                        // The sub-segment is one word (without Metaspace's split), its tokens'
+                        // byte counts laid end to end over it. Metaspace's text is aligned to
+                        // `norm`'s bytes, and so through `span` to the original.
                         ids.clear();
                         lens.clear();
-                        sp.encode_with_lens(sub, &mut cache, &mut ids, &mut lens)?;
-                        let mut k = nc.start;
-                        for (&id, &len) in ids.iter().zip(&lens) {
-                            let (s, e) = span(k, k + len as usize);
+                        ends.clear();
+                        let at_start = c.start == 0 && nc.start == 0;
+                        let meta = self.metaspace.map(|m| {
+                            let mut ns = NString::identity(sub, nc.start, true);
+                            m.apply(&mut ns, at_start, true);
+                            ns
+                        });
+                        let t = meta.as_ref().map_or(sub, |ns| ns.text.as_str());
+                        sp.encode_with_lens(t, &mut cache, &mut ids, &mut lens, &mut ends)?;
+                        let mut k = 0;
+                        let mut next_end = ends.iter().copied().peekable();
+                        for (i, (&id, &len)) in ids.iter().zip(&lens).enumerate() {
+                            let (a, b) = (k, k + len as usize);
+                            k = b;
+                            let (s, e) = match &meta {
+                                Some(ns) => span(ns.align[a].0, ns.align[b - 1].1),
+                                None => span(nc.start + a, nc.start + b),
+                            };
                             out.push((id, s, e, word));
-                            k += len as usize;
+                            if next_end.next_if_eq(&(i + 1)).is_some() {
+                                word += 1;
+                            }
                         }
-                        word += 1;
+                        if ends.is_empty() {
+                            word += 1;
+                        }
                         continue;
                     }
                 };
@@ -490,7 +537,14 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     }
     let model_json = root.get("model").ok_or_else(|| bad("no `model`"))?;
     let normalizer = Normalizer::from_json(root.get("normalizer").unwrap_or(&Value::Null))?;
-    let pretok = PreTokenizer::from_json(root.get("pre_tokenizer").unwrap_or(&Value::Null))?;
+    let pre_json = root.get("pre_tokenizer").unwrap_or(&Value::Null);
+    // SentencePiece's layout by a pre-tokenizer (`Metaspace`) rather than by normalizers.
+    let metaspace = Metaspace::from_json(pre_json)?;
+    let pretok = if metaspace.is_some() {
+        PreTokenizer::from_json(&Value::Null)?
+    } else {
+        PreTokenizer::from_json(pre_json)?
+    };
     let kind = model_json
         .get("type")
         .and_then(Value::as_str)
@@ -510,8 +564,9 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     } else if pretok.is_none() {
         (decode_strip, decode_bytes) = sentencepiece_decoder(decoder, parsed.byte_fallback)?;
         let vocab = parsed.vocab.clone();
+        let split_all = metaspace.is_some_and(|m| m.split);
         (
-            Model::SentencePiece(Box::new(SentencePieceBpe::new(parsed)?)),
+            Model::SentencePiece(Box::new(SentencePieceBpe::new(parsed, split_all)?)),
             vocab,
         )
     } else {
@@ -629,8 +684,11 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             enc.decode_as.insert(t.id, bytes.into());
         }
     }
-    let raw_sentencepiece = match (&model, &normalizer) {
-        (Model::SentencePiece(m), Some(n)) => m.raw_ok() && n.is_sentencepiece(),
+    // The raw path makes each space `▁` and puts one in front: SentencePiece's normalizers
+    // alone, or Metaspace without a normalizer.
+    let raw_sentencepiece = match (&model, &normalizer, &metaspace) {
+        (Model::SentencePiece(m), Some(n), None) => m.raw_ok() && n.is_sentencepiece(),
+        (Model::SentencePiece(m), None, Some(_)) => m.raw_ok(),
         _ => false,
     };
     enc.hf = Some(Box::new(Pipeline {
@@ -639,6 +697,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         added,
         special_index,
         pretok,
+        metaspace,
         model,
         decode_strip,
         post_processor,

@@ -104,7 +104,7 @@ impl NString {
     /// HF's `NormalizedString::prepend`: `p` in front of a text that is not empty. HF puts
     /// `p`'s first char in place of the text's first char (change 0) and inserts the rest and
     /// that char again (change 1), so all of them take the first char's alignment.
-    fn prepend(&mut self, p: &str, keep: bool) {
+    pub(super) fn prepend(&mut self, p: &str, keep: bool) {
         if self.text.is_empty() || p.is_empty() {
             return;
         }
@@ -124,7 +124,7 @@ impl NString {
     /// chars are all inserted after the match's chars are removed, so each takes the
     /// alignment of the match's last byte. An empty pattern matches nothing (HF's `Pattern`
     /// for an empty string).
-    fn replace(&mut self, pattern: &str, content: &str, keep: bool) {
+    pub(super) fn replace(&mut self, pattern: &str, content: &str, keep: bool) {
         if pattern.is_empty() {
             return;
         }

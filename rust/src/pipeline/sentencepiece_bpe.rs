@@ -65,6 +65,9 @@ pub struct SentencePieceBpe {
     /// Whether the segment may be cut before each `▁` that follows another char (see the
     /// module docs).
     cut_at_meta: bool,
+    /// Whether the pre-tokenizer cuts before every `▁` (`Metaspace` with `split`): HF's own
+    /// pieces, each a word whatever the vocabulary.
+    split_all: bool,
     /// Each pair of adjacent chars within a token, as `(a << 32) | b`: where a long word may
     /// not be cut. Built at the first long word.
     pairs: ProcessOnce<rustc_hash::FxHashSet<u64>>,
@@ -96,7 +99,8 @@ pub fn decoded_byte(t: &str) -> Option<u8> {
 
 impl SentencePieceBpe {
     /// The model of a BPE `tokenizer.json` with no pre-tokenizer (see [`super::bpe_model::BpeJson`]).
-    pub(super) fn new(m: super::bpe_model::BpeJson) -> Result<SentencePieceBpe> {
+    /// `split_all`: the pre-tokenizer cuts before every `▁` (see the field).
+    pub(super) fn new(m: super::bpe_model::BpeJson, split_all: bool) -> Result<SentencePieceBpe> {
         let super::bpe_model::BpeJson {
             vocab,
             max_id,
@@ -155,6 +159,12 @@ impl SentencePieceBpe {
         if vocab.is_empty() {
             return Err(bad("the BPE model's vocab is empty"));
         }
+        if ignore_merges && split_all {
+            // HF's whole-word look-up would be per piece, which no path here keeps apart.
+            return Err(super::normalizers::unsupported(
+                "BPE ignore_merges with a Metaspace pre-tokenizer that splits",
+            ));
+        }
         let table = MergeTable::new(&merges, &ascii_id);
         Ok(SentencePieceBpe {
             by_text,
@@ -168,6 +178,7 @@ impl SentencePieceBpe {
             token_lens,
             whole: (0..=max_id as usize).map(|_| AtomicU8::new(0)).collect(),
             cut_at_meta,
+            split_all,
             pairs: ProcessOnce::new(),
             cache: PieceCache::new(),
         })
@@ -177,25 +188,31 @@ impl SentencePieceBpe {
         self.cache.local()
     }
 
-    /// The paths on: `"cut_at_meta"` where segments are cut into words.
+    /// The paths on: `"cut_at_meta"` where segments are cut into words at `▁` after another
+    /// char, `"split_all"` where the pre-tokenizer cuts before every `▁`.
     pub fn paths(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
         if self.cut_at_meta {
-            vec!["cut_at_meta"]
-        } else {
-            Vec::new()
+            v.push("cut_at_meta");
         }
+        if self.split_all {
+            v.push("split_all");
+        }
+        v
     }
 
     /// Calls `f` with each word of segment `s` (the whole segment if it may not be cut).
     #[inline]
     fn words(&self, s: &[u8], mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
-        if !self.cut_at_meta {
+        if !self.cut_at_meta && !self.split_all {
             return f(s);
         }
         let mut start = 0;
         for i in memchr::memchr_iter(META[0], s) {
-            // A cut before this `▁` unless the char before it is `▁` too.
-            if s[i..].starts_with(META) && i > start && !s[..i].ends_with(META) {
+            // A cut before this `▁` unless the char before it is `▁` too (which the
+            // pre-tokenizer's own split cuts as well).
+            if s[i..].starts_with(META) && i > start && (self.split_all || !s[..i].ends_with(META))
+            {
                 f(&s[start..i])?;
                 start = i;
             }
@@ -223,21 +240,22 @@ impl SentencePieceBpe {
     /// Whether [`SentencePieceBpe::encode_raw`] may serve: the segment is cut at `▁` and no
     /// whole-segment look-up (`ignore_merges`) needs the normalized text.
     pub fn raw_ok(&self) -> bool {
-        self.cut_at_meta && !self.ignore_merges
+        (self.cut_at_meta || self.split_all) && !self.ignore_merges
     }
 
-    /// [`SentencePieceBpe::encode_into`] of the normalized text of raw segment `s`, where
-    /// the normalizer is SentencePiece's (`▁` in front of a text that is not empty, each space
-    /// `▁`) and [`SentencePieceBpe::raw_ok`]: the words straight from `s`, without the
-    /// normalized copy. A `▁` of the normalized text is the one in front, a space or a `▁` of
-    /// `s`, so its words are cut before each space or `▁` of `s` that follows another char,
-    /// and each is its text with spaces made `▁` (the first with the `▁` in front).
-    pub fn encode_raw(&self, s: &str, cache: &mut Local<'_>, out: &mut Vec<u32>) {
+    /// [`SentencePieceBpe::encode_into`] of segment `s` with each space made `▁` and, if
+    /// `prefix`, a `▁` in front (SentencePiece's layout, by its normalizers or by `Metaspace`),
+    /// where [`SentencePieceBpe::raw_ok`]: the words straight from `s`, without that copy. A
+    /// `▁` of that text is the one in front, a space or a `▁` of `s`, so its words are cut
+    /// before each space or `▁` of `s` that follows another char (or before every one, with
+    /// `split_all`), and each is its text with spaces made `▁` (the first with the `▁` in
+    /// front, if any).
+    pub fn encode_raw(&self, s: &str, prefix: bool, cache: &mut Local<'_>, out: &mut Vec<u32>) {
         let b = s.as_bytes();
         let mut buf: Vec<u8> = Vec::new();
         let mut word = |start: usize, end: usize, buf: &mut Vec<u8>, out: &mut Vec<u32>| {
             buf.clear();
-            if start == 0 {
+            if start == 0 && prefix {
                 buf.extend_from_slice(META);
             }
             for &c in &b[start..end] {
@@ -250,7 +268,7 @@ impl SentencePieceBpe {
             self.encode_word(buf, cache, out);
         };
         let (mut start, mut i) = (0, 0);
-        // The `▁` in front comes before the first char, so no cut precedes it.
+        // No cut comes before the first char (nor after a `▁` in front of it).
         let mut after_meta = true;
         while i < b.len() {
             let meta = match b[i] {
@@ -263,7 +281,7 @@ impl SentencePieceBpe {
                 i += 1;
                 continue;
             }
-            if !after_meta {
+            if i > start && (self.split_all || !after_meta) {
                 word(start, i, &mut buf, out);
                 start = i;
             }
@@ -275,13 +293,15 @@ impl SentencePieceBpe {
         }
     }
 
-    /// [`SentencePieceBpe::encode_into`] with each id's byte count in `s` appended to `lens`.
+    /// [`SentencePieceBpe::encode_into`] with each id's byte count in `s` appended to `lens`,
+    /// and with `split_all`, the number of ids at the end of each of HF's pieces to `pieces`.
     pub fn encode_with_lens(
         &self,
         s: &str,
         cache: &mut Local<'_>,
         out: &mut Vec<u32>,
         lens: &mut Vec<u32>,
+        pieces: &mut Vec<usize>,
     ) -> Result<()> {
         if self.ignore_merges {
             if let Some(&id) = self.by_text.get(s.as_bytes()) {
@@ -302,6 +322,9 @@ impl SentencePieceBpe {
                 out.truncate(start);
                 lens.truncate(n);
                 self.merge(w, out, Some(lens));
+            }
+            if self.split_all {
+                pieces.push(out.len());
             }
             Ok(())
         })

@@ -1,0 +1,84 @@
+//! HF's `Metaspace` pre-tokenizer, the newer way to write SentencePiece's layout (transformers'
+//! `LlamaConverter` without `legacy`): no normalizer, and this step makes each space `▁`, puts
+//! a `▁` in front of a piece, and (with `split`) cuts before every `▁`.
+//!
+//! Invariant: for a segment `s` (a part of the text between added tokens, after the
+//! normalizer) that starts the whole text or not (`at_start`), [`Metaspace::apply`] gives HF's
+//! text and alignments of `s` after this step: `' '` replaced by `▁` (`NormalizedString::
+//! replace`), then a `▁` put in front (`prepend`) unless the text now starts with one, with
+//! `prepend_scheme` `always`, or `first` and `at_start` (HF: the piece's original offset is
+//! 0), never with `never`. With `split` HF then cuts before each `▁` (`MergedWithNext`): every
+//! piece is a word of its own.
+
+use super::normalizers::{bad, unsupported, NString};
+use crate::error::Result;
+use serde_json::Value;
+
+/// The replacement char this supports (HF's default, and every SentencePiece model's).
+pub const META: char = '\u{2581}';
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prepend {
+    Always,
+    First,
+    Never,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Metaspace {
+    pub prepend: Prepend,
+    /// Whether the piece is cut before each `▁`.
+    pub split: bool,
+}
+
+impl Metaspace {
+    /// The `Metaspace` of a `pre_tokenizer` object; `None` for any other pre-tokenizer.
+    /// Refused by name: another replacement char, an unknown `prepend_scheme`.
+    pub fn from_json(v: &Value) -> Result<Option<Metaspace>> {
+        if v.get("type").and_then(Value::as_str) != Some("Metaspace") {
+            return Ok(None);
+        }
+        let replacement = v
+            .get("replacement")
+            .and_then(Value::as_str)
+            .unwrap_or("\u{2581}");
+        if replacement != META.to_string() {
+            return Err(unsupported(&format!(
+                "pre-tokenizer Metaspace with replacement {replacement:?} (only '▁')"
+            )));
+        }
+        // HF reads a legacy `add_prefix_space` as `always` / `never`.
+        let legacy = v.get("add_prefix_space").and_then(Value::as_bool);
+        let prepend = match v.get("prepend_scheme").and_then(Value::as_str) {
+            Some("always") => Prepend::Always,
+            Some("first") => Prepend::First,
+            Some("never") => Prepend::Never,
+            Some(other) => return Err(bad(&format!("Metaspace prepend_scheme {other:?}"))),
+            None if legacy == Some(false) => Prepend::Never,
+            None => Prepend::Always,
+        };
+        let split = v.get("split").and_then(Value::as_bool).unwrap_or(true);
+        Ok(Some(Metaspace { prepend, split }))
+    }
+
+    /// Whether a `▁` goes in front of segment `s` (see the module docs).
+    #[inline]
+    pub fn prefix(&self, s: &str, at_start: bool) -> bool {
+        let scheme = match self.prepend {
+            Prepend::Always => true,
+            Prepend::First => at_start,
+            Prepend::Never => false,
+        };
+        // After the replacement, the text starts with `▁` iff it started with a space or `▁`.
+        scheme && !s.is_empty() && !s.starts_with([' ', META])
+    }
+
+    /// `s` after this step, with alignments when `keep` (see the module docs).
+    pub fn apply(&self, s: &mut NString, at_start: bool, keep: bool) {
+        let prefix = self.prefix(&s.text, at_start);
+        s.replace(" ", "\u{2581}", keep);
+        if prefix {
+            s.prepend("\u{2581}", keep);
+        }
+    }
+}
