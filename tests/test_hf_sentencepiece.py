@@ -15,6 +15,7 @@ import copy
 import functools
 import json
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,8 @@ def test_tiktoken_face_decodes_without_the_dummy_prefix() -> None:
     # A text starting with spaces keeps all but the one the normalizer put in front.
     assert enc.decode(enc.encode("  x")) == "  x"
     assert enc.decode(enc.encode(text, add_special_tokens=True)) == "<s> " + text
+    # A copy made by pickle (worker processes) decodes the same way.
+    assert pickle.loads(pickle.dumps(enc)).decode(ids) == text
 
 
 # ---- models trained here with HF's trainer ----

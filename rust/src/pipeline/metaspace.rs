@@ -73,6 +73,15 @@ impl Metaspace {
         scheme && !s.is_empty() && !s.starts_with([' ', META])
     }
 
+    /// `s` after this step into `out` (cleared first), without alignments.
+    pub fn apply_text(&self, s: &str, at_start: bool, out: &mut String) {
+        out.clear();
+        if self.prefix(s, at_start) {
+            out.push(META);
+        }
+        out.extend(s.chars().map(|c| if c == ' ' { META } else { c }));
+    }
+
     /// `s` after this step, with alignments when `keep` (see the module docs).
     pub fn apply(&self, s: &mut NString, at_start: bool, keep: bool) {
         let prefix = self.prefix(&s.text, at_start);

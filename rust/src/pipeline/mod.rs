@@ -148,17 +148,7 @@ impl Pipeline {
                     Model::SentencePiece(sp) => {
                         return match &self.metaspace {
                             Some(m) => {
-                                meta_buf.clear();
-                                if m.prefix(s, at_start) {
-                                    meta_buf.push(metaspace::META);
-                                }
-                                meta_buf.extend(s.chars().map(|c| {
-                                    if c == ' ' {
-                                        metaspace::META
-                                    } else {
-                                        c
-                                    }
-                                }));
+                                m.apply_text(s, at_start, &mut meta_buf);
                                 sp.encode_into(&meta_buf, &mut cache, out)
                             }
                             None => sp.encode_into(s, &mut cache, out),
