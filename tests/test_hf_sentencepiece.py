@@ -152,6 +152,44 @@ def test_metaspace_pre_tokenizer(
         assert (got.ids, got.offsets, got.word_ids) == (want.ids, want.offsets, want.word_ids)
 
 
+def test_a_byte_tokens_text_stays_text(tmp_path: Path) -> None:
+    # Words met raw are looked up by their decoded bytes, where the one-char word "\x01"
+    # (whose char has no token) is its byte token's bytes; that must not teach the model that
+    # the word "<0x01>" is that token. A normalized special added token makes
+    # `allowed_special="all"` take the normalized path, which reads what the raw one learnt.
+    cfg = json.loads(model_path("llama-spm").read_text(encoding="utf-8"))
+    cfg["normalizer"] = None
+    cfg["pre_tokenizer"] = {
+        "type": "Metaspace",
+        "replacement": "\u2581",
+        "prepend_scheme": "never",
+        "split": False,
+    }
+    cfg["decoder"]["decoders"] = cfg["decoder"]["decoders"][:3]
+    size = len(cfg["model"]["vocab"])
+    cfg["added_tokens"].append(
+        {
+            "id": size,
+            "content": "[X]",
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": True,
+            "special": True,
+        }
+    )
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    enc, hf, _ = loaded(str(path))
+    for text in ["\x01", "<0x01>", "\x01[X]<0x01>"]:
+        want = hf.encode(text, add_special_tokens=False).ids
+        assert (
+            enc.encode_ordinary(text.replace("[X]", ""))
+            == hf.encode(text.replace("[X]", ""), add_special_tokens=False).ids
+        )
+        assert enc.encode(text, allowed_special="all") == want, text
+
+
 def test_tiktoken_face_decodes_without_the_dummy_prefix() -> None:
     enc, hf, _ = loaded("llama-spm")
     text = "Hello world, it's 2021!"
