@@ -22,7 +22,7 @@ use super::byte_level::{char_of, token_bytes};
 use super::long_words::LongWords;
 use super::merge_table::MergeTable;
 use super::normalizers::{bad, unsupported};
-use super::word::Symbols;
+use super::word::{scan_merge, Reached, Symbols};
 use crate::encode::bpe::char_cuts::CharCuts;
 use crate::encode::bpe::occurs::Occurs;
 use crate::encode::bpe::piece_cache::{Local, PieceCache, MAX_PIECE};
@@ -35,7 +35,7 @@ use crate::vocab::token_table::hash_bytes;
 use crate::vocab::{Vocab, NO_RANK};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 const NONE: u32 = u32::MAX;
@@ -59,8 +59,8 @@ pub struct HfBpe {
     pub ignore_merges: bool,
     unk: Option<u32>,
     fuse_unk: bool,
-    /// Per id: 0 not yet known, 1 BPE of its bytes is the token itself, 2 it is not.
-    whole: Vec<AtomicU8>,
+    /// Per id: whether BPE of its bytes is the token itself.
+    whole: Reached,
     cache: PieceCache,
     /// The ids of long words HF's merging took on the engine's path.
     long: LongWords,
@@ -260,7 +260,7 @@ impl HfBpe {
                 }
             }
         }
-        let whole = (0..=max_id as usize).map(|_| AtomicU8::new(0)).collect();
+        let whole = Reached::new(max_id as usize + 1);
         let mut token_lens = vec![0u32; max_id as usize + 1].into_boxed_slice();
         for (b, &id) in &by_bytes {
             token_lens[id as usize] = b.len() as u32;
@@ -633,20 +633,7 @@ impl HfBpe {
 
     /// [`HfBpe::reaches`] by the token's own answer in `whole`, computed at its first need.
     fn reaches_one(&self, id: u32, w: &[u8]) -> bool {
-        let Some(slot) = self.whole.get(id as usize) else {
-            return false;
-        };
-        match slot.load(Ordering::Relaxed) {
-            1 => true,
-            2 => false,
-            _ => {
-                let mut ids = Vec::new();
-                self.merge(w, &mut ids, None);
-                let ok = ids.len() == 1 && ids[0] == id;
-                slot.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
-                ok
-            }
-        }
+        self.whole.get(id, |ids| self.merge(w, ids, None))
     }
 
     /// [`HfBpe::encode_word`] with the byte length of each id (for offsets). An id's length
@@ -739,10 +726,9 @@ impl HfBpe {
     }
 
     /// [`HfBpe::merge`] for a short word of bytes that are all in the vocabulary, without
-    /// the heap: the merge key (see `merge_table.rs`: keys order as ranks) of each adjacent
-    /// pair in an array, the lowest first, leftmost among equals (a rank is one pair, so equal
-    /// keys are equal pairs). The same merges in the same order as the heap's. `false`
-    /// (nothing pushed) if a byte has no id or the word is too long.
+    /// the heap: `word.rs`'s scan (the same merges in the same order as the heap's), its
+    /// first keys from the dense table of byte pairs. `false` (nothing pushed) if a byte has
+    /// no id or the word is too long.
     #[inline]
     fn merge_short(&self, w: &[u8], out: &mut Vec<u32>) -> bool {
         // Most words are short: their arrays are cheaper to set up.
@@ -753,9 +739,7 @@ impl HfBpe {
         }
     }
 
-    /// Words of at most `MAX` bytes, in arrays of `ROOM = 2 * MAX`: the shift after a merge
-    /// moves a fixed `MAX` elements (past the symbols too), a copy of one constant size, not
-    /// a `memmove` whose size changes with each merge.
+    /// Words of at most `MAX` bytes, in arrays of `ROOM = 2 * MAX` (see `scan_merge`).
     #[inline(always)]
     fn merge_short_in<const MAX: usize, const ROOM: usize>(
         &self,
@@ -780,36 +764,7 @@ impl HfBpe {
         for (k, p) in keys.iter_mut().zip(w.windows(2)) {
             *k = t.bytes(p[0], p[1]);
         }
-        let mut len = n;
-        while len > 1 {
-            let mut best = 0;
-            let mut best_key = keys[0];
-            for (i, &k) in keys[1..len - 1].iter().enumerate() {
-                if k < best_key {
-                    best_key = k;
-                    best = i + 1;
-                }
-            }
-            if best_key == NONE {
-                break;
-            }
-            ids[best] = t.merged(best_key);
-            // `best <= len - 2 <= MAX - 2`, so `best + 2 + MAX <= ROOM`. What lands past the
-            // symbols is never read: `ids` only below `len`, `keys` stays `NONE` there (it
-            // starts so, and only `NONE` moves down into it).
-            ids.copy_within(best + 2..best + 2 + MAX, best + 1);
-            keys.copy_within(best + 2..best + 2 + MAX, best + 1);
-            len -= 1;
-            keys[len - 1] = NONE;
-            if best + 1 < len {
-                keys[best] = t.get(ids[best], ids[best + 1]);
-            } else {
-                keys[best] = NONE;
-            }
-            if best > 0 {
-                keys[best - 1] = t.get(ids[best - 1], ids[best]);
-            }
-        }
+        let len = scan_merge::<MAX, ROOM>(t, &mut ids, &mut keys, None, n);
         out.extend_from_slice(&ids[..len]);
         true
     }

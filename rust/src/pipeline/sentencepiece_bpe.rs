@@ -27,14 +27,13 @@
 
 use super::merge_table::{MergeTable, NONE};
 use super::normalizers::bad;
-use super::word::Symbols;
+use super::word::{Reached, Symbols};
 use crate::encode::bpe::piece_cache::{Local, PieceCache, MAX_PIECE};
 use crate::encode::pretok::classes::decode_multibyte;
 use crate::error::Result;
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::token_table::hash_bytes;
 use rustc_hash::FxHashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 /// SentencePiece's meta symbol for a space, `▁` (U+2581), as UTF-8.
 const META: &[u8] = "\u{2581}".as_bytes();
@@ -60,8 +59,8 @@ pub struct SentencePieceBpe {
     /// Per id, the bytes of the normalized text its token stands for: its text's length, 1
     /// for a `<0xHH>` token, 0 for the unknown token (which stands for what it replaced).
     token_lens: Box<[u32]>,
-    /// Per id: 0 not yet known, 1 BPE on the token's text gives the token, 2 it does not.
-    whole: Box<[AtomicU8]>,
+    /// Per id: whether BPE on the token's text gives the token.
+    whole: Reached,
     /// Whether the segment may be cut before each `▁` that follows another char (see the
     /// module docs).
     cut_at_meta: bool,
@@ -176,7 +175,7 @@ impl SentencePieceBpe {
             ignore_merges,
             table,
             token_lens,
-            whole: (0..=max_id as usize).map(|_| AtomicU8::new(0)).collect(),
+            whole: Reached::new(max_id as usize + 1),
             cut_at_meta,
             split_all,
             pairs: ProcessOnce::new(),
@@ -415,20 +414,7 @@ impl SentencePieceBpe {
 
     /// Whether BPE on `w` (the text of token `id`) gives `id` alone; kept per token.
     fn reaches(&self, id: u32, w: &[u8]) -> bool {
-        let Some(slot) = self.whole.get(id as usize) else {
-            return false;
-        };
-        match slot.load(Ordering::Relaxed) {
-            1 => true,
-            2 => false,
-            _ => {
-                let mut ids = Vec::new();
-                self.merge(w, &mut ids, None);
-                let ok = ids.len() == 1 && ids[0] == id;
-                slot.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
-                ok
-            }
-        }
+        self.whole.get(id, |ids| self.merge(w, ids, None))
     }
 
     /// HF's `merge_word` + `Word::merge_all` on `w`, a symbol a char (see the module docs).

@@ -15,6 +15,38 @@
 use super::merge_table::{MergeTable, NONE};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Per token: whether BPE on the token's own text gives that token alone (HF reaches a token
+/// only through its listed merge, so a word that is a token may still merge into others).
+/// Each answer is computed at its first need and kept: 0 not yet known, 1 yes, 2 no.
+pub(super) struct Reached(Box<[AtomicU8]>);
+
+impl Reached {
+    /// Room for ids `0..n`; any other id is never reached.
+    pub(super) fn new(n: usize) -> Self {
+        Reached((0..n).map(|_| AtomicU8::new(0)).collect())
+    }
+
+    /// The answer for `id`, from `merge` (which appends the ids of the token's text) at its
+    /// first need.
+    pub(super) fn get(&self, id: u32, merge: impl FnOnce(&mut Vec<u32>)) -> bool {
+        let Some(slot) = self.0.get(id as usize) else {
+            return false;
+        };
+        match slot.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let mut ids = Vec::new();
+                merge(&mut ids);
+                let ok = ids == [id];
+                slot.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
+                ok
+            }
+        }
+    }
+}
 
 #[derive(Clone, Copy)]
 struct Sym {
@@ -184,9 +216,7 @@ fn merge_heap(syms: &mut [Sym], t: &MergeTable, out: &mut Vec<u32>, lens: Option
     }
 }
 
-/// [`Symbols::merge_into`] for at most [`SHORT`] symbols: a scan a round (see the module
-/// docs), in arrays of `2 * SHORT` so that the shift after a merge is a copy of one constant
-/// size (`SHORT` elements, past the symbols too), not a `memmove` whose size changes.
+/// [`Symbols::merge_into`] for at most [`SHORT`] symbols (see [`scan_merge`]).
 fn merge_short(syms: &[Sym], t: &MergeTable, out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
     const ROOM: usize = 2 * SHORT;
     let n = syms.len();
@@ -200,6 +230,28 @@ fn merge_short(syms: &[Sym], t: &MergeTable, out: &mut Vec<u32>, lens: Option<&m
     for i in 1..n {
         keys[i - 1] = t.get(ids[i - 1], ids[i]);
     }
+    let len = scan_merge::<SHORT, ROOM>(t, &mut ids, &mut keys, Some(&mut len_of), n);
+    out.extend_from_slice(&ids[..len]);
+    if let Some(lens) = lens {
+        lens.extend_from_slice(&len_of[..len]);
+    }
+}
+
+/// The scan of the module docs over `n <= MAX` symbols: `ids`, the merge key of each adjacent
+/// pair in `keys` (`NONE` past the last pair), and each one's byte count in `lens` if kept.
+/// Each round merges the pair of the lowest key, the leftmost among equals, until no pair
+/// is a merge; returns how many symbols remain. The arrays hold `ROOM = 2 * MAX` so that
+/// the shift after a merge is a copy of one constant size (`MAX` elements, past the symbols
+/// too), not a `memmove` whose size changes with each merge.
+#[inline(always)]
+pub(super) fn scan_merge<const MAX: usize, const ROOM: usize>(
+    t: &MergeTable,
+    ids: &mut [u32; ROOM],
+    keys: &mut [u32; ROOM],
+    mut lens: Option<&mut [u32; ROOM]>,
+    n: usize,
+) -> usize {
+    debug_assert!(ROOM == 2 * MAX && n <= MAX);
     let mut len = n;
     while len > 1 {
         let mut best = 0;
@@ -214,26 +266,27 @@ fn merge_short(syms: &[Sym], t: &MergeTable, out: &mut Vec<u32>, lens: Option<&m
             break;
         }
         ids[best] = t.merged(best_key);
-        len_of[best] += len_of[best + 1];
-        // `best <= len - 2 <= SHORT - 2`, so `best + 2 + SHORT <= ROOM`. What lands past the
-        // symbols is never read: `ids` and `len_of` only below `len`, and `keys` stays `NONE`
+        // `best <= len - 2 <= MAX - 2`, so `best + 2 + MAX <= ROOM`. What lands past the
+        // symbols is never read: `ids` and `lens` only below `len`, and `keys` stays `NONE`
         // there (it starts so, and only `NONE` moves down into it).
-        ids.copy_within(best + 2..best + 2 + SHORT, best + 1);
-        len_of.copy_within(best + 2..best + 2 + SHORT, best + 1);
-        keys.copy_within(best + 2..best + 2 + SHORT, best + 1);
+        ids.copy_within(best + 2..best + 2 + MAX, best + 1);
+        keys.copy_within(best + 2..best + 2 + MAX, best + 1);
+        if let Some(lens) = lens.as_deref_mut() {
+            lens[best] += lens[best + 1];
+            lens.copy_within(best + 2..best + 2 + MAX, best + 1);
+        }
         len -= 1;
         keys[len - 1] = NONE;
         if best + 1 < len {
             keys[best] = t.get(ids[best], ids[best + 1]);
+        } else {
+            keys[best] = NONE;
         }
         if best > 0 {
             keys[best - 1] = t.get(ids[best - 1], ids[best]);
         }
     }
-    out.extend_from_slice(&ids[..len]);
-    if let Some(lens) = lens {
-        lens.extend_from_slice(&len_of[..len]);
-    }
+    len
 }
 
 #[cfg(test)]
