@@ -209,6 +209,11 @@ def test_tiktoken_face_decodes_without_the_dummy_prefix() -> None:
     # A text starting with spaces keeps all but the one the normalizer put in front.
     assert enc.decode(enc.encode("  x")) == "  x"
     assert enc.decode(enc.encode(text, add_special_tokens=True)) == "<s> " + text
+    # Ids whose bytes another id holds (`<0x41>` is `A`) decode, but are no special tokens:
+    # a text that spells none of the file's special tokens takes `encode`'s one-pass route.
+    assert not enc._core_bpe.holds_special_text([text, "A e ."])
+    assert enc._core_bpe.holds_special_text(["x</s>"])
+    assert enc.decode([hf.token_to_id("<0x41>")]) == "A"
     # A copy made by pickle (worker processes) decodes the same way.
     assert pickle.loads(pickle.dumps(enc)).decode(ids) == text
 

@@ -102,13 +102,29 @@ impl Encoder {
         specials: Vec<(String, Rank)>,
         pattern: &str,
     ) -> Result<Self> {
+        Self::with_decode_only(ranks, specials, Vec::new(), pattern)
+    }
+
+    /// [`Encoder::new`], plus ids that only decode: each to its text, kept with the special
+    /// tokens in the vocabulary but never matched in a text (a `tokenizer.json` id whose
+    /// bytes another id holds, as GPT-NeoX's runs of spaces or Llama 2's `<0x41>` beside
+    /// `A`). A special token of the same text keeps its id.
+    pub fn with_decode_only(
+        ranks: FxHashMap<Vec<u8>, Rank>,
+        specials: Vec<(String, Rank)>,
+        decode_only: Vec<(String, Rank)>,
+        pattern: &str,
+    ) -> Result<Self> {
         let splitter = Splitter::new(pattern)?;
         let by_text: FxHashMap<&str, Rank> =
             specials.iter().map(|(t, r)| (t.as_str(), *r)).collect();
         let mut tokens: Vec<String> = by_text.keys().map(|t| t.to_string()).collect();
         tokens.sort();
         let special_ranks = tokens.iter().map(|t| by_text[t.as_str()]).collect();
-        let vocab = BpeVocab::new(Vocab::new(ranks, specials)?);
+        // Specials last: where a text is both, the vocabulary's map keeps the special's id.
+        let mut all = decode_only;
+        all.extend(specials);
+        let vocab = BpeVocab::new(Vocab::new(ranks, all)?);
         Ok(Encoder {
             vocab,
             splitter,

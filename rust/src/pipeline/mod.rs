@@ -611,8 +611,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         }
     }
     // An id without bytes of its own (its text's bytes belong to another id: GPT-NeoX's
-    // runs of spaces are both added tokens and byte-level tokens) decodes as a special
-    // token's text would.
+    // runs of spaces are both added tokens and byte-level tokens, Llama 2's `<0x41>` is `A`)
+    // decodes to them, kept with the special tokens but never matched as one.
     let mut shared_bytes: Vec<(String, Rank)> = Vec::new();
     for (t, &id) in &vocab {
         if !seen_ids.contains(&id) && !special_ids.contains_key(&id) {
@@ -636,10 +636,13 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             specials.push((t.content.clone(), t.id));
         }
     }
-    // After the real specials, so a text that is both keeps the special's id.
     shared_bytes.sort_by_key(|&(_, id)| id);
-    specials.extend(shared_bytes);
-    let mut enc = Encoder::new(ranks, specials, crate::encode::pretok::R50K_PATTERN)?;
+    let mut enc = Encoder::with_decode_only(
+        ranks,
+        specials,
+        shared_bytes,
+        crate::encode::pretok::R50K_PATTERN,
+    )?;
     let mut model = model;
     if let Model::ByteLevel(m) = &mut model {
         m.choose_paths(&enc.vocab)?;
