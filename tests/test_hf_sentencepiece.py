@@ -199,9 +199,13 @@ def test_tiktoken_face_decodes_without_the_dummy_prefix() -> None:
     assert enc.decode_bytes(ids) == text.encode()
     assert enc.decode_batch([ids, ids[1:]]) == [text, hf.decode(ids[1:])]
     assert enc.decode_bytes_batch([ids]) == [text.encode()]
-    decoded, offsets = enc.decode_with_offsets(ids)
-    assert decoded == text
-    assert offsets[0] == 0 and len(offsets) == len(ids)
+    # Offsets in the stripped text, non-ASCII text too: each token starts where the text of
+    # the tokens before it ends (no token here starts inside a char).
+    for t in [text, "café au lait", "日本語 x", "  two  spaces"]:
+        t_ids = enc.encode(t)
+        decoded, offsets = enc.decode_with_offsets(t_ids)
+        assert decoded == t
+        assert offsets == [len(enc.decode(t_ids[:i])) for i in range(len(t_ids))], t
     # A token's own bytes keep its space; a byte token is its byte; "A" keeps its char token.
     assert enc.decode_single_token_bytes(ids[0]) == b" Hello"
     assert enc.decode_single_token_bytes(hf.token_to_id("<0x0A>")) == b"\n"

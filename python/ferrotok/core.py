@@ -533,12 +533,13 @@ class Encoding:
             # A token starting with a continuation byte belongs to the previous character.
             offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
             text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
-        text = b"".join(token_bytes).decode("utf-8", errors="strict")
+        joined = b"".join(token_bytes)
         if self._hf_strip:
-            stripped = len(text) - len(self._stripped(text.encode()))
-            text = text[stripped:]
+            # The stripped spaces are one byte and one char each.
+            stripped = len(joined) - len(self._stripped(joined))
+            joined = joined[stripped:]
             offsets = [max(0, o - stripped) for o in offsets]
-        return text, offsets
+        return joined.decode("utf-8", errors="strict"), offsets
 
     def decode_batch(
         self,

@@ -553,12 +553,9 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         (Model::ByteLevel(Box::new(m)), vocab)
     } else if pretok.is_none() {
         (decode_strip, decode_bytes) = sentencepiece_decoder(decoder, parsed.byte_fallback)?;
-        let vocab = parsed.vocab.clone();
         let split_all = metaspace.is_some_and(|m| m.split);
-        (
-            Model::SentencePiece(Box::new(SentencePieceBpe::new(parsed, split_all)?)),
-            vocab,
-        )
+        let (m, vocab) = SentencePieceBpe::new(parsed, split_all)?;
+        (Model::SentencePiece(Box::new(m)), vocab)
     } else {
         return Err(unsupported(
             "a BPE model whose pre-tokenizer has no ByteLevel step (byte-level BPE has one, \

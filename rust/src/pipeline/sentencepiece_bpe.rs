@@ -98,8 +98,12 @@ pub fn decoded_byte(t: &str) -> Option<u8> {
 
 impl SentencePieceBpe {
     /// The model of a BPE `tokenizer.json` with no pre-tokenizer (see [`super::bpe_model::BpeJson`]).
-    /// `split_all`: the pre-tokenizer cuts before every `▁` (see the field).
-    pub(super) fn new(m: super::bpe_model::BpeJson, split_all: bool) -> Result<SentencePieceBpe> {
+    /// `split_all`: the pre-tokenizer cuts before every `▁` (see the field). Returns the
+    /// model and the file's vocabulary (token text -> id), as `HfBpe::new` does.
+    pub(super) fn new(
+        m: super::bpe_model::BpeJson,
+        split_all: bool,
+    ) -> Result<(SentencePieceBpe, FxHashMap<String, u32>)> {
         let super::bpe_model::BpeJson {
             vocab,
             max_id,
@@ -127,11 +131,8 @@ impl SentencePieceBpe {
                 }
             }
             token_lens[id as usize] = t.len() as u32;
-            if let Some(b) = byte_tokens.as_deref_mut().and_then(|bt| {
-                let b = fallback_byte(t)?;
-                Some((bt, b))
-            }) {
-                b.0[b.1 as usize] = id;
+            if let (Some(bt), Some(b)) = (byte_tokens.as_deref_mut(), fallback_byte(t)) {
+                bt[b as usize] = id;
                 token_lens[id as usize] = 1;
             }
             let mut prev = None;
@@ -165,7 +166,7 @@ impl SentencePieceBpe {
             ));
         }
         let table = MergeTable::new(&merges, &ascii_id);
-        Ok(SentencePieceBpe {
+        let model = SentencePieceBpe {
             by_text,
             ascii_id,
             char_id,
@@ -180,7 +181,8 @@ impl SentencePieceBpe {
             split_all,
             pairs: ProcessOnce::new(),
             cache: PieceCache::new(),
-        })
+        };
+        Ok((model, vocab))
     }
 
     pub fn cache(&self) -> Local<'_> {
