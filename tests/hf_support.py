@@ -14,9 +14,8 @@ from oracle import corpus_file
 
 DOC_CHARS = 4096
 
-# The models of ../shared/tokenizers (MANIFEST.md there) that ferrotok loads: byte-level BPE,
-# and SentencePiece BPE (byte fallback, no pre-tokenizer). The WordPiece one (BERT/BGE) is
-# refused for now.
+# The models of ../shared/tokenizers (MANIFEST.md there), all of which ferrotok loads:
+# byte-level BPE, SentencePiece BPE (byte fallback, no pre-tokenizer) and WordPiece (BGE).
 BYTE_LEVEL = [
     "gpt-2",
     "llama-bpe",
@@ -28,7 +27,8 @@ BYTE_LEVEL = [
     "tekken_240911",
 ]
 SENTENCEPIECE = ["llama-spm", "mistral-v1-spm"]
-LOADED = BYTE_LEVEL + SENTENCEPIECE
+WORDPIECE = ["bert-bge"]
+LOADED = BYTE_LEVEL + SENTENCEPIECE + WORDPIECE
 
 TEXT_FILES = ["english.txt", "code.txt", "multilingual.txt"]
 ADVERSARIAL_FILES = [

@@ -20,7 +20,7 @@ from test_hf_parity import loaded, model_path, special_texts
 # tests do not run.
 tokenizers = pytest.importorskip("tokenizers", minversion="0.23")
 
-MODELS = ["gpt-2", "llama-bpe", "deepseek-llm", "gpt-neox", "llama-spm"]
+MODELS = ["gpt-2", "llama-bpe", "deepseek-llm", "gpt-neox", "llama-spm", "bert-bge"]
 FIELDS = [
     "ids",
     "type_ids",

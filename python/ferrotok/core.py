@@ -43,6 +43,7 @@ class Encoding:
     # once asked for (`_hf_config`).
     _hf_json: str | None
     _hf_strip: int
+    _hf_first: tuple[bytes, frozenset[int]] | None
     _hf_config_parsed: dict[str, Any] | None
 
     def __init__(
@@ -128,6 +129,8 @@ class Encoding:
         enc._setup(name, "", None, special_tokens, None, core)
         enc._hf_json = text
         enc._hf_strip = core.hf_decode_strip()
+        prefix = core.hf_decode_prefix()
+        enc._hf_first = None if prefix is None else (prefix[0].encode(), frozenset(prefix[1]))
         enc._hf_template = single_template(json.loads(core.hf_post_processor() or "null"))
         return enc
 
@@ -163,6 +166,10 @@ class Encoding:
         # Leading spaces the file's decoder strips from a decoded text (SentencePiece's `Strip`
         # takes away the space its normalizer put in front), so `decode(encode(s)) == s`.
         self._hf_strip = 0
+        # WordPiece's decoder takes the continuing-subword prefix (`##`) off every token but
+        # the first: (the prefix, the ids whose text starts with it), put back in front of a
+        # text that starts with one.
+        self._hf_first = None
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
             raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
@@ -478,11 +485,17 @@ class Encoding:
         b'hello world'
         """
         if self._hf_strip:
-            return self._stripped(self._core_bpe.decode_bytes(tokens))
+            return self._hf_decoded(self._core_bpe.decode_bytes(tokens), tokens)
         return self._core_bpe.decode_bytes(tokens)
 
-    def _stripped(self, decoded: bytes) -> bytes:
-        """`decoded` without the leading spaces the file's decoder strips (see `_setup`)."""
+    def _hf_decoded(
+        self, decoded: bytes, tokens: Sequence[int] | npt.NDArray[np.integer]
+    ) -> bytes:
+        """`decoded` (the bytes of `tokens`) as the file's decoder gives it: without the
+        leading spaces it strips, or with the prefix a first token keeps (see `_setup`)."""
+        first = self._hf_first
+        if first is not None and len(tokens) and int(tokens[0]) in first[1]:
+            return first[0] + decoded
         n = 0
         while n < self._hf_strip and decoded[n : n + 1] == b" ":
             n += 1
@@ -535,10 +548,12 @@ class Encoding:
             text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
         joined = b"".join(token_bytes)
         if self._hf_strip:
-            # The stripped spaces are one byte and one char each.
-            stripped = len(joined) - len(self._stripped(joined))
-            joined = joined[stripped:]
-            offsets = [max(0, o - stripped) for o in offsets]
+            # The stripped spaces (or the prefix put back) are one byte and one char each.
+            shift = len(self._hf_decoded(joined, tokens)) - len(joined)
+            joined = self._hf_decoded(joined, tokens)
+            offsets = [max(0, o + shift) for o in offsets]
+            if shift > 0 and offsets:
+                offsets[0] = 0
         return joined.decode("utf-8", errors="strict"), offsets
 
     def decode_batch(
@@ -561,7 +576,7 @@ class Encoding:
         batch, num_threads = _batch_args(batch, num_threads)
         decoded = self._core_bpe.decode_bytes_batch(batch, num_threads)
         if self._hf_strip:
-            return [self._stripped(b) for b in decoded]
+            return [self._hf_decoded(b, t) for b, t in zip(decoded, batch)]
         return decoded
 
     # ====================

@@ -8,15 +8,15 @@ type ids, masks, word ids, sequence ids and overflowing pieces. The model's work
 added tokens, pre-tokenizer, BPE) is the engine's `_encode_hf_detail`; what HF does after the
 model (truncation, post-processor, padding) is `processors.post_process`, the same steps in the
 same order. What this face does not do is refused with an error naming it, never approximated:
-`encode_special_tokens=True`, and decoders other than ByteLevel and SentencePiece's chain
-(Replace, ByteFallback, Fuse, Strip) when `tokenizers` is not installed to run them.
+`encode_special_tokens=True`, and decoders other than ByteLevel, WordPiece and
+SentencePiece's chain (Replace, ByteFallback, Fuse, Strip) when `tokenizers` is not installed
+to run them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import unicodedata
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
@@ -42,36 +42,6 @@ def _serde_name(value: Any) -> str:
             out.append("_")
         out.append(c.lower())
     return "".join(out)
-
-
-def _normalizer(config: Any) -> Callable[[str], str] | None:
-    """The file's normalizer as a function on text (the kinds the engine accepts), for the
-    token text of added tokens matched after normalization; None without one."""
-    if not config:
-        return None
-    kind = config.get("type")
-    if kind in ("NFC", "NFD", "NFKC", "NFKD"):
-        form = kind
-        return lambda s: unicodedata.normalize(form, s)
-    if kind == "Lowercase":
-        # Char by char, as Rust's `char::to_lowercase` (no final-sigma rule, unlike str.lower).
-        return lambda s: "".join(c.lower() for c in s)
-    if kind == "Prepend":
-        prefix = str(config["prepend"])
-        return lambda s: prefix + s if s else s
-    if kind == "Replace":
-        pattern, content = str(config["pattern"]["String"]), str(config["content"])
-        return lambda s: s.replace(pattern, content) if pattern else s
-    if kind == "Sequence":
-        steps = [f for f in map(_normalizer, config.get("normalizers") or []) if f is not None]
-
-        def run(s: str) -> str:
-            for f in steps:
-                s = f(s)
-            return s
-
-        return run if steps else None
-    raise ValueError(f"unsupported normalizer {kind!r}")
 
 
 _DECODE_STEPS = ("Replace", "ByteFallback", "Fuse", "Strip")
@@ -105,6 +75,35 @@ def _decode_chain(config: Any) -> Callable[[list[str]], str] | None:
         return "".join(tokens)
 
     return run
+
+
+def _wordpiece_decode(tokens: list[str], prefix: str, cleanup: bool) -> str:
+    """HF's `WordPiece` decoder: each token but the first without `prefix` if it starts
+    with it, else after a space; then, token by token, HF's `cleanup`."""
+    out = []
+    for i, t in enumerate(tokens):
+        if i:
+            t = t[len(prefix) :] if t.startswith(prefix) else " " + t
+        if cleanup:
+            for dirty, clean in _WORDPIECE_CLEANUP:
+                t = t.replace(dirty, clean)
+        out.append(t)
+    return "".join(out)
+
+
+_WORDPIECE_CLEANUP = (
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" do not", " don't"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+)
 
 
 def _fallback_byte(token: str) -> int | None:
@@ -209,7 +208,11 @@ class Tokenizer:
         self._stripping: set[int] = set()
         # Added tokens matched in the normalized text (`normalized`, under a normalizer): HF's
         # text of each is its normalized content ("ﬁx" is "fix" under NFKC).
-        self._normalize = _normalizer(config.get("normalizer"))
+        # The engine's own normalizer (the file's, as HF runs it), or None without one.
+        core = encoding._core_bpe
+        self._normalize: Callable[[str], str] | None = (
+            core.hf_normalize if config.get("normalizer") else None
+        )
         self._normalized: set[int] = set()
         # The ids are HF's numbering, as the engine made it (not the file's: HF numbers added
         # tokens itself, skips empty ones, and a text in the vocab keeps its vocab id).
@@ -528,6 +531,13 @@ class Tokenizer:
         if self._decode_chain is not None:
             kept = self._kept(ids, skip_special_tokens)
             return self._decode_chain([self._id_to_token[i] or "" for i in kept])
+        if decoder.get("type") == "WordPiece":
+            kept = self._kept(ids, skip_special_tokens)
+            return _wordpiece_decode(
+                [self._id_to_token[i] or "" for i in kept],
+                str(decoder.get("prefix", "##")),
+                bool(decoder.get("cleanup", True)),
+            )
         return str(
             self._fallback("decoder").decode(list(ids), skip_special_tokens=skip_special_tokens)
         )

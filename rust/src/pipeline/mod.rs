@@ -22,7 +22,10 @@
 //!   pre-tokenizer or only [`metaspace`] (SentencePiece's layout as a pre-tokenizer). Both
 //!   merge through [`word`] (HF's `Word`).
 //!
-//! Unigram or WordPiece would be other [`Model`]s behind the same stages.
+//!   [`wordpiece`], BERT's greedy longest-match model, behind any pre-tokenizer but
+//!   ByteLevel (BERT's: `BertPreTokenizer`, whitespace and punctuation).
+//!
+//! Unigram would be another [`Model`] behind the same stages.
 
 pub mod added_tokens;
 pub mod bpe_model;
@@ -38,6 +41,7 @@ pub mod sentencepiece_bpe;
 pub mod splitters;
 mod unicode_classes;
 mod word;
+pub mod wordpiece;
 
 use crate::encode::encoder::{Allowed, Encoder};
 use crate::error::Result;
@@ -51,6 +55,7 @@ use rustc_hash::FxHashMap;
 use sentencepiece_bpe::{decoded_byte, SentencePieceBpe};
 use serde_json::Value;
 use std::borrow::Cow;
+use wordpiece::WordPiece;
 
 pub struct Pipeline {
     normalizer: Option<Normalizer>,
@@ -67,6 +72,10 @@ pub struct Pipeline {
     /// How many spaces the decoder strips from the front of a decoded text (a `Strip`
     /// decoder after `Fuse`, SentencePiece's: it takes away the space `▁` stood for in front).
     pub decode_strip: usize,
+    /// A WordPiece decoder's prefix and the ids whose text starts with it: the decoder takes
+    /// it off each such token but a first one, which keeps it (each id's bytes here are
+    /// without it).
+    pub decode_prefix: Option<(String, Vec<u32>)>,
     /// The file's `post_processor`, as JSON text (`null` if none): the Python layer reads
     /// the ids it puts around a text from it, without parsing the whole file.
     pub post_processor: String,
@@ -82,6 +91,8 @@ pub enum Model {
     ByteLevel(Box<HfBpe>),
     /// SentencePiece BPE (no pre-tokenizer: a normalized segment is its text).
     SentencePiece(Box<SentencePieceBpe>),
+    /// WordPiece (each pre-token read greedily, longest token first).
+    WordPiece(Box<WordPiece>),
 }
 
 impl Model {
@@ -89,6 +100,7 @@ impl Model {
         match self {
             Model::ByteLevel(m) => m.cache(),
             Model::SentencePiece(m) => m.cache(),
+            Model::WordPiece(m) => m.cache(),
         }
     }
 }
@@ -145,6 +157,11 @@ impl Pipeline {
             let mut model = |s: &str, at_start: bool, out: &mut Vec<Rank>| -> Result<()> {
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
+                    Model::WordPiece(wp) => {
+                        return self.pretok.for_each_piece(s, &mut |p| {
+                            wp.encode_word(&s[p.start..p.end], &mut cache, out)
+                        });
+                    }
                     Model::SentencePiece(sp) => {
                         return match &self.metaspace {
                             Some(m) => {
@@ -232,6 +249,7 @@ impl Pipeline {
         let mut pieces = Vec::new();
         let mut buf = Vec::new();
         let (mut ids, mut lens, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+        let mut pieces_ids = Vec::new();
         for c in self.added.split(text, Which::Raw, &all) {
             if let Some(ti) = c.token {
                 out.push((self.added.tokens[ti].id, c.start, c.end, word));
@@ -288,6 +306,22 @@ impl Pipeline {
                 let sub = &norm[nc.start..nc.end];
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
+                    Model::WordPiece(wp) => {
+                        // Each pre-token a word; its tokens' byte ranges in it, through
+                        // `span` to the original.
+                        pieces.clear();
+                        self.pretok.pieces(sub, &mut pieces)?;
+                        for p in &pieces {
+                            pieces_ids.clear();
+                            wp.encode_word_with_offsets(&sub[p.start..p.end], &mut pieces_ids)?;
+                            for &(id, a, b) in &pieces_ids {
+                                let (s, e) = span(nc.start + p.start + a, nc.start + p.start + b);
+                                out.push((id, s, e, word));
+                            }
+                            word += 1;
+                        }
+                        continue;
+                    }
                     Model::SentencePiece(sp) => {
                         // The sub-segment is one word (without Metaspace's split), its tokens'
                         // byte counts laid end to end over it. Metaspace's text is aligned to
@@ -432,6 +466,14 @@ impl<'a> CharIndex<'a> {
 }
 
 impl Pipeline {
+    /// `text` through the file's normalizer (as it is, without one).
+    pub fn normalize(&self, text: &str) -> String {
+        match &self.normalizer {
+            Some(n) => n.normalize(text),
+            None => text.to_owned(),
+        }
+    }
+
     /// The added tokens as HF numbers them: (text, id, special).
     pub fn added_tokens(&self) -> Vec<(String, u32, bool)> {
         self.added
@@ -454,7 +496,7 @@ impl Pipeline {
     pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
         let mut v = match &self.model {
             Model::ByteLevel(m) => m.tables_built(),
-            Model::SentencePiece(_) => Vec::new(),
+            Model::SentencePiece(_) | Model::WordPiece(_) => Vec::new(),
         };
         v.extend(self.pretok.tables_built());
         v
@@ -466,6 +508,7 @@ impl Pipeline {
         let mut v = match &self.model {
             Model::ByteLevel(m) => m.paths(),
             Model::SentencePiece(m) => m.paths(),
+            Model::WordPiece(_) => vec!["wordpiece"],
         };
         if self.raw_sentencepiece {
             v.push("raw_words");
@@ -539,33 +582,52 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("BPE");
-    if kind != "BPE" {
-        return Err(unsupported(&format!("model {kind}")));
-    }
-    let parsed = BpeJson::parse(model_json)?;
     let decoder = root.get("decoder").unwrap_or(&Value::Null);
     let (mut decode_strip, mut decode_bytes) = (0, false);
-    // The model family, from the pre-tokenizer: a ByteLevel step makes byte-level BPE; none
-    // at all, BPE over the chars of each normalized segment (SentencePiece's).
-    let (model, vocab) = if pretok.is_byte_level() {
-        check_decoder(decoder)?;
-        let (m, vocab) = HfBpe::new(parsed)?;
-        (Model::ByteLevel(Box::new(m)), vocab)
-    } else if pretok.is_none() {
-        (decode_strip, decode_bytes) = sentencepiece_decoder(decoder, parsed.byte_fallback)?;
-        let split_all = metaspace.is_some_and(|m| m.split);
-        let (m, vocab) = SentencePieceBpe::new(parsed, split_all)?;
-        (Model::SentencePiece(Box::new(m)), vocab)
-    } else {
-        return Err(unsupported(
-            "a BPE model whose pre-tokenizer has no ByteLevel step (byte-level BPE has one, \
-             SentencePiece BPE has no pre-tokenizer)",
-        ));
+    let mut wordpiece_decoder: Option<(String, bool)> = None;
+    let (model, vocab) = match kind {
+        // The BPE family, from the pre-tokenizer: a ByteLevel step makes byte-level BPE;
+        // none at all, BPE over the chars of each normalized segment (SentencePiece's).
+        "BPE" => {
+            let parsed = BpeJson::parse(model_json)?;
+            if pretok.is_byte_level() {
+                check_decoder(decoder)?;
+                let (m, vocab) = HfBpe::new(parsed)?;
+                (Model::ByteLevel(Box::new(m)), vocab)
+            } else if pretok.is_none() {
+                (decode_strip, decode_bytes) =
+                    sentencepiece_decoder(decoder, parsed.byte_fallback)?;
+                let split_all = metaspace.is_some_and(|m| m.split);
+                let (m, vocab) = SentencePieceBpe::new(parsed, split_all)?;
+                (Model::SentencePiece(Box::new(m)), vocab)
+            } else {
+                return Err(unsupported(
+                    "a BPE model whose pre-tokenizer has no ByteLevel step (byte-level BPE has \
+                     one, SentencePiece BPE has no pre-tokenizer)",
+                ));
+            }
+        }
+        "WordPiece" => {
+            if pretok.is_byte_level() || metaspace.is_some() {
+                return Err(unsupported(
+                    "a WordPiece model behind a ByteLevel or Metaspace pre-tokenizer",
+                ));
+            }
+            wordpiece_decoder = Some(check_wordpiece_decoder(decoder)?);
+            // The decoder puts a space before each token but the first: each token's
+            // bytes start with it, and decoding strips the one in front.
+            decode_strip = 1;
+            let (m, vocab) = WordPiece::from_json(model_json)?;
+            (Model::WordPiece(Box::new(m)), vocab)
+        }
+        other => return Err(unsupported(&format!("model {other}"))),
     };
     // A token's bytes, as the model's decoder gives them.
     let spm = matches!(model, Model::SentencePiece(_));
     let token_bytes = |t: &str| -> Vec<u8> {
-        if spm {
+        if let Some((prefix, cleanup)) = &wordpiece_decoder {
+            wordpiece_token_text(t, prefix, *cleanup).into_bytes()
+        } else if spm {
             match decoded_byte(t).filter(|_| decode_bytes) {
                 Some(b) => vec![b],
                 None => t.replace('\u{2581}', " ").into_bytes(),
@@ -674,6 +736,29 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             enc.decode_as.insert(t.id, bytes.into());
         }
     }
+    // HF's text of every id that starts with the WordPiece decoder's prefix.
+    let decode_prefix = wordpiece_decoder.as_ref().and_then(|(prefix, _)| {
+        if prefix.is_empty() {
+            return None;
+        }
+        let mut ids: Vec<u32> = vocab
+            .iter()
+            .filter(|(t, _)| t.starts_with(prefix.as_str()))
+            .map(|(_, &id)| id)
+            .collect();
+        for t in &added.tokens {
+            let text = match &normalizer {
+                Some(n) if t.normalized => n.normalize(&t.content),
+                _ => t.content.clone(),
+            };
+            if text.starts_with(prefix.as_str()) {
+                ids.push(t.id);
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Some((prefix.clone(), ids))
+    });
     // The raw path makes each space `▁` and puts one in front: SentencePiece's normalizers
     // alone, or Metaspace without a normalizer.
     let raw_sentencepiece = match (&model, &normalizer, &metaspace) {
@@ -690,6 +775,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         metaspace,
         model,
         decode_strip,
+        decode_prefix,
         post_processor,
     }));
     Ok(enc)
@@ -751,6 +837,49 @@ fn sentencepiece_decoder(v: &Value, byte_fallback: bool) -> Result<(usize, bool)
         return refuse("Sequence without ByteFallback for a model with byte_fallback");
     }
     Ok((strip, fallback))
+}
+
+/// The decoder of a WordPiece model: HF's `WordPiece` decoder, as (prefix, cleanup).
+/// Anything else is refused by name.
+fn check_wordpiece_decoder(v: &Value) -> Result<(String, bool)> {
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or("none");
+    if kind != "WordPiece" {
+        return Err(unsupported(&format!(
+            "decoder {kind} for a WordPiece model (supported: WordPiece)"
+        )));
+    }
+    let prefix = match v.get("prefix") {
+        None | Some(Value::Null) => "##".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(bad("decoder WordPiece: `prefix` is not a string")),
+    };
+    let cleanup = v.get("cleanup").and_then(Value::as_bool).unwrap_or(true);
+    Ok((prefix, cleanup))
+}
+
+/// The text HF's `WordPiece` decoder makes of token `t` anywhere but first: `t` without
+/// `prefix` if it starts with it, else a space and `t`; then `cleanup` (HF applies it to each
+/// token on its own, so each token's text is fixed, and decoding joins them).
+pub fn wordpiece_token_text(t: &str, prefix: &str, cleanup: bool) -> String {
+    let text = match t.strip_prefix(prefix) {
+        Some(rest) if !prefix.is_empty() => rest.to_owned(),
+        _ => format!(" {t}"),
+    };
+    if !cleanup {
+        return text;
+    }
+    // HF's `decoders::wordpiece::cleanup`, in its order.
+    text.replace(" .", ".")
+        .replace(" ?", "?")
+        .replace(" !", "!")
+        .replace(" ,", ",")
+        .replace(" ' ", "'")
+        .replace(" n't", "n't")
+        .replace(" 'm", "'m")
+        .replace(" do not", " don't")
+        .replace(" 's", "'s")
+        .replace(" 've", "'ve")
+        .replace(" 're", "'re")
 }
 
 fn check_decoder(v: &Value) -> Result<()> {

@@ -5,8 +5,10 @@
 //! original text: HF's `NormalizedString::transform` is followed step by step (a composed
 //! char takes the alignment of the first char it replaces, an inserted char the one of the
 //! char before it; `Prepend`'s chars take the first char's, `Replace`'s new chars the last
-//! replaced byte's). The Unicode forms come from `unicode-normalization-alignments` 0.1.12,
-//! the crate (and Unicode 9 tables) HuggingFace uses, so text normalizes exactly as there.
+//! replaced byte's; `BertNormalizer`'s removed chars widen the kept char before them). The
+//! Unicode forms come from `unicode-normalization-alignments` 0.1.12, the crate (and Unicode 9
+//! tables) HuggingFace uses, and `BertNormalizer`'s classes from `unicode_categories` 0.1.1,
+//! HF's too, so text normalizes exactly as there.
 
 use crate::error::{Error, Result};
 use crate::runtime::process_once::ProcessOnce;
@@ -31,6 +33,16 @@ pub enum Normalizer {
         content: String,
     },
     Sequence(Vec<Normalizer>),
+    /// HF's `BertNormalizer` (BERT's "basic" cleaning), its steps in HF's order.
+    Bert {
+        /// Control chars, NUL and U+FFFD removed; whitespace made `' '`.
+        clean_text: bool,
+        /// A space each side of every CJK ideograph.
+        chinese: bool,
+        /// NFD, then non-spacing marks removed (the file's `null` means `lowercase`).
+        strip_accents: bool,
+        lowercase: bool,
+    },
 }
 
 /// A normalized text and, when kept, each of its bytes' original byte range.
@@ -58,6 +70,16 @@ impl NString {
 
     /// HF's `transform` over the whole string with `initial_offset` 0.
     fn transform(&mut self, dest: impl Iterator<Item = (char, isize)>, keep: bool) {
+        self.transform_from(dest, 0, keep);
+    }
+
+    /// HF's `transform` over the whole string, the first `initial` chars removed.
+    fn transform_from(
+        &mut self,
+        dest: impl Iterator<Item = (char, isize)>,
+        initial: usize,
+        keep: bool,
+    ) {
         let mut text = String::with_capacity(self.text.len());
         if !keep {
             text.extend(dest.map(|(c, _)| c));
@@ -65,8 +87,8 @@ impl NString {
             return;
         }
         let old: Vec<char> = self.text.chars().collect();
-        let mut old_i = 0;
-        let mut offset = 0usize;
+        let mut old_i = initial.min(old.len());
+        let mut offset: usize = old[..old_i].iter().map(|c| c.len_utf8()).sum();
         let mut align = Vec::with_capacity(self.align.len());
         for (c, change) in dest {
             let a = if change > 0 {
@@ -101,6 +123,34 @@ impl NString {
 }
 
 impl NString {
+    /// HF's `NormalizedString::filter`: the chars `keep` holds for stay. Each run of removed
+    /// chars is counted against the kept char before it (so that char's alignment does not
+    /// move), a run at the very start against none (`initial_offset`).
+    fn filter(&mut self, keep_char: impl Fn(char) -> bool, keep: bool) {
+        if self.text.chars().all(&keep_char) {
+            return;
+        }
+        let mut dest: Vec<(char, isize)> = Vec::with_capacity(self.text.len());
+        let (mut removed, mut initial) = (0isize, 0usize);
+        let mut last: Option<char> = None;
+        for c in self.text.chars() {
+            if keep_char(c) {
+                match last {
+                    Some(l) => dest.push((l, -removed)),
+                    None => initial = removed.unsigned_abs(),
+                }
+                last = Some(c);
+                removed = 0;
+            } else {
+                removed += 1;
+            }
+        }
+        if let Some(l) = last {
+            dest.push((l, -removed));
+        }
+        self.transform_from(dest.into_iter(), initial, keep);
+    }
+
     /// HF's `NormalizedString::prepend`: `p` in front of a text that is not empty. HF puts
     /// `p`'s first char in place of the text's first char (change 0) and inserts the rest and
     /// that char again (change 1), so all of them take the first char's alignment.
@@ -174,6 +224,22 @@ impl Normalizer {
             "NFKC" => Normalizer::Nfkc,
             "NFKD" => Normalizer::Nfkd,
             "Lowercase" => Normalizer::Lowercase,
+            "BertNormalizer" => {
+                // Each flag a bool (HF's defaults where one is missing; `strip_accents` unset
+                // follows `lowercase`).
+                let field = |k: &str, default: bool| match v.get(k) {
+                    None | Some(Value::Null) => Ok(default),
+                    Some(Value::Bool(b)) => Ok(*b),
+                    Some(_) => Err(bad(&format!("BertNormalizer: `{k}` is not a bool"))),
+                };
+                let lowercase = field("lowercase", true)?;
+                Normalizer::Bert {
+                    clean_text: field("clean_text", true)?,
+                    chinese: field("handle_chinese_chars", true)?,
+                    strip_accents: field("strip_accents", lowercase)?,
+                    lowercase,
+                }
+            }
             "Prepend" => Normalizer::Prepend(
                 v.get("prepend")
                     .and_then(Value::as_str)
@@ -261,6 +327,10 @@ impl Normalizer {
                 pattern.is_empty() || pattern == content || !s.contains(pattern.as_str())
             }
             Normalizer::Sequence(v) => v.iter().all(|n| n.leaves(s)),
+            // Printable ASCII: no control char, no whitespace but ' ', nothing to lowercase.
+            Normalizer::Bert { lowercase, .. } => s
+                .bytes()
+                .all(|b| (b' '..=b'~').contains(&b) && !(*lowercase && b.is_ascii_uppercase())),
         }
     }
 
@@ -269,6 +339,12 @@ impl Normalizer {
         match self {
             Normalizer::Prepend(p) => return s.prepend(p, keep),
             Normalizer::Replace { pattern, content } => return s.replace(pattern, content, keep),
+            Normalizer::Bert {
+                clean_text,
+                chinese,
+                strip_accents,
+                lowercase,
+            } => return bert(s, *clean_text, *chinese, *strip_accents, *lowercase, keep),
             _ => {}
         }
         let src = std::mem::take(&mut s.text);
@@ -291,9 +367,106 @@ impl Normalizer {
                     n.apply(s, keep);
                 }
             }
-            Normalizer::Prepend(_) | Normalizer::Replace { .. } => {}
+            Normalizer::Prepend(_) | Normalizer::Replace { .. } | Normalizer::Bert { .. } => {}
         }
     }
+}
+
+/// HF's `BertNormalizer::normalize`: its four steps, each a transform of the whole text as
+/// there (so alignments move as there).
+fn bert(s: &mut NString, clean: bool, chinese: bool, strip: bool, lower: bool, keep: bool) {
+    if !keep && s.text.is_ascii() {
+        // ASCII: no CJK char, NFD leaves it and it has no marks; the steps are a byte map.
+        let mut out = String::with_capacity(s.text.len());
+        for &b in s.text.as_bytes() {
+            let c = char::from(b);
+            if clean && (b == 0 || is_bert_control(c)) {
+                continue;
+            }
+            out.push(match c {
+                c if clean && is_bert_whitespace(c) => ' ',
+                c if lower => c.to_ascii_lowercase(),
+                c => c,
+            });
+        }
+        s.text = out;
+        return;
+    }
+    if clean {
+        s.filter(
+            |c| !(c == '\0' || c == '\u{fffd}' || is_bert_control(c)),
+            keep,
+        );
+        if s.text.chars().any(is_bert_whitespace_not_space) {
+            let src = std::mem::take(&mut s.text);
+            s.text = src.clone();
+            let mapped = src.chars().map(|c| {
+                let c = if is_bert_whitespace(c) { ' ' } else { c };
+                (c, 0)
+            });
+            s.transform(mapped, keep);
+        }
+    }
+    if chinese && s.text.chars().any(is_chinese_char) {
+        let src = std::mem::take(&mut s.text);
+        s.text = src.clone();
+        let spaced = src.chars().flat_map(|c| {
+            let (first, n) = if is_chinese_char(c) {
+                ([(' ', 0), (c, 1), (' ', 1)], 3)
+            } else {
+                ([(c, 0), (' ', 0), (' ', 0)], 1)
+            };
+            first.into_iter().take(n)
+        });
+        s.transform(spaced, keep);
+    }
+    if strip && !s.text.is_ascii() {
+        Normalizer::Nfd.apply(s, keep);
+        s.filter(|c| !is_mark_nonspacing(c), keep);
+    }
+    if lower {
+        Normalizer::Lowercase.apply(s, keep);
+    }
+}
+
+/// HF's `bert::is_whitespace`: `\t`, `\n`, `\r` and `char::is_whitespace`.
+fn is_bert_whitespace(c: char) -> bool {
+    c.is_whitespace()
+}
+
+fn is_bert_whitespace_not_space(c: char) -> bool {
+    c != ' ' && c.is_whitespace()
+}
+
+/// HF's `bert::is_control`: `unicode_categories`' "other" (Cc, Cf, Co; that crate leaves
+/// out Cn and Cs), but not `\t`, `\n`, `\r`.
+fn is_bert_control(c: char) -> bool {
+    use unicode_categories::UnicodeCategories;
+    match c {
+        '\t' | '\n' | '\r' => false,
+        ' '..='~' => false,
+        _ => c.is_other(),
+    }
+}
+
+fn is_mark_nonspacing(c: char) -> bool {
+    use unicode_categories::UnicodeCategories;
+    c.is_mark_nonspacing()
+}
+
+/// HF's `bert::is_chinese_char`: the CJK ideograph blocks.
+pub(super) fn is_chinese_char(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x4E00..=0x9FFF
+            | 0x3400..=0x4DBF
+            | 0x20000..=0x2A6DF
+            | 0x2A700..=0x2B73F
+            | 0x2B740..=0x2B81F
+            | 0x2B920..=0x2CEAF
+            | 0xF900..=0xFAFF
+            | 0x2F800..=0x2FA1F
+    )
 }
 
 /// `is_nfc_quick(s.chars()) == Yes`, with the table look-ups of the crate skipped for most

@@ -62,6 +62,9 @@ pub enum Step {
     Digits { individual: bool },
     /// ASCII or Unicode punctuation chars, with a behavior.
     Punctuation { behavior: Behavior },
+    /// `char::is_whitespace` chars removed, the text between them kept (HF's
+    /// `WhitespaceSplit`, and the first half of `BertPreTokenizer`).
+    WhitespaceSplit,
 }
 
 /// A piece: bytes `start..end` of the segment, after a virtual space if `space`.
@@ -336,6 +339,14 @@ impl PreTokenizer {
             "Digits" => steps.push(Step::Digits {
                 individual: flag(v, "individual_digits", false),
             }),
+            "WhitespaceSplit" => steps.push(Step::WhitespaceSplit),
+            // HF's `BertPreTokenizer` is these two splits, one after the other.
+            "BertPreTokenizer" => {
+                steps.push(Step::WhitespaceSplit);
+                steps.push(Step::Punctuation {
+                    behavior: Behavior::Isolated,
+                });
+            }
             "Punctuation" => steps.push(Step::Punctuation {
                 behavior: match v.get("behavior") {
                     None => Behavior::Isolated,
@@ -689,6 +700,9 @@ impl PreTokenizer {
             Step::Punctuation { behavior } => {
                 self.by_char(seg, p, mapped, is_punctuation, *behavior, out);
             }
+            Step::WhitespaceSplit => {
+                self.by_char(seg, p, mapped, char::is_whitespace, Behavior::Removed, out);
+            }
         }
         Ok(())
     }
@@ -853,6 +867,7 @@ fn unchanged(step: &Step, seg: &str, p: Piece, mapped: bool) -> bool {
     match step {
         Step::Digits { .. } => none(char::is_numeric),
         Step::Punctuation { .. } => none(is_punctuation),
+        Step::WhitespaceSplit => none(char::is_whitespace),
         Step::Split {
             required: Some(r), ..
         } => !r.in_piece(seg, p, mapped),

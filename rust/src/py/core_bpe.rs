@@ -218,6 +218,21 @@ impl PyCoreBPE {
         self.inner.hf.as_ref().map_or(0, |h| h.decode_strip)
     }
 
+    /// `text` through a HuggingFace pipeline's normalizer (as it is, without one).
+    fn hf_normalize(&self, text: &str) -> String {
+        match self.inner.hf.as_ref() {
+            Some(h) => h.normalize(text),
+            None => text.to_owned(),
+        }
+    }
+
+    /// A WordPiece decoder's continuing-subword prefix and the ids whose token text starts
+    /// with it: HF's decoder strips it from each such token but a first one (`None` for
+    /// other encoders).
+    fn hf_decode_prefix(&self) -> Option<(String, Vec<u32>)> {
+        self.inner.hf.as_ref().and_then(|h| h.decode_prefix.clone())
+    }
+
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).
     fn hf_paths(&self) -> Vec<&'static str> {
         self.inner

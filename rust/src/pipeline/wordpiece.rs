@@ -1,0 +1,253 @@
+//! WordPiece (BERT and its kin: BGE, MiniLM, E5) as HuggingFace's `WordPiece` model runs it.
+//!
+//! Invariant: `encode_word(w)` appends HF's `WordPiece::tokenize(w)` ids for a pre-token `w`,
+//! and `encode_word_with_offsets` also each id's byte range in `w`. A word of more than
+//! `max_input_chars_per_word` chars is the unknown token. Otherwise it is read greedily from
+//! the left: at each position the longest text that is a token (after the first position,
+//! the continuing-subword prefix `##` and the text), and the position moves past it; if no
+//! text at some position is a token, the whole word is the unknown token.
+//!
+//! Two things that change no id: the continuation tokens sit in a map of their own, keyed
+//! without the prefix (`##ing` is a token iff `ing` is a key there), so no text is copied to
+//! put the prefix in front; and the longest text tried at a position is no longer than the
+//! longest token of its map (HF tries the whole rest of the word first, and shortens it a
+//! char at a time: every text longer than that is no token). A word read once is kept in the
+//! piece cache, as a BPE model's words are.
+
+use super::normalizers::bad;
+use crate::encode::bpe::piece_cache::{Local, PieceCache};
+use crate::error::{Error, Result};
+use crate::vocab::token_table::hash_bytes;
+use rustc_hash::FxHashMap;
+
+pub struct WordPiece {
+    /// Token text -> id, for the text at a word's start.
+    first: FxHashMap<Box<[u8]>, u32>,
+    /// Continuation token text without its prefix -> id.
+    cont: FxHashMap<Box<[u8]>, u32>,
+    /// The longest key of `first` and of `cont`, in bytes.
+    first_max: usize,
+    cont_max: usize,
+    /// The unknown token's id, if the vocabulary has it (HF fails a word that needs it
+    /// otherwise, and so does this).
+    unk: Option<u32>,
+    unk_token: String,
+    max_chars: usize,
+    cache: PieceCache,
+}
+
+impl WordPiece {
+    /// The model of a `tokenizer.json`'s `model` object (`type` WordPiece), and its vocabulary
+    /// (token text -> id).
+    pub fn from_json(v: &serde_json::Value) -> Result<(Self, FxHashMap<String, u32>)> {
+        use serde_json::Value;
+        let vocab_json = v
+            .get("vocab")
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad("WordPiece model without a `vocab` object"))?;
+        let mut vocab: FxHashMap<String, u32> = FxHashMap::default();
+        vocab.reserve(vocab_json.len());
+        for (t, id) in vocab_json {
+            let id = id
+                .as_u64()
+                .and_then(|x| u32::try_from(x).ok())
+                .ok_or_else(|| bad(&format!("WordPiece vocab: the id of {t:?} is not a u32")))?;
+            vocab.insert(t.clone(), id);
+        }
+        let text = |k: &str, default: &str| -> Result<String> {
+            match v.get(k) {
+                None | Some(Value::Null) => Ok(default.to_owned()),
+                Some(Value::String(s)) => Ok(s.clone()),
+                Some(_) => Err(bad(&format!("WordPiece `{k}` is not a string"))),
+            }
+        };
+        let unk_token = text("unk_token", "[UNK]")?;
+        let prefix = text("continuing_subword_prefix", "##")?;
+        let max_chars = match v.get("max_input_chars_per_word") {
+            None | Some(Value::Null) => 100,
+            Some(x) => x
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| bad("WordPiece `max_input_chars_per_word` is not a count"))?,
+        };
+        Ok((Self::new(&vocab, unk_token, &prefix, max_chars), vocab))
+    }
+
+    pub fn new(
+        vocab: &FxHashMap<String, u32>,
+        unk_token: String,
+        prefix: &str,
+        max_chars: usize,
+    ) -> Self {
+        let mut first = FxHashMap::default();
+        let mut cont = FxHashMap::default();
+        first.reserve(vocab.len());
+        for (t, &id) in vocab {
+            first.insert(t.as_bytes().into(), id);
+            if let Some(rest) = t.strip_prefix(prefix) {
+                cont.insert(rest.as_bytes().into(), id);
+            }
+        }
+        let longest = |m: &FxHashMap<Box<[u8]>, u32>| m.keys().map(|k| k.len()).max();
+        WordPiece {
+            first_max: longest(&first).unwrap_or(0),
+            cont_max: longest(&cont).unwrap_or(0),
+            unk: vocab.get(&unk_token).copied(),
+            unk_token,
+            first,
+            cont,
+            max_chars,
+            cache: PieceCache::new(),
+        }
+    }
+
+    pub fn cache(&self) -> Local<'_> {
+        self.cache.local()
+    }
+
+    fn unk(&self) -> Result<u32> {
+        self.unk.ok_or_else(|| {
+            Error::Input(format!(
+                "WordPiece: the unknown token {:?} is not in the vocabulary (HF fails the same \
+                 word with MissingUnkToken)",
+                self.unk_token
+            ))
+        })
+    }
+
+    /// Appends the ids of pre-token `w` (see the module docs).
+    #[inline]
+    pub fn encode_word(&self, w: &str, cache: &mut Local<'_>, out: &mut Vec<u32>) -> Result<()> {
+        let b = w.as_bytes();
+        // Most words of real text are one token.
+        if b.len() <= self.first_max && w.len() <= self.max_chars {
+            if let Some(&id) = self.first.get(b) {
+                out.push(id);
+                return Ok(());
+            }
+        }
+        let h = hash_bytes(b);
+        if cache.get(b, h, out) {
+            return Ok(());
+        }
+        let at = out.len();
+        self.greedy(w, |id, _, _| out.push(id))?;
+        cache.put(b, h, &out[at..]);
+        Ok(())
+    }
+
+    /// [`WordPiece::encode_word`] with each id's byte range in `w`.
+    pub fn encode_word_with_offsets(
+        &self,
+        w: &str,
+        out: &mut Vec<(u32, usize, usize)>,
+    ) -> Result<()> {
+        self.greedy(w, |id, a, b| out.push((id, a, b)))
+    }
+
+    /// HF's `WordPiece::tokenize`: calls `emit(id, start, end)` for each sub-token of `w`.
+    fn greedy(&self, w: &str, mut emit: impl FnMut(u32, usize, usize)) -> Result<()> {
+        // A word longer than `max_chars` chars has more than `max_chars` bytes.
+        if w.len() > self.max_chars && w.chars().count() > self.max_chars {
+            emit(self.unk()?, 0, w.len());
+            return Ok(());
+        }
+        let b = w.as_bytes();
+        // The sub-tokens are found first and emitted after: a word with a position where no
+        // text is a token is the unknown token alone.
+        let mut found: Vec<(u32, usize, usize)> = Vec::new();
+        let mut start = 0;
+        while start < b.len() {
+            let (map, longest) = if start == 0 {
+                (&self.first, self.first_max)
+            } else {
+                (&self.cont, self.cont_max)
+            };
+            let mut end = b.len().min(start + longest);
+            while !w.is_char_boundary(end) {
+                end -= 1;
+            }
+            let mut hit = None;
+            while start < end {
+                if let Some(&id) = map.get(&b[start..end]) {
+                    hit = Some(id);
+                    break;
+                }
+                end -= 1;
+                while !w.is_char_boundary(end) {
+                    end -= 1;
+                }
+            }
+            match hit {
+                Some(id) => {
+                    found.push((id, start, end));
+                    start = end;
+                }
+                None => {
+                    emit(self.unk()?, 0, b.len());
+                    return Ok(());
+                }
+            }
+        }
+        for (id, a, e) in found {
+            emit(id, a, e);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(tokens: &[&str], max_chars: usize) -> WordPiece {
+        let vocab = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.to_string(), i as u32))
+            .collect();
+        WordPiece::new(&vocab, "[UNK]".into(), "##", max_chars)
+    }
+
+    fn ids(m: &WordPiece, w: &str) -> Vec<(u32, usize, usize)> {
+        let mut out = Vec::new();
+        m.encode_word_with_offsets(w, &mut out).unwrap();
+        let mut plain = Vec::new();
+        m.encode_word(w, &mut Local::none(), &mut plain).unwrap();
+        assert_eq!(plain, out.iter().map(|x| x.0).collect::<Vec<_>>());
+        out
+    }
+
+    #[test]
+    fn greedy_longest_first_with_the_prefix_after_the_start() {
+        let m = model(
+            &["[UNK]", "un", "##aff", "##able", "una", "##ffable", "a"],
+            100,
+        );
+        // "una" is longer than "un" at the start, then "##ffable".
+        assert_eq!(ids(&m, "unaffable"), [(4, 0, 3), (5, 3, 9)]);
+        // No token at some position: the whole word is the unknown token.
+        assert_eq!(ids(&m, "unax"), [(0, 0, 4)]);
+        // A continuation is looked up with its prefix only after the start.
+        assert_eq!(ids(&m, "aff"), [(0, 0, 3)]);
+    }
+
+    #[test]
+    fn long_words_and_multibyte_chars() {
+        let m = model(&["[UNK]", "é", "##é", "ab"], 3);
+        assert_eq!(ids(&m, "ééé"), [(1, 0, 2), (2, 2, 4), (2, 4, 6)]);
+        // Four chars are more than 3: unknown, though each char is a token.
+        assert_eq!(ids(&m, "éééé"), [(0, 0, 8)]);
+        // Four bytes in three chars: the bound counts chars.
+        assert_eq!(ids(&m, "abé"), [(3, 0, 2), (2, 2, 4)]);
+    }
+
+    #[test]
+    fn a_missing_unknown_token_is_an_error_only_where_needed() {
+        let vocab = [("a".to_string(), 0u32)].into_iter().collect();
+        let m = WordPiece::new(&vocab, "[UNK]".into(), "##", 100);
+        assert_eq!(ids(&m, "a"), [(0, 0, 1)]);
+        let mut out = Vec::new();
+        assert!(m.encode_word_with_offsets("b", &mut out).is_err());
+    }
+}
