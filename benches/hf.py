@@ -1,7 +1,7 @@
 """Benchmark: HuggingFace tokenizer.json models on ferrotok against HF `tokenizers` and gigatoken.
 
-What it measures, per model in ../shared/tokenizers that ferrotok loads (every BPE one,
-byte-level or SentencePiece; the WordPiece one is refused, and named): single-thread MB/s
+What it measures, per model in ../shared/tokenizers (byte-level BPE, SentencePiece BPE,
+WordPiece; a model ferrotok refuses is named and skipped): single-thread MB/s
 (UTF-8 bytes of input per second) of
 
 - `hf`: HF `tokenizers` `Tokenizer.encode(doc, add_special_tokens=False)`,
@@ -222,7 +222,7 @@ def main() -> None:
     for name in names:
         try:
             row = bench_model(name, docs, warm_docs, args.rounds, cl100k)
-        except ValueError as e:  # a model ferrotok refuses (WordPiece): named
+        except ValueError as e:  # a model ferrotok refuses: named
             print(f"{name}: not loaded: {str(e)[:100]}")
             continue
         row.update(meta)

@@ -10,6 +10,7 @@
 //! tables) HuggingFace uses, and `BertNormalizer`'s classes from `unicode_categories` 0.1.1,
 //! HF's too, so text normalizes exactly as there.
 
+use super::unicode_classes::{bert_class, BERT_CHINESE, BERT_CONTROL, BERT_PLAIN, BERT_SPACE};
 use crate::error::{Error, Result};
 use crate::runtime::process_once::ProcessOnce;
 use serde_json::Value;
@@ -392,6 +393,62 @@ fn bert(s: &mut NString, clean: bool, chinese: bool, strip: bool, lower: bool, k
         s.text = out;
         return;
     }
+    if !keep {
+        // Without alignments the four steps are one pass: the first two and the last two
+        // act on each char alone, and NFD reorders marks only within a run of non-starters,
+        // so the text is cut before and after each char NFD leaves alone that is a starter
+        // (`BERT_PLAIN`), and only the runs between such chars go through NFD.
+        let src = std::mem::take(&mut s.text);
+        let mut out = String::with_capacity(src.len() + src.len() / 8);
+        let mut run = String::new();
+        let push = |out: &mut String, c: char| {
+            if lower && !c.is_ascii() {
+                out.extend(c.to_lowercase());
+            } else {
+                out.push(if lower { c.to_ascii_lowercase() } else { c });
+            }
+        };
+        let flush = |run: &mut String, out: &mut String| {
+            for (c, _) in run.nfd() {
+                if !is_mark_nonspacing(c) {
+                    push(out, c);
+                }
+            }
+            run.clear();
+        };
+        let mut emit = |c: char, plain: bool, out: &mut String| {
+            if !strip {
+                push(out, c);
+            } else if plain {
+                if !run.is_empty() {
+                    flush(&mut run, out);
+                }
+                push(out, c);
+            } else {
+                run.push(c);
+            }
+        };
+        for c in src.chars() {
+            let bits = bert_class(c);
+            if clean && (c == '\0' || c == '\u{fffd}' || bits & BERT_CONTROL != 0) {
+                continue;
+            }
+            if clean && bits & BERT_SPACE != 0 {
+                emit(' ', true, &mut out);
+            } else if chinese && bits & BERT_CHINESE != 0 {
+                emit(' ', true, &mut out);
+                emit(c, bits & BERT_PLAIN != 0, &mut out);
+                emit(' ', true, &mut out);
+            } else {
+                emit(c, bits & BERT_PLAIN != 0, &mut out);
+            }
+        }
+        if !run.is_empty() {
+            flush(&mut run, &mut out);
+        }
+        s.text = out;
+        return;
+    }
     if clean {
         s.filter(
             |c| !(c == '\0' || c == '\u{fffd}' || is_bert_control(c)),
@@ -441,12 +498,7 @@ fn is_bert_whitespace_not_space(c: char) -> bool {
 /// HF's `bert::is_control`: `unicode_categories`' "other" (Cc, Cf, Co; that crate leaves
 /// out Cn and Cs), but not `\t`, `\n`, `\r`.
 fn is_bert_control(c: char) -> bool {
-    use unicode_categories::UnicodeCategories;
-    match c {
-        '\t' | '\n' | '\r' => false,
-        ' '..='~' => false,
-        _ => c.is_other(),
-    }
+    bert_class(c) & BERT_CONTROL != 0
 }
 
 fn is_mark_nonspacing(c: char) -> bool {
@@ -613,6 +665,67 @@ mod tests {
         assert_eq!(t.align[4..], [(14, 15); 3]);
         assert!(!n.leaves("x") && n.leaves(""));
         assert!(r.leaves("a b") && !r.leaves("xab"));
+    }
+
+    #[test]
+    fn bert_without_alignments_is_the_text_of_the_steps_with_them() {
+        // The one-pass text (no alignments) against HF's four transforms one after another,
+        // for every setting of the flags, on random texts over the chars each step acts on.
+        let pool = [
+            "a",
+            "Z",
+            " ",
+            "\t",
+            "\n",
+            "\r",
+            "\x00",
+            "\x01",
+            "\x0b",
+            "\x7f",
+            "\u{85}",
+            "\u{a0}",
+            "\u{3000}",
+            "\u{200b}",
+            "\u{feff}",
+            "\u{fffd}",
+            "\u{e000}",
+            "é",
+            "É",
+            "e\u{301}",
+            "\u{301}\u{316}",
+            "\u{1e9b}\u{323}",
+            "ß",
+            "İ",
+            "Σ",
+            "ǅ",
+            "ﬁ",
+            "中",
+            "\u{f900}",
+            "\u{20000}",
+            "か",
+            "한",
+            "😀",
+            "\u{1d15e}",
+            "\u{0f73}",
+        ];
+        let mut rng = crate::test_rng::Rng(0xB1E2_7000_0000_0001);
+        for bits in 0..16u32 {
+            let f = |k: u32| bits >> k & 1 == 1;
+            let n = Normalizer::Bert {
+                clean_text: f(0),
+                chinese: f(1),
+                strip_accents: f(2),
+                lowercase: f(3),
+            };
+            for _ in 0..400 {
+                let text: String = (0..rng.below(12)).map(|_| *rng.pick(&pool)).collect();
+                let mut with = NString::identity(&text, 0, true);
+                n.apply(&mut with, true);
+                assert_eq!(n.normalize(&text), with.text, "{text:?} {bits}");
+                assert_eq!(with.align.len(), with.text.len());
+                assert!(!n.leaves(&text) || with.text == text, "{text:?} {bits}");
+            }
+        }
     }
 
     #[test]

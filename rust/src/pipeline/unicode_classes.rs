@@ -6,6 +6,9 @@
 //! pre-tokenizer is `is_ascii_punctuation || is_punctuation` of that crate: a char made
 //! punctuation by a later Unicode version (U+09FD BENGALI ABBREVIATION SIGN, U+2E4E) is
 //! not punctuation to it, so the same crate answers here.
+//!
+//! `bert_class(c)` holds, as bits, what HF's `BertNormalizer` and `BertPreTokenizer` ask of a
+//! char, each from the crate HF asks (see [`bert_class_of`]).
 
 use std::sync::OnceLock;
 
@@ -44,6 +47,76 @@ pub fn is_punctuation(c: char) -> bool {
     .is_ok()
 }
 
+/// `BertNormalizer`'s control chars (removed by `clean_text`): `unicode_categories`' "other"
+/// (Cc, Cf, Co), but not `\t`, `\n`, `\r`.
+pub const BERT_CONTROL: u8 = 1;
+/// `char::is_whitespace` (made a space by `clean_text`, a cut for `BertPreTokenizer`).
+pub const BERT_SPACE: u8 = 2;
+/// `is_punctuation` or ASCII punctuation (isolated by `BertPreTokenizer`).
+pub const BERT_PUNCT: u8 = 4;
+/// `BertNormalizer`'s CJK ideographs (a space put each side).
+pub const BERT_CHINESE: u8 = 8;
+/// A char NFD leaves alone that is a starter (combining class 0) and no non-spacing mark:
+/// accent stripping keeps it as it is, and no mark after it is reordered before it.
+pub const BERT_PLAIN: u8 = 16;
+
+/// The [`bert_class`] bits of `c`, asked of the crates HF uses.
+pub fn bert_class_of(c: char) -> u8 {
+    use unicode_categories::UnicodeCategories;
+    use unicode_normalization_alignments::char::canonical_combining_class;
+    use unicode_normalization_alignments::UnicodeNormalization;
+    let mut bits = 0;
+    if !matches!(c, '\t' | '\n' | '\r') && c.is_other() {
+        bits |= BERT_CONTROL;
+    }
+    if c.is_whitespace() {
+        bits |= BERT_SPACE;
+    }
+    if c.is_ascii_punctuation() || is_punctuation(c) {
+        bits |= BERT_PUNCT;
+    }
+    if matches!(
+        c as u32,
+        0x4E00..=0x9FFF
+            | 0x3400..=0x4DBF
+            | 0x20000..=0x2A6DF
+            | 0x2A700..=0x2B73F
+            | 0x2B740..=0x2B81F
+            | 0x2B920..=0x2CEAF
+            | 0xF900..=0xFAFF
+            | 0x2F800..=0x2FA1F
+    ) {
+        bits |= BERT_CHINESE;
+    }
+    let mut nfd = std::iter::once(c).nfd().map(|(d, _)| d);
+    if canonical_combining_class(c) == 0
+        && !c.is_mark_nonspacing()
+        && nfd.next() == Some(c)
+        && nfd.next().is_none()
+    {
+        bits |= BERT_PLAIN;
+    }
+    bits
+}
+
+/// [`bert_class_of`], from a table for the Basic Multilingual Plane (64 KiB, built at the
+/// first BERT text that is not ASCII).
+#[inline]
+pub fn bert_class(c: char) -> u8 {
+    use crate::runtime::process_once::ProcessOnce;
+    static TABLE: ProcessOnce<Box<[u8]>> = ProcessOnce::new();
+    let u = c as usize;
+    if u >= 0x10000 {
+        return bert_class_of(c);
+    }
+    let table = TABLE.get_or_init(|| {
+        (0..0x10000u32)
+            .map(|u| char::from_u32(u).map_or(0, bert_class_of))
+            .collect()
+    });
+    table[u]
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -56,6 +129,22 @@ mod tests {
                                               // tokenizers 0.23 cuts "'\u{9fd}" into two pieces).
         assert!(!super::is_punctuation('\u{9fd}'));
         assert!(!super::is_punctuation('\u{2e4e}'));
+    }
+
+    #[test]
+    fn bert_class_is_the_crates_answer_for_every_char() {
+        for c in (0..=char::MAX as u32).step_by(7).filter_map(char::from_u32) {
+            assert_eq!(super::bert_class(c), super::bert_class_of(c), "{c:?}");
+        }
+        use super::*;
+        assert_eq!(bert_class('a'), BERT_PLAIN);
+        assert_eq!(bert_class('\u{301}'), 0); // a non-spacing mark
+        assert_eq!(bert_class('é'), 0); // NFD decomposes it
+        assert_eq!(bert_class('\u{3000}'), BERT_SPACE | BERT_PLAIN);
+        assert_eq!(bert_class('\u{200b}'), BERT_CONTROL | BERT_PLAIN); // Cf
+        assert_eq!(bert_class('中'), BERT_CHINESE | BERT_PLAIN);
+        assert_eq!(bert_class('\u{f900}'), BERT_CHINESE); // NFD maps it to U+8C48
+        assert_eq!(bert_class('«'), BERT_PUNCT | BERT_PLAIN);
     }
 
     #[test]

@@ -21,13 +21,15 @@
 //! isolated) cuts the same wherever the earlier cuts lie. Each scanner's file argues the
 //! rest for its steps.
 //!
+//! - [`bert`]: BERT's `BertPreTokenizer` (whitespace removed, punctuation isolated);
 //! - [`deepseek`]: DeepSeek LLM's five Splits, Digits and ByteLevel;
 //! - [`falcon`]: Falcon's Punctuation, ByteLevel (GPT-2's regex), Digits and Split;
 //! - [`starcoder`]: StarCoder's Digits and ByteLevel (GPT-2's regex);
 //!
-//! and the loop all three run ([`window`]: a 64-byte ASCII window where it can, each
+//! and the loop the last three run ([`window`]: a 64-byte ASCII window where it can, each
 //! scanner's char path elsewhere), over the class table of [`table`].
 
+pub mod bert;
 pub mod deepseek;
 pub mod falcon;
 pub mod starcoder;
@@ -39,6 +41,7 @@ use regex_syntax::hir::{Class, ClassUnicode, Hir, HirKind};
 use serde_json::Value;
 
 pub enum Fused {
+    Bert(bert::Bert),
     DeepSeek(deepseek::DeepSeek),
     Falcon(falcon::Falcon),
     StarCoder(starcoder::StarCoder),
@@ -48,6 +51,9 @@ impl Fused {
     /// The fused scanner for this `pre_tokenizer` object, if it is exactly one a scanner was
     /// written for (see the module docs).
     pub fn recognise(v: &Value) -> Result<Option<Fused>> {
+        if let Some(b) = bert::Bert::recognise(v) {
+            return Ok(Some(Fused::Bert(b)));
+        }
         let Some(steps) = sequence(v) else {
             return Ok(None);
         };
@@ -66,6 +72,7 @@ impl Fused {
     /// The path's name for `Pipeline::paths`: `"scan:<model>"`.
     pub fn name(&self) -> &'static str {
         match self {
+            Fused::Bert(_) => "scan:bert",
             Fused::DeepSeek(_) => "scan:deepseek-llm",
             Fused::Falcon(_) => "scan:falcon",
             Fused::StarCoder(_) => "scan:starcoder",
@@ -80,6 +87,7 @@ impl Fused {
         f: impl FnMut(usize, usize) -> Result<()>,
     ) -> Result<()> {
         match self {
+            Fused::Bert(b) => b.for_each_piece(seg, f),
             Fused::DeepSeek(d) => d.for_each_piece(seg, f),
             Fused::Falcon(s) => s.for_each_piece(seg, f),
             Fused::StarCoder(s) => s.for_each_piece(seg, f),
