@@ -158,6 +158,12 @@ impl Pipeline {
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
                     Model::WordPiece(wp) => {
+                        // BERT's scanner called here, so the word step inlines into it.
+                        if let Some(scanners::Fused::Bert(bert)) = self.pretok.fused() {
+                            return bert.for_each_piece(s, |a, b| {
+                                wp.encode_word(&s[a..b], &mut cache, out)
+                            });
+                        }
                         return self.pretok.for_each_piece(s, &mut |p| {
                             wp.encode_word(&s[p.start..p.end], &mut cache, out)
                         });

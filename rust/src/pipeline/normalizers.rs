@@ -10,7 +10,9 @@
 //! tables) HuggingFace uses, and `BertNormalizer`'s classes from `unicode_categories` 0.1.1,
 //! HF's too, so text normalizes exactly as there.
 
-use super::unicode_classes::{bert_class, BERT_CHINESE, BERT_CONTROL, BERT_PLAIN, BERT_SPACE};
+use super::unicode_classes::{bert_class, bert_class_in, bert_table};
+use super::unicode_classes::{BERT_CHINESE, BERT_CONTROL, BERT_LOWER_SELF, BERT_PLAIN, BERT_SPACE};
+use crate::encode::pretok::classes::decode_multibyte;
 use crate::error::{Error, Result};
 use crate::runtime::process_once::ProcessOnce;
 use serde_json::Value;
@@ -376,39 +378,27 @@ impl Normalizer {
 /// HF's `BertNormalizer::normalize`: its four steps, each a transform of the whole text as
 /// there (so alignments move as there).
 fn bert(s: &mut NString, clean: bool, chinese: bool, strip: bool, lower: bool, keep: bool) {
-    if !keep && s.text.is_ascii() {
-        // ASCII: no CJK char, NFD leaves it and it has no marks; the steps are a byte map.
-        let mut out = String::with_capacity(s.text.len());
-        for &b in s.text.as_bytes() {
-            let c = char::from(b);
-            if clean && (b == 0 || is_bert_control(c)) {
-                continue;
-            }
-            out.push(match c {
-                c if clean && is_bert_whitespace(c) => ' ',
-                c if lower => c.to_ascii_lowercase(),
-                c => c,
-            });
-        }
-        s.text = out;
-        return;
-    }
     if !keep {
         // Without alignments the four steps are one pass: the first two and the last two
         // act on each char alone, and NFD reorders marks only within a run of non-starters,
         // so the text is cut before and after each char NFD leaves alone that is a starter
-        // (`BERT_PLAIN`), and only the runs between such chars go through NFD.
+        // (`BERT_PLAIN`, every ASCII char among them), and only the runs between such chars
+        // go through NFD.
         let src = std::mem::take(&mut s.text);
-        let mut out = String::with_capacity(src.len() + src.len() / 8);
+        let bytes = src.as_bytes();
+        let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + bytes.len() / 8);
         let mut run = String::new();
-        let push = |out: &mut String, c: char| {
-            if lower && !c.is_ascii() {
-                out.extend(c.to_lowercase());
+        let push = |out: &mut Vec<u8>, c: char| {
+            let mut buf = [0u8; 4];
+            if lower && bert_class(c) & BERT_LOWER_SELF == 0 {
+                for l in c.to_lowercase() {
+                    out.extend_from_slice(l.encode_utf8(&mut buf).as_bytes());
+                }
             } else {
-                out.push(if lower { c.to_ascii_lowercase() } else { c });
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
             }
         };
-        let flush = |run: &mut String, out: &mut String| {
+        let flush = |run: &mut String, out: &mut Vec<u8>| {
             for (c, _) in run.nfd() {
                 if !is_mark_nonspacing(c) {
                     push(out, c);
@@ -416,37 +406,61 @@ fn bert(s: &mut NString, clean: bool, chinese: bool, strip: bool, lower: bool, k
             }
             run.clear();
         };
-        let mut emit = |c: char, plain: bool, out: &mut String| {
+        let emit = |c: char, plain: bool, run: &mut String, out: &mut Vec<u8>| {
             if !strip {
                 push(out, c);
             } else if plain {
                 if !run.is_empty() {
-                    flush(&mut run, out);
+                    flush(run, out);
                 }
                 push(out, c);
             } else {
                 run.push(c);
             }
         };
-        for c in src.chars() {
-            let bits = bert_class(c);
-            if clean && (c == '\0' || c == '\u{fffd}' || bits & BERT_CONTROL != 0) {
+        let table = if bytes.is_ascii() {
+            &[][..]
+        } else {
+            bert_table()
+        };
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] < 0x80 {
+                let end = bytes[i..]
+                    .iter()
+                    .position(|&b| b >= 0x80)
+                    .map_or(bytes.len(), |k| i + k);
+                if !run.is_empty() {
+                    flush(&mut run, &mut out);
+                }
+                bert_ascii(&bytes[i..end], clean, lower, &mut out);
+                i = end;
+                continue;
+            }
+            // `i` is on a char boundary of the UTF-8 text `src`.
+            let (u, len) = decode_multibyte(bytes, i, bytes[i]);
+            i += len;
+            let c = char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER);
+            let bits = bert_class_in(table, c);
+            if clean && (c == '\u{fffd}' || bits & BERT_CONTROL != 0) {
                 continue;
             }
             if clean && bits & BERT_SPACE != 0 {
-                emit(' ', true, &mut out);
+                emit(' ', true, &mut run, &mut out);
             } else if chinese && bits & BERT_CHINESE != 0 {
-                emit(' ', true, &mut out);
-                emit(c, bits & BERT_PLAIN != 0, &mut out);
-                emit(' ', true, &mut out);
+                emit(' ', true, &mut run, &mut out);
+                emit(c, bits & BERT_PLAIN != 0, &mut run, &mut out);
+                emit(' ', true, &mut run, &mut out);
             } else {
-                emit(c, bits & BERT_PLAIN != 0, &mut out);
+                emit(c, bits & BERT_PLAIN != 0, &mut run, &mut out);
             }
         }
         if !run.is_empty() {
             flush(&mut run, &mut out);
         }
-        s.text = out;
+        // Only whole chars were written.
+        s.text = String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         return;
     }
     if clean {
@@ -483,6 +497,32 @@ fn bert(s: &mut NString, clean: bool, chinese: bool, strip: bool, lower: bool, k
     }
     if lower {
         Normalizer::Lowercase.apply(s, keep);
+    }
+}
+
+/// Appends ASCII text `run` as `BertNormalizer` makes it. The ASCII controls (Cc: below
+/// 0x20, and 0x7F) but `\t`, `\n`, `\r` go; those three, ASCII's other whitespace, become a
+/// space (0x0B and 0x0C are controls, and go); `A`-`Z` are lowercased. No char is added, so
+/// without a control the run is copied and mapped in place, which vectorizes.
+fn bert_ascii(run: &[u8], clean: bool, lower: bool, out: &mut Vec<u8>) {
+    let control = |b: u8| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || b == 0x7F;
+    let map = |b: u8| {
+        let space = clean && matches!(b, b'\t' | b'\n' | b'\r');
+        let upper = lower && b.wrapping_sub(b'A') < 26;
+        if space {
+            b' '
+        } else {
+            b | (u8::from(upper) << 5)
+        }
+    };
+    if clean && run.iter().any(|&b| control(b)) {
+        out.extend(run.iter().copied().filter(|&b| !control(b)).map(map));
+        return;
+    }
+    let start = out.len();
+    out.extend_from_slice(run);
+    for b in &mut out[start..] {
+        *b = map(*b);
     }
 }
 

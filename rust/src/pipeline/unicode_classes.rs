@@ -59,6 +59,8 @@ pub const BERT_CHINESE: u8 = 8;
 /// A char NFD leaves alone that is a starter (combining class 0) and no non-spacing mark:
 /// accent stripping keeps it as it is, and no mark after it is reordered before it.
 pub const BERT_PLAIN: u8 = 16;
+/// `char::to_lowercase` leaves the char as it is.
+pub const BERT_LOWER_SELF: u8 = 32;
 
 /// The [`bert_class`] bits of `c`, asked of the crates HF uses.
 pub fn bert_class_of(c: char) -> u8 {
@@ -96,25 +98,38 @@ pub fn bert_class_of(c: char) -> u8 {
     {
         bits |= BERT_PLAIN;
     }
+    let mut lower = c.to_lowercase();
+    if lower.next() == Some(c) && lower.next().is_none() {
+        bits |= BERT_LOWER_SELF;
+    }
     bits
 }
 
-/// [`bert_class_of`], from a table for the Basic Multilingual Plane (64 KiB, built at the
-/// first BERT text that is not ASCII).
-#[inline]
-pub fn bert_class(c: char) -> u8 {
+/// [`bert_class_of`] of every char of the Basic Multilingual Plane (64 KiB, built at the
+/// first BERT text that is not ASCII), for [`bert_class_in`].
+pub fn bert_table() -> &'static [u8] {
     use crate::runtime::process_once::ProcessOnce;
     static TABLE: ProcessOnce<Box<[u8]>> = ProcessOnce::new();
-    let u = c as usize;
-    if u >= 0x10000 {
-        return bert_class_of(c);
-    }
-    let table = TABLE.get_or_init(|| {
+    TABLE.get_or_init(|| {
         (0..0x10000u32)
             .map(|u| char::from_u32(u).map_or(0, bert_class_of))
             .collect()
-    });
-    table[u]
+    })
+}
+
+/// [`bert_class_of`], from `table` ([`bert_table`]) for a char of the BMP.
+#[inline]
+pub fn bert_class_in(table: &[u8], c: char) -> u8 {
+    match table.get(c as usize) {
+        Some(&bits) => bits,
+        None => bert_class_of(c),
+    }
+}
+
+/// [`bert_class_of`], from the table for a char of the BMP.
+#[inline]
+pub fn bert_class(c: char) -> u8 {
+    bert_class_in(bert_table(), c)
 }
 
 #[cfg(test)]
@@ -137,14 +152,24 @@ mod tests {
             assert_eq!(super::bert_class(c), super::bert_class_of(c), "{c:?}");
         }
         use super::*;
-        assert_eq!(bert_class('a'), BERT_PLAIN);
-        assert_eq!(bert_class('\u{301}'), 0); // a non-spacing mark
-        assert_eq!(bert_class('é'), 0); // NFD decomposes it
-        assert_eq!(bert_class('\u{3000}'), BERT_SPACE | BERT_PLAIN);
-        assert_eq!(bert_class('\u{200b}'), BERT_CONTROL | BERT_PLAIN); // Cf
-        assert_eq!(bert_class('中'), BERT_CHINESE | BERT_PLAIN);
-        assert_eq!(bert_class('\u{f900}'), BERT_CHINESE); // NFD maps it to U+8C48
-        assert_eq!(bert_class('«'), BERT_PUNCT | BERT_PLAIN);
+        assert_eq!(bert_class('a'), BERT_PLAIN | BERT_LOWER_SELF);
+        assert_eq!(bert_class('É'), 0); // NFD decomposes it; lowercasing changes it
+        assert_eq!(bert_class('\u{301}'), BERT_LOWER_SELF); // a non-spacing mark
+        assert_eq!(bert_class('é'), BERT_LOWER_SELF); // NFD decomposes it
+        assert_eq!(
+            bert_class('\u{3000}'),
+            BERT_SPACE | BERT_PLAIN | BERT_LOWER_SELF
+        );
+        assert_eq!(
+            bert_class('\u{200b}'),
+            BERT_CONTROL | BERT_PLAIN | BERT_LOWER_SELF
+        ); // Cf
+        assert_eq!(
+            bert_class('中'),
+            BERT_CHINESE | BERT_PLAIN | BERT_LOWER_SELF
+        );
+        assert_eq!(bert_class('\u{f900}'), BERT_CHINESE | BERT_LOWER_SELF); // NFD maps it to U+8C48
+        assert_eq!(bert_class('«'), BERT_PUNCT | BERT_PLAIN | BERT_LOWER_SELF);
     }
 
     #[test]

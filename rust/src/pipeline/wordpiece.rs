@@ -12,22 +12,62 @@
 //! put the prefix in front; and the longest text tried at a position is no longer than the
 //! longest token of its map (HF tries the whole rest of the word first, and shortens it a
 //! char at a time: every text longer than that is no token). A word read once is kept in the
-//! piece cache, as a BPE model's words are.
+//! piece cache, as a BPE model's words are. The maps are the engine's [`TokenTable`] (a
+//! fingerprint a slot, the texts in one buffer): a miss, most of a long word's look-ups, is
+//! decided without reading a text.
 
 use super::normalizers::bad;
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::error::{Error, Result};
-use crate::vocab::token_table::hash_bytes;
+use crate::vocab::token_table::{hash_bytes, TokenTable};
 use rustc_hash::FxHashMap;
+
+/// Texts -> ids: a [`TokenTable`] over the texts laid end to end, keyed by each text's
+/// index here (so ids may repeat, or be far apart, as a file gives them).
+struct Texts {
+    table: TokenTable,
+    /// Per text, its start and end in `bytes`, and its id.
+    spans: Vec<(u32, u32)>,
+    ids: Vec<u32>,
+    bytes: Vec<u8>,
+    /// The longest text, in bytes.
+    longest: usize,
+}
+
+impl Texts {
+    fn new(entries: &[(&[u8], u32)]) -> Texts {
+        let mut spans = Vec::with_capacity(entries.len());
+        let mut bytes = Vec::new();
+        for &(t, _) in entries {
+            let start = bytes.len() as u32;
+            bytes.extend_from_slice(t);
+            spans.push((start, bytes.len() as u32));
+        }
+        let keys = entries.iter().enumerate().map(|(i, &(t, _))| (t, i as u32));
+        Texts {
+            table: TokenTable::new(keys),
+            spans,
+            ids: entries.iter().map(|&(_, id)| id).collect(),
+            bytes,
+            longest: entries.iter().map(|(t, _)| t.len()).max().unwrap_or(0),
+        }
+    }
+
+    #[inline]
+    fn get(&self, text: &[u8]) -> Option<u32> {
+        let i = self.table.get(text, |i| {
+            let (a, b) = self.spans[i as usize];
+            &self.bytes[a as usize..b as usize]
+        })?;
+        Some(self.ids[i as usize])
+    }
+}
 
 pub struct WordPiece {
     /// Token text -> id, for the text at a word's start.
-    first: FxHashMap<Box<[u8]>, u32>,
+    first: Texts,
     /// Continuation token text without its prefix -> id.
-    cont: FxHashMap<Box<[u8]>, u32>,
-    /// The longest key of `first` and of `cont`, in bytes.
-    first_max: usize,
-    cont_max: usize,
+    cont: Texts,
     /// The unknown token's id, if the vocabulary has it (HF fails a word that needs it
     /// otherwise, and so does this).
     unk: Option<u32>,
@@ -79,23 +119,19 @@ impl WordPiece {
         prefix: &str,
         max_chars: usize,
     ) -> Self {
-        let mut first = FxHashMap::default();
-        let mut cont = FxHashMap::default();
-        first.reserve(vocab.len());
-        for (t, &id) in vocab {
-            first.insert(t.as_bytes().into(), id);
-            if let Some(rest) = t.strip_prefix(prefix) {
-                cont.insert(rest.as_bytes().into(), id);
-            }
-        }
-        let longest = |m: &FxHashMap<Box<[u8]>, u32>| m.keys().map(|k| k.len()).max();
+        // By id, so the tables are the same from run to run.
+        let mut by_id: Vec<(&[u8], u32)> =
+            vocab.iter().map(|(t, &id)| (t.as_bytes(), id)).collect();
+        by_id.sort_unstable_by_key(|&(_, id)| id);
+        let cont: Vec<(&[u8], u32)> = by_id
+            .iter()
+            .filter_map(|&(t, id)| Some((t.strip_prefix(prefix.as_bytes())?, id)))
+            .collect();
         WordPiece {
-            first_max: longest(&first).unwrap_or(0),
-            cont_max: longest(&cont).unwrap_or(0),
+            first: Texts::new(&by_id),
+            cont: Texts::new(&cont),
             unk: vocab.get(&unk_token).copied(),
             unk_token,
-            first,
-            cont,
             max_chars,
             cache: PieceCache::new(),
         }
@@ -120,8 +156,9 @@ impl WordPiece {
     pub fn encode_word(&self, w: &str, cache: &mut Local<'_>, out: &mut Vec<u32>) -> Result<()> {
         let b = w.as_bytes();
         // Most words of real text are one token.
-        if b.len() <= self.first_max && w.len() <= self.max_chars {
-            if let Some(&id) = self.first.get(b) {
+        let whole_tried = b.len() <= self.first.longest && w.len() <= self.max_chars;
+        if whole_tried {
+            if let Some(id) = self.first.get(b) {
                 out.push(id);
                 return Ok(());
             }
@@ -131,7 +168,7 @@ impl WordPiece {
             return Ok(());
         }
         let at = out.len();
-        self.greedy(w, |id, _, _| out.push(id))?;
+        self.greedy(w, whole_tried, |id, _, _| out.push(id))?;
         cache.put(b, h, &out[at..]);
         Ok(())
     }
@@ -142,11 +179,17 @@ impl WordPiece {
         w: &str,
         out: &mut Vec<(u32, usize, usize)>,
     ) -> Result<()> {
-        self.greedy(w, |id, a, b| out.push((id, a, b)))
+        self.greedy(w, false, |id, a, b| out.push((id, a, b)))
     }
 
-    /// HF's `WordPiece::tokenize`: calls `emit(id, start, end)` for each sub-token of `w`.
-    fn greedy(&self, w: &str, mut emit: impl FnMut(u32, usize, usize)) -> Result<()> {
+    /// HF's `WordPiece::tokenize`: calls `emit(id, start, end)` for each sub-token of `w`
+    /// (`whole_tried`: `w` is known not to be a token, and is not looked up again).
+    fn greedy(
+        &self,
+        w: &str,
+        whole_tried: bool,
+        mut emit: impl FnMut(u32, usize, usize),
+    ) -> Result<()> {
         // A word longer than `max_chars` chars has more than `max_chars` bytes.
         if w.len() > self.max_chars && w.chars().count() > self.max_chars {
             emit(self.unk()?, 0, w.len());
@@ -158,18 +201,17 @@ impl WordPiece {
         let mut found: Vec<(u32, usize, usize)> = Vec::new();
         let mut start = 0;
         while start < b.len() {
-            let (map, longest) = if start == 0 {
-                (&self.first, self.first_max)
-            } else {
-                (&self.cont, self.cont_max)
-            };
-            let mut end = b.len().min(start + longest);
+            let map = if start == 0 { &self.first } else { &self.cont };
+            let mut end = b.len().min(start + map.longest);
+            if whole_tried && start == 0 && end == b.len() {
+                end -= 1;
+            }
             while !w.is_char_boundary(end) {
                 end -= 1;
             }
             let mut hit = None;
             while start < end {
-                if let Some(&id) = map.get(&b[start..end]) {
+                if let Some(id) = map.get(&b[start..end]) {
                     hit = Some(id);
                     break;
                 }
@@ -240,6 +282,25 @@ mod tests {
         assert_eq!(ids(&m, "éééé"), [(0, 0, 8)]);
         // Four bytes in three chars: the bound counts chars.
         assert_eq!(ids(&m, "abé"), [(3, 0, 2), (2, 2, 4)]);
+    }
+
+    #[test]
+    fn ids_may_repeat_or_lie_far_apart() {
+        let vocab = [
+            ("a", 5u32),
+            ("b", 5),
+            ("big", 4_000_000_000),
+            ("##g", 7),
+            ("[UNK]", 0),
+        ]
+        .into_iter()
+        .map(|(t, id)| (t.to_string(), id))
+        .collect();
+        let m = WordPiece::new(&vocab, "[UNK]".into(), "##", 100);
+        assert_eq!(ids(&m, "a"), [(5, 0, 1)]);
+        assert_eq!(ids(&m, "b"), [(5, 0, 1)]);
+        assert_eq!(ids(&m, "big"), [(4_000_000_000, 0, 3)]);
+        assert_eq!(ids(&m, "bg"), [(5, 0, 1), (7, 1, 2)]);
     }
 
     #[test]

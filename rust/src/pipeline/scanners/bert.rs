@@ -9,7 +9,9 @@
 //! step's cuts inside the first one's pieces are its cuts in the whole text, and a removed
 //! whitespace char is no punctuation (no char is both: checked over every char in the tests).
 
-use super::super::unicode_classes::{bert_class, BERT_PUNCT, BERT_SPACE};
+use super::super::unicode_classes::{
+    bert_class, bert_class_in, bert_table, BERT_PUNCT, BERT_SPACE,
+};
 use crate::encode::pretok::classes::decode_multibyte;
 use crate::error::Result;
 use serde_json::Value;
@@ -22,6 +24,8 @@ const PUNCT: u8 = 2;
 pub struct Bert {
     /// Each ASCII byte's class.
     ascii: [u8; 128],
+    /// [`bert_table`], once the first text that is not ASCII asks for it.
+    table: std::sync::OnceLock<&'static [u8]>,
 }
 
 impl Bert {
@@ -43,7 +47,10 @@ impl Bert {
         for (b, class) in ascii.iter_mut().enumerate() {
             *class = class_of(char::from(b as u8));
         }
-        Bert { ascii }
+        Bert {
+            ascii,
+            table: std::sync::OnceLock::new(),
+        }
     }
 
     /// Calls `f(start, end)` with each piece of `seg`, in order.
@@ -64,7 +71,9 @@ impl Bert {
             } else {
                 // `i` is on a char boundary of the UTF-8 text `seg`.
                 let (u, len) = decode_multibyte(b, i, lead);
-                (char::from_u32(u).map_or(WORD, class_of), len)
+                let table = *self.table.get_or_init(bert_table);
+                let c = char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER);
+                (class_in(bert_class_in(table, c)), len)
             };
             if class == WORD {
                 word.get_or_insert(i);
@@ -86,7 +95,12 @@ impl Bert {
 }
 
 fn class_of(c: char) -> u8 {
-    let bits = bert_class(c);
+    class_in(bert_class(c))
+}
+
+/// This scanner's class of a char of [`bert_class`] `bits`.
+#[inline]
+fn class_in(bits: u8) -> u8 {
     if bits & BERT_SPACE != 0 {
         SPACE
     } else if bits & BERT_PUNCT != 0 {
