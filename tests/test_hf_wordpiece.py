@@ -102,7 +102,7 @@ def bge() -> dict[str, Any]:
 @pytest.mark.parametrize("name", WORDPIECE)
 def test_shared_model_on_edge_texts(name: str) -> None:
     enc, hf, face = loaded(name)
-    assert enc._core_bpe.hf_paths() == ["wordpiece"]
+    assert enc._core_bpe.hf_paths() == ["wordpiece", "scan:bert"]
     check_all(enc, hf, face, EDGE_TEXTS)
     # BERT's pair: its own type ids, and the template around each text.
     pairs = list(zip(EDGE_TEXTS, EDGE_TEXTS[::-1]))
