@@ -403,7 +403,8 @@ def test_word_class_is_oniguruma_s(invert: bool) -> None:
             {"model": {"type": "WordPiece", "vocab": {}}},
             "WordPiece model behind a ByteLevel or Metaspace pre-tokenizer",
         ),
-        ({"model": {"type": "Unigram", "vocab": []}}, "model Unigram"),
+        ({"model": {"type": "Unigram", "vocab": []}}, "Unigram model behind a ByteLevel"),
+        ({"model": {"type": "Mystery"}}, "model Mystery"),
         ({"normalizer": {"type": "StripAccents"}}, "normalizer StripAccents"),
         ({"normalizer": {"type": "Replace"}}, "normalizer Replace"),
         # Metaspace makes SentencePiece BPE too (tested in test_hf_sentencepiece.py).

@@ -43,7 +43,7 @@ class Encoding:
     # once asked for (`_hf_config`).
     _hf_json: str | None
     _hf_strip: int
-    _hf_first: tuple[bytes, frozenset[int]] | None
+    _hf_first: dict[int, tuple[bytes, int]] | None
     _hf_config_parsed: dict[str, Any] | None
 
     def __init__(
@@ -129,8 +129,7 @@ class Encoding:
         enc._setup(name, "", None, special_tokens, None, core)
         enc._hf_json = text
         enc._hf_strip = core.hf_decode_strip()
-        prefix = core.hf_decode_prefix()
-        enc._hf_first = None if prefix is None else (prefix[0].encode(), frozenset(prefix[1]))
+        enc._hf_first = {i: (first, own) for i, first, own in core.hf_decode_first()} or None
         enc._hf_template = single_template(json.loads(core.hf_post_processor() or "null"))
         return enc
 
@@ -166,9 +165,9 @@ class Encoding:
         # Leading spaces the file's decoder strips from a decoded text (SentencePiece's `Strip`
         # takes away the space its normalizer put in front), so `decode(encode(s)) == s`.
         self._hf_strip = 0
-        # WordPiece's decoder takes the continuing-subword prefix (`##`) off every token but
-        # the first: (the prefix, the ids whose text starts with it), put back in front of a
-        # text that starts with one.
+        # Ids the file's decoder decodes otherwise when they come first (WordPiece's keeps a
+        # first token's `##`, Metaspace's drops every `▁` of it): id -> (its bytes then, the
+        # length of its bytes elsewhere).
         self._hf_first = None
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
@@ -494,8 +493,10 @@ class Encoding:
         """`decoded` (the bytes of `tokens`) as the file's decoder gives it: without the
         leading spaces it strips, or with the prefix a first token keeps (see `_setup`)."""
         first = self._hf_first
-        if first is not None and len(tokens) and int(tokens[0]) in first[1]:
-            return first[0] + decoded
+        if first is not None and len(tokens):
+            found = first.get(int(tokens[0]))
+            if found is not None:
+                return found[0] + decoded[found[1] :]
         n = 0
         while n < self._hf_strip and decoded[n : n + 1] == b" ":
             n += 1

@@ -77,6 +77,24 @@ def _decode_chain(config: Any) -> Callable[[list[str]], str] | None:
     return run
 
 
+def _metaspace_prepends(config: dict[str, Any]) -> bool:
+    """Whether a `Metaspace` step's `prepend_scheme` (or legacy `add_prefix_space`) puts
+    the replacement in front of a text (`always` or `first`, HF's default)."""
+    scheme = config.get("prepend_scheme")
+    if scheme is None:
+        return config.get("add_prefix_space") is not False
+    return bool(scheme != "never")
+
+
+def _metaspace_decode(tokens: list[str], replacement: str, prepends: bool) -> str:
+    """HF's `Metaspace` decoder: the replacement a space, but in the first token, where
+    every one goes if the scheme puts one in front."""
+    out = []
+    for i, t in enumerate(tokens):
+        out.append(t.replace(replacement, "" if i == 0 and prepends else " "))
+    return "".join(out)
+
+
 def _wordpiece_decode(tokens: list[str], prefix: str, cleanup: bool) -> str:
     """HF's `WordPiece` decoder: each token but the first without `prefix` if it starts
     with it, else after a space; then, token by token, HF's `cleanup`."""
@@ -198,6 +216,13 @@ class Tokenizer:
 
         model = config.get("model") or {}
         vocab = model.get("vocab")
+        # Unigram's vocabulary is a list of [text, score] pairs: ids are places in it (a text
+        # that repeats maps to its last id, as HF's map keeps it).
+        listed = vocab if isinstance(vocab, list) else None
+        unk_id = model.get("unk_id") if model.get("type") == "Unigram" else None
+        self._unigram_unk: int | None = unk_id if isinstance(unk_id, int) else None
+        if listed is not None:
+            vocab = {str(item[0]): i for i, item in enumerate(listed)}
         if not isinstance(vocab, dict):
             raise ValueError(f"unsupported model {model.get('type')!r}: no token -> id vocabulary")
         self._model_vocab: dict[str, int] = vocab
@@ -233,6 +258,8 @@ class Tokenizer:
         id_to_token: list[str | None] = [None] * size
         for token, i in vocab.items():
             id_to_token[i] = token
+        for i, item in enumerate(listed or ()):
+            id_to_token[i] = str(item[0])
         for token, i in self._added.items():
             # HF's text of a normalized added token's id is its normalized content (what
             # `id_to_token` and the decoder see), though `get_vocab` keeps the content.
@@ -339,6 +366,10 @@ class Tokenizer:
 
     def _tokens(self, text: str, ids: list[int], offsets: Sequence[tuple[int, int]]) -> list[str]:
         tokens = list(map(self._token_text.__getitem__, ids))
+        # A Unigram model's unknown piece is, to HF, the (normalized) text it covers.
+        if self._unigram_unk is not None and self._unigram_unk in ids:
+            for k, piece in self._enc._core_bpe.encode_hf_unknown_texts(text):
+                tokens[k] = piece
         # A normalized added token matched its normalized content, its id's text; only a
         # stripping one's text differs from its id's (the whitespace it took). Most texts hold
         # none: one pass in C decides it.
@@ -531,6 +562,13 @@ class Tokenizer:
         if self._decode_chain is not None:
             kept = self._kept(ids, skip_special_tokens)
             return self._decode_chain([self._id_to_token[i] or "" for i in kept])
+        if decoder.get("type") == "Metaspace":
+            kept = self._kept(ids, skip_special_tokens)
+            return _metaspace_decode(
+                [self._id_to_token[i] or "" for i in kept],
+                str(decoder.get("replacement", "\u2581")),
+                _metaspace_prepends(decoder),
+            )
         if decoder.get("type") == "WordPiece":
             kept = self._kept(ids, skip_special_tokens)
             return _wordpiece_decode(

@@ -91,3 +91,23 @@ impl Metaspace {
         }
     }
 }
+
+/// Calls `f(start, end)` for each piece of `t`, a text after this step: the whole text, or
+/// with `split` each part that starts at a `▁` (HF's split on `▁`, `MergedWithNext`: a `▁`
+/// goes with what follows it, and a `▁` before another is a piece of its own).
+pub fn words(t: &str, split: bool, mut f: impl FnMut(usize, usize) -> Result<()>) -> Result<()> {
+    if t.is_empty() {
+        return Ok(());
+    }
+    if !split {
+        return f(0, t.len());
+    }
+    let mut start = 0;
+    for (i, _) in t.match_indices(META) {
+        if i > start {
+            f(start, i)?;
+            start = i;
+        }
+    }
+    f(start, t.len())
+}

@@ -40,6 +40,7 @@ pub mod scanners;
 pub mod sentencepiece_bpe;
 pub mod splitters;
 mod unicode_classes;
+pub mod unigram;
 mod word;
 pub mod wordpiece;
 
@@ -55,6 +56,7 @@ use rustc_hash::FxHashMap;
 use sentencepiece_bpe::{decoded_byte, SentencePieceBpe};
 use serde_json::Value;
 use std::borrow::Cow;
+use unigram::Unigram;
 use wordpiece::WordPiece;
 
 pub struct Pipeline {
@@ -72,10 +74,11 @@ pub struct Pipeline {
     /// How many spaces the decoder strips from the front of a decoded text (a `Strip`
     /// decoder after `Fuse`, SentencePiece's: it takes away the space `▁` stood for in front).
     pub decode_strip: usize,
-    /// A WordPiece decoder's prefix and the ids whose text starts with it: the decoder takes
-    /// it off each such token but a first one, which keeps it (each id's bytes here are
-    /// without it).
-    pub decode_prefix: Option<(String, Vec<u32>)>,
+    /// The ids whose text HF's decoder gives otherwise when the id comes first, where
+    /// stripping `decode_strip` spaces does not give it: (id, its text first, the length of
+    /// its bytes anywhere else). A WordPiece decoder keeps a first token's `##`; a Metaspace
+    /// decoder drops every `▁` of a first token, not only one in front.
+    pub decode_first: Vec<(u32, Vec<u8>, usize)>,
     /// The file's `post_processor`, as JSON text (`null` if none): the Python layer reads
     /// the ids it puts around a text from it, without parsing the whole file.
     pub post_processor: String,
@@ -93,6 +96,8 @@ pub enum Model {
     SentencePiece(Box<SentencePieceBpe>),
     /// WordPiece (each pre-token read greedily, longest token first).
     WordPiece(Box<WordPiece>),
+    /// Unigram (each pre-token's best-scoring segmentation).
+    Unigram(Box<Unigram>),
 }
 
 impl Model {
@@ -101,6 +106,7 @@ impl Model {
             Model::ByteLevel(m) => m.cache(),
             Model::SentencePiece(m) => m.cache(),
             Model::WordPiece(m) => m.cache(),
+            Model::Unigram(m) => m.cache(),
         }
     }
 }
@@ -157,6 +163,18 @@ impl Pipeline {
             let mut model = |s: &str, at_start: bool, out: &mut Vec<Rank>| -> Result<()> {
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
+                    Model::Unigram(u) => {
+                        let Some(m) = &self.metaspace else {
+                            return self.pretok.for_each_piece(s, &mut |p| {
+                                u.encode_word(&s[p.start..p.end], &mut cache, out)
+                            });
+                        };
+                        m.apply_text(s, at_start, &mut meta_buf);
+                        let t = meta_buf.as_str();
+                        return metaspace::words(t, m.split, |a, b| {
+                            u.encode_word(&t[a..b], &mut cache, out)
+                        });
+                    }
                     Model::WordPiece(wp) => {
                         // BERT's scanner called here, so the word step inlines into it.
                         if let Some(scanners::Fused::Bert(bert)) = self.pretok.fused() {
@@ -247,6 +265,18 @@ impl Pipeline {
     /// HF's `encode(text, add_special_tokens=False)` as (id, char start, char end, word
     /// index) per token (see the module docs).
     pub fn encode_detail(&self, enc: &Encoder, text: &str) -> Result<Vec<Detail>> {
+        self.encode_detail_with(enc, text, None)
+    }
+
+    /// [`Pipeline::encode_detail`], and where `texts` is given, the index and HF's token text
+    /// of each token whose text is not its id's: a Unigram model's unknown pieces, whose
+    /// token is the text they cover (normalized), not the unknown token's.
+    pub fn encode_detail_with(
+        &self,
+        enc: &Encoder,
+        text: &str,
+        mut texts: Option<&mut Vec<(usize, String)>>,
+    ) -> Result<Vec<Detail>> {
         let mut cache = self.model.cache();
         let mut engine_cache = enc.cache.local();
         let mut out: Vec<(u32, usize, usize, u32)> = Vec::new();
@@ -312,6 +342,48 @@ impl Pipeline {
                 let sub = &norm[nc.start..nc.end];
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
+                    Model::Unigram(u) => {
+                        // The pre-tokenizer's pieces (Metaspace's of its own text, aligned to
+                        // `norm`'s bytes), each a word; its tokens' byte ranges through `span`.
+                        let at_start = c.start == 0 && nc.start == 0;
+                        let meta = self.metaspace.map(|m| {
+                            let mut ns = NString::identity(sub, nc.start, true);
+                            m.apply(&mut ns, at_start, true);
+                            ns
+                        });
+                        let mut word_of = |t: &str, a: usize, b: usize| -> Result<()> {
+                            pieces_ids.clear();
+                            u.encode_word_with_offsets(&t[a..b], &mut pieces_ids)?;
+                            for &(id, x, y) in &pieces_ids {
+                                if let Some(texts) = texts.as_deref_mut() {
+                                    if Some(id) == u.unk_id() && t[a + x..a + y] != *u.unk_text() {
+                                        texts.push((out.len(), t[a + x..a + y].to_owned()));
+                                    }
+                                }
+                                let (s, e) = match &meta {
+                                    Some(ns) => span(ns.align[a + x].0, ns.align[a + y - 1].1),
+                                    None => span(nc.start + a + x, nc.start + a + y),
+                                };
+                                out.push((id, s, e, word));
+                            }
+                            word += 1;
+                            Ok(())
+                        };
+                        match (&self.metaspace, &meta) {
+                            (Some(m), Some(ns)) => {
+                                let t = ns.text.as_str();
+                                metaspace::words(t, m.split, |a, b| word_of(t, a, b))?;
+                            }
+                            _ => {
+                                pieces.clear();
+                                self.pretok.pieces(sub, &mut pieces)?;
+                                for p in &pieces {
+                                    word_of(sub, p.start, p.end)?;
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     Model::WordPiece(wp) => {
                         // Each pre-token a word; its tokens' byte ranges in it, through
                         // `span` to the original.
@@ -502,7 +574,7 @@ impl Pipeline {
     pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
         let mut v = match &self.model {
             Model::ByteLevel(m) => m.tables_built(),
-            Model::SentencePiece(_) | Model::WordPiece(_) => Vec::new(),
+            Model::SentencePiece(_) | Model::WordPiece(_) | Model::Unigram(_) => Vec::new(),
         };
         v.extend(self.pretok.tables_built());
         v
@@ -515,6 +587,7 @@ impl Pipeline {
             Model::ByteLevel(m) => m.paths(),
             Model::SentencePiece(m) => m.paths(),
             Model::WordPiece(_) => vec!["wordpiece"],
+            Model::Unigram(_) => vec!["unigram"],
         };
         if self.raw_sentencepiece {
             v.push("raw_words");
@@ -591,6 +664,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let decoder = root.get("decoder").unwrap_or(&Value::Null);
     let (mut decode_strip, mut decode_bytes) = (0, false);
     let mut wordpiece_decoder: Option<(String, bool)> = None;
+    let mut metaspace_decoder = false;
     let (model, vocab) = match kind {
         // The BPE family, from the pre-tokenizer: a ByteLevel step makes byte-level BPE;
         // none at all, BPE over the chars of each normalized segment (SentencePiece's).
@@ -626,10 +700,25 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             let (m, vocab) = WordPiece::from_json(model_json)?;
             (Model::WordPiece(Box::new(m)), vocab)
         }
+        "Unigram" => {
+            if pretok.is_byte_level() {
+                return Err(unsupported(
+                    "a Unigram model behind a ByteLevel pre-tokenizer",
+                ));
+            }
+            let byte_fallback = model_json
+                .get("byte_fallback")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            (decode_strip, decode_bytes) = unigram_decoder(decoder, byte_fallback)?;
+            metaspace_decoder = decoder.get("type").and_then(Value::as_str) == Some("Metaspace");
+            let (m, vocab) = Unigram::from_json(model_json)?;
+            (Model::Unigram(Box::new(m)), vocab)
+        }
         other => return Err(unsupported(&format!("model {other}"))),
     };
     // A token's bytes, as the model's decoder gives them.
-    let spm = matches!(model, Model::SentencePiece(_));
+    let spm = matches!(model, Model::SentencePiece(_) | Model::Unigram(_));
     let token_bytes = |t: &str| -> Vec<u8> {
         if let Some((prefix, cleanup)) = &wordpiece_decoder {
             wordpiece_token_text(t, prefix, *cleanup).into_bytes()
@@ -742,29 +831,41 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             enc.decode_as.insert(t.id, bytes.into());
         }
     }
-    // HF's text of every id that starts with the WordPiece decoder's prefix.
-    let decode_prefix = wordpiece_decoder.as_ref().and_then(|(prefix, _)| {
-        if prefix.is_empty() {
-            return None;
+    // What HF's decoder makes of each id's text when the id comes first (the text HF names
+    // an id by: an added token's, normalized if it is, else the vocabulary's).
+    let first_text = |t: &str| -> Option<Vec<u8>> {
+        match &wordpiece_decoder {
+            Some((prefix, cleanup)) => Some(wordpiece_first_text(t, prefix, *cleanup).into_bytes()),
+            None if metaspace_decoder && decode_strip > 0 => {
+                Some(t.replace('\u{2581}', "").into_bytes())
+            }
+            None => None,
         }
-        let mut ids: Vec<u32> = vocab
-            .iter()
-            .filter(|(t, _)| t.starts_with(prefix.as_str()))
-            .map(|(_, &id)| id)
-            .collect();
+    };
+    let mut decode_first = Vec::new();
+    if first_text("").is_some() {
+        let mut texts: FxHashMap<u32, String> =
+            vocab.iter().map(|(t, &id)| (id, t.clone())).collect();
         for t in &added.tokens {
             let text = match &normalizer {
                 Some(n) if t.normalized => n.normalize(&t.content),
                 _ => t.content.clone(),
             };
-            if text.starts_with(prefix.as_str()) {
-                ids.push(t.id);
+            texts.insert(t.id, text);
+        }
+        for (id, t) in texts {
+            let own = token_bytes(&t);
+            let spaces = own
+                .iter()
+                .take(decode_strip)
+                .take_while(|&&b| b == b' ')
+                .count();
+            if let Some(first) = first_text(&t).filter(|f| f[..] != own[spaces..]) {
+                decode_first.push((id, first, own.len()));
             }
         }
-        ids.sort_unstable();
-        ids.dedup();
-        Some((prefix.clone(), ids))
-    });
+        decode_first.sort_unstable();
+    }
     // The raw path makes each space `▁` and puts one in front: SentencePiece's normalizers
     // alone, or Metaspace without a normalizer.
     let raw_sentencepiece = match (&model, &normalizer, &metaspace) {
@@ -781,7 +882,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         metaspace,
         model,
         decode_strip,
-        decode_prefix,
+        decode_first,
         post_processor,
     }));
     Ok(enc)
@@ -868,9 +969,18 @@ fn check_wordpiece_decoder(v: &Value) -> Result<(String, bool)> {
 /// token on its own, so each token's text is fixed, and decoding joins them).
 pub fn wordpiece_token_text(t: &str, prefix: &str, cleanup: bool) -> String {
     let text = match t.strip_prefix(prefix) {
-        Some(rest) if !prefix.is_empty() => rest.to_owned(),
-        _ => format!(" {t}"),
+        Some(rest) => rest.to_owned(),
+        None => format!(" {t}"),
     };
+    wordpiece_cleanup(text, cleanup)
+}
+
+/// The text HF's `WordPiece` decoder makes of token `t` first: `t`, then `cleanup`.
+fn wordpiece_first_text(t: &str, _prefix: &str, cleanup: bool) -> String {
+    wordpiece_cleanup(t.to_owned(), cleanup)
+}
+
+fn wordpiece_cleanup(text: String, cleanup: bool) -> String {
     if !cleanup {
         return text;
     }
@@ -886,6 +996,22 @@ pub fn wordpiece_token_text(t: &str, prefix: &str, cleanup: bool) -> String {
         .replace(" 's", "'s")
         .replace(" 've", "'ve")
         .replace(" 're", "'re")
+}
+
+/// The decoder of a Unigram model: SentencePiece's chain (see [`sentencepiece_decoder`]) or
+/// HF's `Metaspace` decoder (`▁` a space; the one in front of the text dropped unless its
+/// `prepend_scheme` is `never`). Returns what [`sentencepiece_decoder`] returns.
+fn unigram_decoder(v: &Value, byte_fallback: bool) -> Result<(usize, bool)> {
+    if v.get("type").and_then(Value::as_str) != Some("Metaspace") {
+        return sentencepiece_decoder(v, byte_fallback);
+    }
+    if byte_fallback {
+        return Err(unsupported(
+            "decoder Metaspace for a model with byte_fallback (its bytes would not be read)",
+        ));
+    }
+    let m = Metaspace::from_json(v)?.ok_or_else(|| bad("decoder Metaspace"))?;
+    Ok((usize::from(m.prepend != metaspace::Prepend::Never), false))
 }
 
 fn check_decoder(v: &Value) -> Result<()> {

@@ -226,11 +226,15 @@ impl PyCoreBPE {
         }
     }
 
-    /// A WordPiece decoder's continuing-subword prefix and the ids whose token text starts
-    /// with it: HF's decoder strips it from each such token but a first one (`None` for
-    /// other encoders).
-    fn hf_decode_prefix(&self) -> Option<(String, Vec<u32>)> {
-        self.inner.hf.as_ref().and_then(|h| h.decode_prefix.clone())
+    /// The ids a HuggingFace pipeline's decoder decodes otherwise when they come first, as
+    /// (id, bytes then, length of their bytes elsewhere) (empty for other encoders).
+    fn hf_decode_first<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, usize)> {
+        self.inner.hf.as_ref().map_or_else(Vec::new, |h| {
+            h.decode_first
+                .iter()
+                .map(|(id, first, own)| (*id, PyBytes::new(py, first), *own))
+                .collect()
+        })
     }
 
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).
@@ -264,6 +268,27 @@ impl PyCoreBPE {
             ints::offset_list(py, &offsets)?,
             ints::id_list(py, &words)?,
         ))
+    }
+
+    /// The tokens of `encode_hf_detail(text)` whose HF token text is not their id's (a
+    /// Unigram model's unknown pieces: the text they cover), as (index, text).
+    fn encode_hf_unknown_texts(
+        &self,
+        py: Python<'_>,
+        text: &str,
+    ) -> PyResult<Vec<(usize, String)>> {
+        let enc = &self.inner;
+        let texts = detached(py, || match &enc.hf {
+            Some(hf) => {
+                let mut texts = Vec::new();
+                hf.encode_detail_with(enc, text, Some(&mut texts))?;
+                Ok(texts)
+            }
+            None => Err(Error::Input(
+                "not a HuggingFace tokenizer.json encoding".into(),
+            )),
+        })?;
+        Ok(texts)
     }
 
     /// `{token bytes: rank}` of the ordinary tokens (built on request).

@@ -1,0 +1,375 @@
+//! SentencePiece's Unigram model (T5, XLM-R, ALBERT, mBART...) as HuggingFace's `Unigram`
+//! runs it.
+//!
+//! Invariant: `encode_word(w)` appends HF's `Unigram::tokenize(w)` ids for a pre-token `w`,
+//! and `encode_word_with_offsets` each id's byte range in `w`: the best-scoring segmentation
+//! of `w` into tokens (HF's `encode_optimized`, after SentencePiece's `unigram_model.cc`): for
+//! each char boundary, left to right, each token the trie finds there extends the best path
+//! ending at that boundary, taking the path ending where it ends when there is none yet or
+//! its score (the same `f64` sums, in the same order) is strictly greater; where no token is
+//! exactly the char there, the unknown token covers the char at the lowest score less 10.
+//! Read back from the end, consecutive unknown pieces are fused into one text; a piece's id is
+//! its text's (the last id a text has, as HF's map keeps it), else, with `byte_fallback`, its
+//! bytes' `<0xHH>` tokens if all exist, else the unknown token.
+//!
+//! A word read once is kept in the piece cache, as a BPE model's words are.
+
+use super::normalizers::bad;
+use super::sentencepiece_bpe::fallback_byte;
+use crate::encode::bpe::piece_cache::{Local, PieceCache};
+use crate::error::{Error, Result};
+use crate::vocab::token_table::hash_bytes;
+use rustc_hash::FxHashMap;
+
+/// No id (the trie node holds no token; no byte token).
+const NONE: u32 = u32::MAX;
+
+/// HF's `K_UNK_PENALTY`: the unknown token scores the vocabulary's lowest score less this.
+const UNK_PENALTY: f64 = 10.0;
+
+/// A byte trie over the token texts: `common_prefix` walks it from a position.
+struct Trie {
+    /// `(node << 8) | byte` -> child node; the root is node 0.
+    children: FxHashMap<u64, u32>,
+    /// Per node, the id of the token that ends there (`NONE` if none).
+    token: Vec<u32>,
+}
+
+impl Trie {
+    fn new() -> Trie {
+        Trie {
+            children: FxHashMap::default(),
+            token: vec![NONE],
+        }
+    }
+
+    fn insert(&mut self, text: &[u8], id: u32) {
+        let mut node = 0u32;
+        for &b in text {
+            let next = self.token.len() as u32;
+            node = *self
+                .children
+                .entry(u64::from(node) << 8 | u64::from(b))
+                .or_insert(next);
+            if node == next {
+                self.token.push(NONE);
+            }
+        }
+        self.token[node as usize] = id;
+    }
+
+    /// Calls `f(len, id)` for each token that `text` starts with, shortest first.
+    #[inline]
+    fn common_prefix(&self, text: &[u8], mut f: impl FnMut(usize, u32)) {
+        let mut node = 0u32;
+        for (i, &b) in text.iter().enumerate() {
+            match self.children.get(&(u64::from(node) << 8 | u64::from(b))) {
+                Some(&next) => node = next,
+                None => return,
+            }
+            let id = self.token[node as usize];
+            if id != NONE {
+                f(i + 1, id);
+            }
+        }
+    }
+}
+
+pub struct Unigram {
+    /// Token text -> id (where a text repeats, its last id: HF's map).
+    by_text: FxHashMap<Box<[u8]>, u32>,
+    /// Per id, its score.
+    scores: Vec<f64>,
+    trie: Trie,
+    /// The lowest score less [`UNK_PENALTY`].
+    unk_score: f64,
+    unk: Option<u32>,
+    /// The unknown token's text (empty without one).
+    unk_text: String,
+    /// With `byte_fallback`: the id of `<0xHH>` for each byte, or `NONE`.
+    byte_ids: Option<Box<[u32; 256]>>,
+    cache: PieceCache,
+}
+
+/// One node of the best path: where it starts, its token, the path's score to its end.
+#[derive(Clone, Copy)]
+struct Best {
+    score: f64,
+    start: usize,
+    id: u32,
+}
+
+const UNREACHED: usize = usize::MAX;
+
+impl Unigram {
+    /// The model of a `tokenizer.json`'s `model` object (`type` Unigram), and its vocabulary
+    /// (token text -> id, the last id of a text that repeats).
+    pub fn from_json(v: &serde_json::Value) -> Result<(Self, FxHashMap<String, u32>)> {
+        use serde_json::Value;
+        let list = v
+            .get("vocab")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("Unigram model without a `vocab` list"))?;
+        let mut pieces = Vec::with_capacity(list.len());
+        for (i, item) in list.iter().enumerate() {
+            let pair = item.as_array().filter(|p| p.len() == 2);
+            match pair.map(|p| (p[0].as_str(), p[1].as_f64())) {
+                Some((Some(t), Some(score))) => pieces.push((t.to_owned(), score)),
+                _ => {
+                    return Err(bad(&format!(
+                        "Unigram vocab entry {i} is not a [text, score] pair"
+                    )))
+                }
+            }
+        }
+        let unk = match v.get("unk_id") {
+            None | Some(Value::Null) => None,
+            Some(x) => Some(
+                x.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|&n| (n as usize) < pieces.len())
+                    .ok_or_else(|| bad("Unigram `unk_id` is not an index of the vocab"))?,
+            ),
+        };
+        let byte_fallback = v
+            .get("byte_fallback")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let model = Self::new(&pieces, unk, byte_fallback)?;
+        let vocab = model
+            .by_text
+            .iter()
+            .map(|(t, &id)| (String::from_utf8_lossy(t).into_owned(), id))
+            .collect();
+        Ok((model, vocab))
+    }
+
+    pub fn new(pieces: &[(String, f64)], unk: Option<u32>, byte_fallback: bool) -> Result<Self> {
+        if pieces.is_empty() {
+            return Err(bad("the Unigram model's vocab is empty"));
+        }
+        if u32::try_from(pieces.len()).is_err() {
+            return Err(bad("the Unigram model's vocab is too large"));
+        }
+        let mut by_text: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        let mut trie = Trie::new();
+        let mut min_score = f64::INFINITY;
+        for (id, (t, score)) in pieces.iter().enumerate() {
+            by_text.insert(t.as_bytes().into(), id as u32);
+            if *score < min_score {
+                min_score = *score;
+            }
+        }
+        // The trie's token is the text's id in the map (its last), as HF looks it up.
+        for (t, &id) in &by_text {
+            if !t.is_empty() {
+                trie.insert(t, id);
+            }
+        }
+        let byte_ids = byte_fallback.then(|| {
+            let mut ids = Box::new([NONE; 256]);
+            for (t, &id) in &by_text {
+                if let Some(b) = std::str::from_utf8(t).ok().and_then(fallback_byte) {
+                    ids[b as usize] = id;
+                }
+            }
+            ids
+        });
+        let unk_text = unk.map_or(String::new(), |u| pieces[u as usize].0.clone());
+        Ok(Unigram {
+            unk_text,
+            by_text,
+            scores: pieces.iter().map(|&(_, s)| s).collect(),
+            trie,
+            unk_score: min_score - UNK_PENALTY,
+            unk,
+            byte_ids,
+            cache: PieceCache::new(),
+        })
+    }
+
+    pub fn cache(&self) -> Local<'_> {
+        self.cache.local()
+    }
+
+    pub fn unk_id(&self) -> Option<u32> {
+        self.unk
+    }
+
+    /// The unknown token's text in the vocabulary (its place's, as HF names the id).
+    pub fn unk_text(&self) -> &str {
+        &self.unk_text
+    }
+
+    fn missing_unk() -> Error {
+        Error::Input(
+            "Unigram: a char has no token and the model has no unknown token (HF fails the \
+             same text with MissingUnkId)"
+                .into(),
+        )
+    }
+
+    /// Appends the ids of pre-token `w` (see the module docs).
+    #[inline]
+    pub fn encode_word(&self, w: &str, cache: &mut Local<'_>, out: &mut Vec<u32>) -> Result<()> {
+        let b = w.as_bytes();
+        let h = hash_bytes(b);
+        if cache.get(b, h, out) {
+            return Ok(());
+        }
+        let at = out.len();
+        self.segment(w, |id, _, _| out.push(id))?;
+        cache.put(b, h, &out[at..]);
+        Ok(())
+    }
+
+    /// [`Unigram::encode_word`] with each id's byte range in `w`.
+    pub fn encode_word_with_offsets(
+        &self,
+        w: &str,
+        out: &mut Vec<(u32, usize, usize)>,
+    ) -> Result<()> {
+        self.segment(w, |id, a, b| out.push((id, a, b)))
+    }
+
+    /// HF's `Unigram::tokenize`: calls `emit(id, start, end)` for each token of `w`.
+    fn segment(&self, w: &str, mut emit: impl FnMut(u32, usize, usize)) -> Result<()> {
+        let b = w.as_bytes();
+        if b.is_empty() {
+            return Ok(());
+        }
+        let unreached = Best {
+            score: 0.0,
+            start: UNREACHED,
+            id: 0,
+        };
+        let mut best = vec![unreached; b.len() + 1];
+        let mut start = 0;
+        for (char_start, c) in w.char_indices() {
+            debug_assert_eq!(char_start, start);
+            let here = best[start].score;
+            let char_len = c.len_utf8();
+            let mut single = false;
+            self.trie.common_prefix(&b[start..], |len, id| {
+                let score = self.scores[id as usize] + here;
+                let target = &mut best[start + len];
+                if target.start == UNREACHED || score > target.score {
+                    *target = Best { score, start, id };
+                }
+                single |= len == char_len;
+            });
+            if !single {
+                let score = self.unk_score + here;
+                let target = &mut best[start + char_len];
+                if target.start == UNREACHED || score > target.score {
+                    let id = self.unk.ok_or_else(Self::missing_unk)?;
+                    *target = Best { score, start, id };
+                }
+            }
+            start += char_len;
+        }
+        // The path, read back from the end, unknown pieces fused.
+        let mut path: Vec<(usize, usize, bool)> = Vec::new();
+        let mut end = b.len();
+        while end > 0 {
+            let node = best[end];
+            if node.start == UNREACHED {
+                // Not reached: every char boundary is (a token or the unknown token ends there).
+                return Err(Self::missing_unk());
+            }
+            let unk = Some(node.id) == self.unk;
+            match path.last_mut() {
+                Some(last) if unk && last.2 => last.0 = node.start,
+                _ => path.push((node.start, end, unk)),
+            }
+            end = node.start;
+        }
+        for &(a, e, _) in path.iter().rev() {
+            let text = &b[a..e];
+            if let Some(&id) = self.by_text.get(text) {
+                emit(id, a, e);
+                continue;
+            }
+            if let Some(bytes) = &self.byte_ids {
+                if text.iter().all(|&x| bytes[x as usize] != NONE) {
+                    for &x in text {
+                        emit(bytes[x as usize], a, e);
+                    }
+                    continue;
+                }
+            }
+            emit(self.unk.ok_or_else(Self::missing_unk)?, a, e);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(pieces: &[(&str, f64)], unk: Option<u32>, fallback: bool) -> Unigram {
+        let pieces: Vec<(String, f64)> = pieces.iter().map(|&(t, s)| (t.into(), s)).collect();
+        Unigram::new(&pieces, unk, fallback).unwrap()
+    }
+
+    fn ids(m: &Unigram, w: &str) -> Vec<(u32, usize, usize)> {
+        let mut out = Vec::new();
+        m.encode_word_with_offsets(w, &mut out).unwrap();
+        let mut plain = Vec::new();
+        m.encode_word(w, &mut Local::none(), &mut plain).unwrap();
+        assert_eq!(plain, out.iter().map(|x| x.0).collect::<Vec<_>>());
+        out
+    }
+
+    #[test]
+    fn hfs_doc_example() {
+        // HF's `Unigram::encode` doc test: "abcdacdxx" -> abcd, a, cd, xx (x unknown, fused).
+        let m = model(
+            &[
+                ("<unk>", 0.0),
+                ("a", 0.0),
+                ("b", 0.0),
+                ("c", 0.0),
+                ("d", 0.0),
+                ("cd", 1.0),
+                ("ab", 2.0),
+                ("abc", 5.0),
+                ("abcd", 10.0),
+            ],
+            Some(0),
+            false,
+        );
+        assert_eq!(
+            ids(&m, "abcdacdxx"),
+            [(8, 0, 4), (1, 4, 5), (5, 5, 7), (0, 7, 9)]
+        );
+    }
+
+    #[test]
+    fn ties_keep_the_earlier_start_and_byte_fallback() {
+        // "ab" as a+b (-2) or ab (-2): a tie, and the path that reached the end first (ab,
+        // from 0, before b from 1) stays.
+        let m = model(
+            &[("<unk>", 0.0), ("a", -1.0), ("b", -1.0), ("ab", -2.0)],
+            Some(0),
+            false,
+        );
+        assert_eq!(ids(&m, "ab"), [(3, 0, 2)]);
+        // With byte fallback an unknown char is its bytes' tokens, all with its offsets.
+        let mut pieces = vec![("<unk>", 0.0), ("a", -1.0)];
+        let names: Vec<String> = (0..=255u8).map(|b| format!("<0x{b:02X}>")).collect();
+        pieces.extend(names.iter().map(|n| (n.as_str(), -5.0)));
+        let m = model(&pieces, Some(0), true);
+        let e = 2 + 0xC3;
+        assert_eq!(ids(&m, "aé"), [(1, 0, 1), (e, 1, 3), (2 + 0xA9, 1, 3)]);
+    }
+
+    #[test]
+    fn a_missing_unknown_token_is_an_error_only_where_needed() {
+        let m = model(&[("a", -1.0)], None, false);
+        assert_eq!(ids(&m, "aa"), [(0, 0, 1), (0, 1, 2)]);
+        let mut out = Vec::new();
+        assert!(m.encode_word_with_offsets("ab", &mut out).is_err());
+    }
+}

@@ -1,0 +1,248 @@
+"""Unigram `tokenizer.json` files (SentencePiece's other model: T5, XLM-R, ALBERT, mBART...).
+
+Such a model scores every token; a word's tokens are its best-scoring segmentation, and a
+char no token covers is the unknown token (runs of them fused into one piece), or with
+`byte_fallback` its bytes' `<0xHH>` tokens. The layout around it is SentencePiece's: `▁` for
+each space and in front (`Metaspace`), or HF's other pre-tokenizers. HF `tokenizers` 0.23 is
+the oracle. The shared files hold no Unigram model, so the models here are trained in the test
+with HF's own trainer over a corpus sample, in the layouts HF's and transformers' converters
+write, and checked on corpus documents and on texts aimed at this model's edges (chars no
+token covers, runs of them, a literal `▁`, spaces in every position, special tokens' texts).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import ferrotok
+import ferrotok.hf
+import pytest
+from hf_support import sample_all
+from test_hf_parity import check_face, check_ids, loaded
+
+tokenizers = pytest.importorskip("tokenizers", minversion="0.23")
+
+EDGE_TEXTS = [
+    "Hello world",
+    " Hello",
+    "Hello ",
+    "  two  spaces  ",
+    " ",
+    "",
+    "x",
+    "\n\t\r\n",
+    "literal ▁ and ▁▁x▁y",
+    "<unk> <s>x</s>",
+    "unknown chars: ☃☃ ꙮ 𠀀𠀁 ☃x☃",
+    "emoji 🎉👍🏽 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "e\u0301 caf\u00e9 \u212b ﬁ",
+    "東京都の天気は晴れです。日本語のテキスト",
+    "supercalifragilisticexpialidocious_and_a_very_long_identifier_name",
+    "x" * 200,
+    "ab " * 40,
+]
+
+
+@functools.cache
+def _trained() -> str:
+    """A Unigram model trained with HF's trainer on a corpus sample (NFKC, SentencePiece's
+    layout by `Metaspace`), its `</s>` template after each text."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.UnigramTrainer(
+        vocab_size=3000, special_tokens=["<unk>", "<s>", "</s>"], unk_token="<unk>"
+    )
+    tok.train_from_iterator(sample_all(10, 1), trainer)
+    eos = tok.token_to_id("</s>")
+    tok.post_processor = tokenizers.processors.TemplateProcessing(
+        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", eos)]
+    )
+    return str(tok.to_str())
+
+
+def trained() -> dict[str, Any]:
+    cfg: dict[str, Any] = json.loads(_trained())
+    return cfg
+
+
+SPM_CHAIN = {
+    "type": "Sequence",
+    "decoders": [
+        {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+        {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0},
+    ],
+}
+
+# (pre-tokenizer, decoder): the layouts HF writes (Metaspace, each scheme, split or not) and
+# others a file may have (no pre-tokenizer, WhitespaceSplit with SentencePiece's decoder).
+LAYOUTS = {
+    "metaspace": (
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+    ),
+    "first-unsplit": (
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False},
+    ),
+    "never": (
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": True},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": True},
+    ),
+    "whitespace": ({"type": "WhitespaceSplit"}, SPM_CHAIN),
+    "none": (None, SPM_CHAIN),
+}
+
+
+def load(tmp_path: Path, cfg: dict[str, Any]) -> tuple[Any, ...]:
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return loaded(str(path))
+
+
+def check_decoding(enc: ferrotok.Encoding, hf: Any, face: Any, texts: list[str]) -> None:
+    """Every text's ids, and the ids from places inside them, decoded by both faces as HF
+    decodes them (the tiktoken face where HF's text holds no U+FFFD: it reads bytes that are
+    no UTF-8 as Python does, HF's ByteFallback one U+FFFD a byte)."""
+    for text in texts:
+        ids = hf.encode(text).ids
+        for start in range(0, len(ids), max(1, len(ids) // 6)):
+            window = ids[start:]
+            want = hf.decode(window, skip_special_tokens=False)
+            if "\ufffd" not in want:
+                assert enc.decode(window) == want, (text, start)
+            for skip in (True, False):
+                got = face.decode(window, skip_special_tokens=skip)
+                assert got == hf.decode(window, skip_special_tokens=skip), (text, start)
+
+
+def check_all(enc: ferrotok.Encoding, hf: Any, face: Any, texts: list[str]) -> None:
+    check_ids(enc, hf, texts, "unigram")
+    check_face(face, hf, texts, "unigram")
+    check_decoding(enc, hf, face, texts)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_trained_model_in_each_layout(tmp_path: Path, layout: str) -> None:
+    cfg = trained()
+    cfg["pre_tokenizer"], cfg["decoder"] = LAYOUTS[layout]
+    enc, hf, face = load(tmp_path, cfg)
+    assert enc._core_bpe.hf_paths() == ["unigram"]
+    rng = random.Random(7)
+    pool = [*"aZ é ,.!'\n\t☃中▁", "  ", "<unk>", "</s>", "hello", "ꙮ", "😀"]
+    randoms = ["".join(rng.choice(pool) for _ in range(rng.randrange(12))) for _ in range(200)]
+    check_all(enc, hf, face, EDGE_TEXTS + sample_all(2, 1) + randoms)
+
+
+def test_byte_fallback(tmp_path: Path) -> None:
+    # The trained vocabulary without its CJK chars and with the 256 byte tokens: a char no
+    # token covers is its bytes' tokens, all with its offsets.
+    cfg = trained()
+    model = cfg["model"]
+    model["vocab"] = [p for p in model["vocab"] if not (len(p[0]) == 1 and ord(p[0]) > 0x3000)]
+    model["vocab"] += [[f"<0x{b:02X}>", -30.0] for b in range(256)]
+    model["byte_fallback"] = True
+    replace, fuse, strip = SPM_CHAIN["decoders"]
+    fallback = {"type": "ByteFallback"}
+    cfg["decoder"] = {"type": "Sequence", "decoders": [replace, fallback, fuse, strip]}
+    enc, hf, face = load(tmp_path, cfg)
+    texts = EDGE_TEXTS + sample_all(2, 1)
+    check_all(enc, hf, face, texts)
+    ids = hf.encode("東京", add_special_tokens=False).ids
+    assert all(hf.id_to_token(i).startswith("<0x") for i in ids[1:])
+
+
+def test_unknown_pieces_are_their_text_to_hf(tmp_path: Path) -> None:
+    enc, hf, face = load(tmp_path, trained())
+    text = "a ☃☃ b ☃"
+    want = hf.encode(text)
+    unk = hf.token_to_id("<unk>")
+    assert want.ids.count(unk) == 2
+    assert any("☃☃" in t for t in want.tokens)  # a run of unknown chars is one piece
+    got = face.encode(text)
+    assert got.tokens == want.tokens and got.offsets == want.offsets
+    batch = face.encode_batch([["a", "☃"], ["☃☃"]], is_pretokenized=True)
+    for g, w in zip(batch, hf.encode_batch([["a", "☃"], ["☃☃"]], is_pretokenized=True)):
+        assert g.tokens == w.tokens and g.word_ids == w.word_ids
+
+
+def test_tiny_models_ties_repeats_and_a_missing_unknown_token(tmp_path: Path) -> None:
+    # Ties between segmentations, a text listed twice (HF maps it to its last id), and no
+    # unknown token (a char no token covers then fails, in HF and here).
+    pieces = [["<unk>", 0.0], ["a", -1.0], ["b", -1.0], ["ab", -2.0], ["ba", -2.0],
+              ["a", -0.5], ["▁", -1.0], ["▁a", -1.5], ["aba", -3.0]]
+    cfg = trained()
+    cfg["model"] = {"type": "Unigram", "unk_id": 0, "vocab": pieces, "byte_fallback": False}
+    cfg["added_tokens"] = []
+    cfg["post_processor"] = None
+    cfg["normalizer"] = None
+    enc, hf, face = load(tmp_path, cfg)
+    texts = ["ab", "aba", "abab", "ba b", "a a  b", "bab c", "cc", "", "▁a"]
+    check_all(enc, hf, face, texts)
+    cfg["model"]["unk_id"] = None
+    other = tmp_path / "no-unk"
+    other.mkdir()
+    enc, hf, face = load(other, cfg)
+    assert enc.encode("ab ba") == hf.encode("ab ba").ids
+    with pytest.raises(Exception, match="(?i)unk"):
+        hf.encode("c")
+    with pytest.raises(ValueError, match="unknown token"):
+        enc.encode("c")
+
+
+def test_transformers_patched_is_identical(tmp_path: Path) -> None:
+    transformers = pytest.importorskip("transformers", minversion="5")
+    (tmp_path / "tokenizer.json").write_text(_trained(), encoding="utf-8")
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "unk_token": "<unk>",
+        "eos_token": "</s>",
+        "pad_token": "<s>",
+        "model_max_length": 64,
+    }
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    texts = EDGE_TEXTS[:12]
+    kw: dict[str, Any] = dict(
+        padding=True, truncation=True, max_length=16, return_offsets_mapping=True
+    )
+    plain = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    want, want_pair = plain(texts, **kw), plain(texts, texts[::-1], **kw)
+    with ferrotok.hf.patched_transformers():
+        tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+        assert tok.backend_tokenizer.uses_ferrotok, tok.backend_tokenizer.ferrotok_error
+        got, got_pair = tok(texts, **kw), tok(texts, texts[::-1], **kw)
+        decoded = tok.batch_decode(got["input_ids"], skip_special_tokens=True)
+    assert dict(got) == dict(want)
+    assert dict(got_pair) == dict(want_pair)
+    assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
+
+
+@pytest.mark.parametrize(
+    ("change", "component"),
+    [
+        (
+            lambda c: c.update(pre_tokenizer={"type": "ByteLevel"}),
+            "Unigram model behind a ByteLevel",
+        ),
+        (
+            lambda c: c["model"].update(byte_fallback=True),
+            "decoder Metaspace for a model with byte_fallback",
+        ),
+        (lambda c: c.update(decoder={"type": "WordPiece"}), "decoder WordPiece"),
+        (lambda c: c["model"].update(vocab=[["a", "high"]]), "not a \\[text, score\\] pair"),
+        (lambda c: c["model"].update(unk_id=10**6), "unk_id"),
+    ],
+)
+def test_unigram_components_are_refused_by_name(change: Any, component: str) -> None:
+    cfg = trained()
+    change(cfg)
+    with pytest.raises(ValueError, match=component):
+        ferrotok.Encoding._from_hf_json(json.dumps(cfg), "unigram")
