@@ -142,6 +142,30 @@ def test_trained_model_in_each_layout(tmp_path: Path, layout: str) -> None:
     check_all(enc, hf, face, EDGE_TEXTS + sample_all(2, 1) + randoms)
 
 
+# Normalizers SentencePiece's converters write (besides `Precompiled`, tested below): `Strip`
+# either side or both, regex `Replace`s of runs and ends of spaces, `▁` doubled in front.
+NORMALIZERS = [
+    [{"type": "Strip", "strip_left": True, "strip_right": True}],
+    [{"type": "Strip", "strip_left": True, "strip_right": False}, {"type": "NFKC"}],
+    [
+        {"type": "Replace", "pattern": {"Regex": "\\A +| +\\z"}, "content": ""},
+        {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+        {"type": "Replace", "pattern": {"Regex": "\\A▁"}, "content": "▁▁"},
+    ],
+    [{"type": "Replace", "pattern": {"Regex": "[0-9]+|é"}, "content": "#"}],
+]
+
+
+@pytest.mark.parametrize("steps", NORMALIZERS, ids=["strip", "lstrip-nfkc", "spaces", "digits"])
+def test_strip_and_regex_replace(tmp_path: Path, steps: list[dict[str, Any]]) -> None:
+    cfg = trained()
+    cfg["normalizer"] = {"type": "Sequence", "normalizers": steps}
+    enc, hf, face = load(tmp_path, cfg)
+    texts = EDGE_TEXTS + sample_all(1, 1) + ["  é 12 é  ", " \u3000x\u00a0 ", "ééé", "1 2  3   "]
+    check_all(enc, hf, face, texts)
+
+
 def test_byte_fallback(tmp_path: Path) -> None:
     # The trained vocabulary without its CJK chars and with the 256 byte tokens: a char no
     # token covers is its bytes' tokens, all with its offsets.
@@ -198,6 +222,74 @@ def test_tiny_models_ties_repeats_and_a_missing_unknown_token(tmp_path: Path) ->
         enc.encode("c")
 
 
+@functools.cache
+def _converted(byte_fallback: bool) -> dict[str, str]:
+    """Unigram models trained here with `sentencepiece` itself (its default normalization,
+    `nmt_nfkc`: a real `precompiled_charsmap`) and written out by transformers' own
+    converters, as the Hub's T5, XLM-R and ALBERT files were: `Precompiled`, `Strip`, a
+    regex `Replace` and `Metaspace`. Keyed by converter (and `legacy`)."""
+    import importlib
+    import tempfile
+
+    spm = pytest.importorskip("sentencepiece")
+    pytest.importorskip("google.protobuf")
+    pytest.importorskip("transformers", minversion="5")
+    convert = importlib.import_module("transformers.convert_slow_tokenizer")
+    out: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as d:
+        lines = [line for t in sample_all(10, 1) for line in t.splitlines() if line.strip()]
+        Path(d, "train.txt").write_text("\n".join(lines), encoding="utf-8")
+        prefix = str(Path(d, "m"))
+        spm.SentencePieceTrainer.train(
+            input=str(Path(d, "train.txt")),
+            model_prefix=prefix,
+            vocab_size=3000,
+            model_type="unigram",
+            character_coverage=0.98 if byte_fallback else 0.9995,
+            byte_fallback=byte_fallback,
+            hard_vocab_limit=False,
+            minloglevel=2,
+        )
+
+        class Slow:  # what the converters read of a slow tokenizer
+            vocab_file = prefix + ".model"
+            add_prefix_space = True
+            bos_token, eos_token, cls_token, sep_token = "<s>", "</s>", "<s>", "</s>"
+
+            def __init__(self, legacy: bool) -> None:
+                self.legacy = legacy
+
+            def convert_tokens_to_ids(self, token: str) -> int:
+                return {"<unk>": 0, "<s>": 1, "</s>": 2}.get(token, 0)
+
+        for name, converter, legacy in [
+            ("spm-legacy", convert.SpmConverter, True),
+            ("spm", convert.SpmConverter, False),
+            ("xlm-r", convert.XLMRobertaConverter, True),
+        ]:
+            out[name] = converter(Slow(legacy)).converted().to_str()
+    return out
+
+
+# With `byte_fallback` the trained vocabulary holds the 256 byte pieces (and fewer chars), but
+# transformers' converters write the model without it (they warn that the fast tokenizer
+# cannot fall back): a vocabulary of another shape, read as HF reads it.
+@pytest.mark.filterwarnings("ignore:The sentencepiece tokenizer that you are converting")
+@pytest.mark.parametrize("name", ["spm-legacy", "spm", "xlm-r"])
+@pytest.mark.parametrize("byte_fallback", [False, True])
+def test_sentencepiece_models_as_transformers_converts_them(
+    tmp_path: Path, name: str, byte_fallback: bool
+) -> None:
+    cfg = json.loads(_converted(byte_fallback)[name])
+    kinds = [n["type"] for n in cfg["normalizer"]["normalizers"]]
+    assert kinds[0] == "Precompiled" and "Replace" in kinds
+    enc, hf, face = load(tmp_path, cfg)
+    rng = random.Random(11)
+    pool = [*"aZ é ,.!'\n\t☃中▁", "  ", "   ", "ﬁ", "①", "Å", "\u3000", "\u00a0", "\x1e", "™"]
+    randoms = ["".join(rng.choice(pool) for _ in range(rng.randrange(12))) for _ in range(300)]
+    check_all(enc, hf, face, EDGE_TEXTS + sample_all(3, 1) + randoms)
+
+
 def test_transformers_patched_is_identical(tmp_path: Path) -> None:
     transformers = pytest.importorskip("transformers", minversion="5")
     (tmp_path / "tokenizer.json").write_text(_trained(), encoding="utf-8")
@@ -239,6 +331,18 @@ def test_transformers_patched_is_identical(tmp_path: Path) -> None:
         (lambda c: c.update(decoder={"type": "WordPiece"}), "decoder WordPiece"),
         (lambda c: c["model"].update(vocab=[["a", "high"]]), "not a \\[text, score\\] pair"),
         (lambda c: c["model"].update(unk_id=10**6), "unk_id"),
+        (
+            lambda c: c.update(
+                normalizer={"type": "Replace", "pattern": {"Regex": "x*"}, "content": "y"}
+            ),
+            "a Replace pattern that can match the empty string",
+        ),
+        (
+            lambda c: c.update(
+                normalizer={"type": "Precompiled", "precompiled_charsmap": "AQ"}
+            ),
+            "precompiled_charsmap",
+        ),
     ],
 )
 def test_unigram_components_are_refused_by_name(change: Any, component: str) -> None:

@@ -9,23 +9,25 @@
 //! differently.
 //!
 //! Stages:
-//! - [`normalizers`]: NFC/NFD/NFKC/NFKD/Lowercase/Sequence, with HF's alignments;
+//! - [`normalizers`]: NFC/NFD/NFKC/NFKD, Lowercase, Prepend, Replace (a string or a regex),
+//!   Strip, BertNormalizer (`unicode_classes`: the char classes it asks), Precompiled
+//!   ([`precompiled`]: SentencePiece's rule table), Sequence, with HF's alignments;
 //! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
 //!   text first, normalized ones from the normalized text of each remaining part);
-//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, Sequence (`onig_checks`:
-//!   the `Split` patterns Oniguruma reads otherwise, refused by name); [`scanners`]: the
-//!   whole Sequences of known models (DeepSeek LLM, Falcon, StarCoder) as one scanner each,
-//!   the same pieces in one pass;
-//! - the model, one of [`Model`]: [`bpe_model`], byte-level BPE with HF's merge-pair rule
-//!   (`long_words`: its long words' ids, kept per thread), behind a ByteLevel pre-tokenizer;
-//!   [`sentencepiece_bpe`], BPE over chars with byte fallback, where there is no
-//!   pre-tokenizer or only [`metaspace`] (SentencePiece's layout as a pre-tokenizer). Both
-//!   merge through [`word`] (HF's `Word`).
+//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, WhitespaceSplit,
+//!   BertPreTokenizer, Sequence (`onig_checks`: the patterns Oniguruma reads otherwise,
+//!   refused by name); [`metaspace`] (SentencePiece's layout as a pre-tokenizer); [`scanners`]:
+//!   whole pre-tokenizers of known models (DeepSeek LLM, Falcon, StarCoder, BERT) as one
+//!   scanner each, the same pieces in one pass;
+//! - the model, one of [`Model`]:
+//!   - [`bpe_model`], byte-level BPE with HF's merge-pair rule (`long_words`: its long
+//!     words' ids, kept per thread), behind a ByteLevel pre-tokenizer;
+//!   - [`sentencepiece_bpe`], BPE over chars with byte fallback, where there is no
+//!     pre-tokenizer or only `Metaspace`; both BPE models merge through [`word`] (HF's `Word`);
+//!   - [`wordpiece`], BERT's greedy longest-match model;
+//!   - [`unigram`], SentencePiece's best-scoring segmentation;
 //!
-//!   [`wordpiece`], BERT's greedy longest-match model, behind any pre-tokenizer but
-//!   ByteLevel (BERT's: `BertPreTokenizer`, whitespace and punctuation).
-//!
-//! Unigram would be another [`Model`] behind the same stages.
+//!   the last two behind any pre-tokenizer but ByteLevel.
 
 pub mod added_tokens;
 pub mod bpe_model;
@@ -36,6 +38,7 @@ pub mod metaspace;
 pub mod normalizers;
 mod onig_checks;
 pub mod pre_tokenizers;
+pub mod precompiled;
 pub mod scanners;
 pub mod sentencepiece_bpe;
 pub mod splitters;

@@ -5,10 +5,13 @@
 //! original text: HF's `NormalizedString::transform` is followed step by step (a composed
 //! char takes the alignment of the first char it replaces, an inserted char the one of the
 //! char before it; `Prepend`'s chars take the first char's, `Replace`'s new chars the last
-//! replaced byte's; `BertNormalizer`'s removed chars widen the kept char before them). The
-//! Unicode forms come from `unicode-normalization-alignments` 0.1.12, the crate (and Unicode 9
-//! tables) HuggingFace uses, and `BertNormalizer`'s classes from `unicode_categories` 0.1.1,
-//! HF's too, so text normalizes exactly as there.
+//! replaced byte's, whether the pattern is a string or a regex; `BertNormalizer`'s removed
+//! chars widen the kept char before them; `Strip` and `Precompiled` keep HF's quirks, named
+//! where they are done). The Unicode forms come from `unicode-normalization-alignments`
+//! 0.1.12, the crate (and Unicode 9 tables) HuggingFace uses, and `BertNormalizer`'s classes
+//! from `unicode_categories` 0.1.1, HF's too, so text normalizes exactly as there. A `Replace`
+//! regex is Oniguruma's pattern read as Oniguruma reads it (`onig_to_fancy`), and refused by
+//! name where fancy-regex would match otherwise or where it can match the empty string.
 
 use super::unicode_classes::{bert_class, bert_class_in, bert_table};
 use super::unicode_classes::{BERT_CHINESE, BERT_CONTROL, BERT_LOWER_SELF, BERT_PLAIN, BERT_SPACE};
@@ -36,6 +39,19 @@ pub enum Normalizer {
         content: String,
     },
     Sequence(Vec<Normalizer>),
+    /// HF's `Replace` with a regex pattern (Oniguruma's syntax read as Oniguruma reads it):
+    /// every match, left to right without overlap, by `content`.
+    ReplaceRegex {
+        re: Box<fancy_regex::Regex>,
+        content: String,
+    },
+    /// HF's `Strip`: whitespace (`char::is_whitespace`) taken off the left and/or right end.
+    Strip {
+        left: bool,
+        right: bool,
+    },
+    /// SentencePiece's rule table (`Precompiled`).
+    Precompiled(Box<super::precompiled::Precompiled>),
     /// HF's `BertNormalizer` (BERT's "basic" cleaning), its steps in HF's order.
     Bert {
         /// Control chars, NUL and U+FFFD removed; whitespace made `' '`.
@@ -154,6 +170,48 @@ impl NString {
         self.transform_from(dest.into_iter(), initial, keep);
     }
 
+    /// HF's `NormalizedString::lrstrip`: the whitespace chars at the left end and/or the right
+    /// end removed (the left ones as `initial_offset`). HF gives the right ones' count to the
+    /// char whose index is the text's *byte* length less that count less one: the last kept
+    /// char in ASCII text, no char elsewhere. Either way no kept char's alignment moves (the
+    /// removed chars come after all of them), and the same rule is kept here.
+    pub(super) fn lrstrip(&mut self, left: bool, right: bool, keep: bool) {
+        let lead = if left {
+            self.text.chars().take_while(|c| c.is_whitespace()).count()
+        } else {
+            0
+        };
+        let trail = if right {
+            self.text
+                .chars()
+                .rev()
+                .take_while(|c| c.is_whitespace())
+                .count()
+        } else {
+            0
+        };
+        if lead == 0 && trail == 0 {
+            return;
+        }
+        let count = self.text.chars().count();
+        let bytes = self.text.len();
+        let dest: Vec<(char, isize)> = self
+            .text
+            .chars()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                if i < lead || i >= count - trail {
+                    None
+                } else if bytes.checked_sub(trail + 1) == Some(i) {
+                    Some((c, -(trail as isize)))
+                } else {
+                    Some((c, 0))
+                }
+            })
+            .collect();
+        self.transform_from(dest.into_iter(), lead, keep);
+    }
+
     /// HF's `NormalizedString::prepend`: `p` in front of a text that is not empty. HF puts
     /// `p`'s first char in place of the text's first char (change 0) and inserts the rest and
     /// that char again (change 1), so all of them take the first char's alignment.
@@ -182,10 +240,22 @@ impl NString {
             return;
         }
         // Where the matches are: a one-byte pattern (SentencePiece's space) by `memchr`.
-        let matches: Vec<usize> = match pattern.as_bytes() {
-            &[b] => memchr::memchr_iter(b, self.text.as_bytes()).collect(),
-            _ => self.text.match_indices(pattern).map(|(at, _)| at).collect(),
+        let matches: Vec<(usize, usize)> = match pattern.as_bytes() {
+            &[b] => memchr::memchr_iter(b, self.text.as_bytes())
+                .map(|at| (at, at + 1))
+                .collect(),
+            _ => self
+                .text
+                .match_indices(pattern)
+                .map(|(at, m)| (at, at + m.len()))
+                .collect(),
         };
+        self.replace_matches(&matches, content, keep);
+    }
+
+    /// HF's `replace` of the (non-empty, ordered, disjoint) byte ranges `matches` by
+    /// `content` (see [`NString::replace`]).
+    fn replace_matches(&mut self, matches: &[(usize, usize)], content: &str, keep: bool) {
         if matches.is_empty() {
             return;
         }
@@ -195,15 +265,15 @@ impl NString {
             align.reserve(self.align.len());
         }
         let mut last = 0;
-        for at in matches {
+        for &(at, end) in matches {
             text.push_str(&self.text[last..at]);
             text.push_str(content);
             if keep {
                 align.extend_from_slice(&self.align[last..at]);
-                let a = self.align[at + pattern.len() - 1];
+                let a = self.align[end - 1];
                 align.extend(std::iter::repeat_n(a, content.len()));
             }
-            last = at + pattern.len();
+            last = end;
         }
         text.push_str(&self.text[last..]);
         if keep {
@@ -250,22 +320,39 @@ impl Normalizer {
                     .to_owned(),
             ),
             "Replace" => {
-                let pattern = match v.get("pattern") {
-                    Some(p) => match (p.get("String"), p.get("Regex")) {
-                        (Some(Value::String(s)), None) => s.clone(),
-                        (None, Some(_)) => {
-                            return Err(unsupported("normalizer Replace with a Regex pattern"))
-                        }
-                        _ => return Err(bad("normalizer Replace: `pattern` is not a String")),
-                    },
-                    None => return Err(unsupported("normalizer Replace without a pattern")),
-                };
                 let content = v
                     .get("content")
                     .and_then(Value::as_str)
                     .ok_or_else(|| bad("normalizer Replace without a `content` string"))?
                     .to_owned();
-                Normalizer::Replace { pattern, content }
+                match v.get("pattern") {
+                    Some(p) => match (p.get("String"), p.get("Regex")) {
+                        (Some(Value::String(s)), None) => Normalizer::Replace {
+                            pattern: s.clone(),
+                            content,
+                        },
+                        (None, Some(Value::String(r))) => Normalizer::ReplaceRegex {
+                            re: Box::new(replace_regex(r)?),
+                            content,
+                        },
+                        _ => return Err(bad("normalizer Replace: `pattern` is not a String")),
+                    },
+                    None => return Err(unsupported("normalizer Replace without a pattern")),
+                }
+            }
+            "Strip" => {
+                let side = |k: &str| match v.get(k) {
+                    None | Some(Value::Null) => Ok(true),
+                    Some(Value::Bool(b)) => Ok(*b),
+                    Some(_) => Err(bad(&format!("normalizer Strip: `{k}` is not a bool"))),
+                };
+                Normalizer::Strip {
+                    left: side("strip_left")?,
+                    right: side("strip_right")?,
+                }
+            }
+            "Precompiled" => {
+                Normalizer::Precompiled(Box::new(super::precompiled::Precompiled::from_json(v)?))
             }
             "Sequence" => {
                 let list = v
@@ -330,6 +417,12 @@ impl Normalizer {
                 pattern.is_empty() || pattern == content || !s.contains(pattern.as_str())
             }
             Normalizer::Sequence(v) => v.iter().all(|n| n.leaves(s)),
+            Normalizer::ReplaceRegex { re, .. } => !re.is_match(s).unwrap_or(true),
+            Normalizer::Precompiled(_) => false,
+            Normalizer::Strip { left, right } => {
+                !(*left && s.starts_with(char::is_whitespace)
+                    || *right && s.ends_with(char::is_whitespace))
+            }
             // Printable ASCII: no control char, no whitespace but ' ', nothing to lowercase.
             Normalizer::Bert { lowercase, .. } => s
                 .bytes()
@@ -342,6 +435,24 @@ impl Normalizer {
         match self {
             Normalizer::Prepend(p) => return s.prepend(p, keep),
             Normalizer::Replace { pattern, content } => return s.replace(pattern, content, keep),
+            Normalizer::ReplaceRegex { re, content } => {
+                // Matches found as fancy-regex finds them; a search that fails (its
+                // backtracking limit) leaves the rest of the text as it is.
+                let matches: Vec<(usize, usize)> = re
+                    .find_iter(&s.text)
+                    .map_while(|m| m.ok())
+                    .map(|m| (m.start(), m.end()))
+                    .filter(|(a, b)| a < b)
+                    .collect();
+                return s.replace_matches(&matches, content, keep);
+            }
+            Normalizer::Strip { left, right } => return s.lrstrip(*left, *right, keep),
+            Normalizer::Precompiled(p) => {
+                if let Some(dest) = p.dest(&s.text) {
+                    s.transform(dest.into_iter(), keep);
+                }
+                return;
+            }
             Normalizer::Bert {
                 clean_text,
                 chinese,
@@ -370,9 +481,26 @@ impl Normalizer {
                     n.apply(s, keep);
                 }
             }
-            Normalizer::Prepend(_) | Normalizer::Replace { .. } | Normalizer::Bert { .. } => {}
+            Normalizer::Prepend(_)
+            | Normalizer::Replace { .. }
+            | Normalizer::ReplaceRegex { .. }
+            | Normalizer::Precompiled(_)
+            | Normalizer::Strip { .. }
+            | Normalizer::Bert { .. } => {}
         }
     }
+}
+
+/// A `Replace` normalizer's regex: Oniguruma's pattern as fancy-regex reads it the same way,
+/// or refused by name where it would not be (see `onig_checks`).
+fn replace_regex(onig: &str) -> Result<fancy_regex::Regex> {
+    let fancy = super::pre_tokenizers::onig_to_fancy(onig);
+    super::onig_checks::refuse_unsupported_in("Replace", onig, &fancy)?;
+    fancy_regex::Regex::new(&fancy).map_err(|e| {
+        bad(&format!(
+            "normalizer Replace: pattern {onig:?} does not parse: {e}"
+        ))
+    })
 }
 
 /// HF's `BertNormalizer::normalize`: its four steps, each a transform of the whole text as

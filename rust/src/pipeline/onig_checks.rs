@@ -27,8 +27,13 @@ use fancy_regex::Expr;
 /// Refuses `onig` (the file's pattern) if it has a reading listed in the module docs;
 /// `fancy` is its translation, which ferrotok runs.
 pub fn refuse_unsupported(onig: &str, fancy: &str) -> Result<()> {
+    refuse_unsupported_in("Split", onig, fancy)
+}
+
+/// [`refuse_unsupported`] for a pattern of the step named `step` (`Split`, `Replace`).
+pub fn refuse_unsupported_in(step: &str, onig: &str, fancy: &str) -> Result<()> {
     if let Some(what) = onig_reading(onig) {
-        return Err(unsupported(&format!("a Split pattern with {what}")));
+        return Err(unsupported(&format!("a {step} pattern with {what}")));
     }
     let empty = match Expr::parse_tree(fancy) {
         Ok(tree) => can_match_empty(&tree.expr),
@@ -36,9 +41,9 @@ pub fn refuse_unsupported(onig: &str, fancy: &str) -> Result<()> {
         Err(_) => false,
     };
     if empty {
-        return Err(unsupported(
-            "a Split pattern that can match the empty string (HF cuts at empty matches)",
-        ));
+        return Err(unsupported(&format!(
+            "a {step} pattern that can match the empty string (HF acts at empty matches)"
+        )));
     }
     Ok(())
 }

@@ -1,0 +1,208 @@
+//! SentencePiece's own normalizer, `Precompiled` in a `tokenizer.json`: a rule table
+//! (`precompiled_charsmap`, base64 in the file) compiled into a double-array trie of source
+//! texts and a blob of their replacements, as SentencePiece's `normalizer.cc` reads it.
+//!
+//! Invariant: [`Precompiled::dest`] gives the chars and changes HF's `Precompiled::normalize`
+//! hands to `NormalizedString::transform` (`None` where it leaves the text alone), so the
+//! text and its alignments are HF's. HF reads the text a grapheme cluster at a time
+//! (`unicode-segmentation`, the version in HF's build): a cluster of fewer than 6 bytes that
+//! the trie maps is replaced whole; else each of its chars the trie maps is replaced, and the
+//! others kept. A lookup takes the first (shortest) prefix of the chunk the trie holds, as
+//! HF's `spm_precompiled` does. A replacement's chars replace the chunk's one for one, the
+//! extra ones inserted, and where it is shorter the last change (the previous chunk's, if it
+//! is empty) absorbs the difference: HF's `replace`, kept as it is, since every id of the
+//! models that use it depends on it.
+//!
+//! Where HF's crate would index outside the trie (a malformed table), the walk ends there:
+//! no match, rather than a panic.
+
+use super::normalizers::bad;
+use crate::error::Result;
+use unicode_segmentation::UnicodeSegmentation;
+
+#[derive(Clone, Debug)]
+pub struct Precompiled {
+    /// The double array's units.
+    units: Vec<u32>,
+    /// The replacements, each ended by a NUL byte.
+    normalized: Vec<u8>,
+}
+
+impl Precompiled {
+    /// The table of a `Precompiled` normalizer object.
+    pub fn from_json(v: &serde_json::Value) -> Result<Precompiled> {
+        let text = v
+            .get("precompiled_charsmap")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| bad("normalizer Precompiled without a `precompiled_charsmap` string"))?;
+        let bytes = base64_decode(text)
+            .ok_or_else(|| bad("normalizer Precompiled: `precompiled_charsmap` is not base64"))?;
+        Precompiled::from_bytes(&bytes)
+    }
+
+    /// The table from its binary form: a little-endian `u32` byte count of the trie, the
+    /// trie's units (little-endian `u32`), then the replacements.
+    pub fn from_bytes(b: &[u8]) -> Result<Precompiled> {
+        let refuse = || bad("normalizer Precompiled: `precompiled_charsmap` is cut short");
+        let size = b.get(..4).ok_or_else(refuse)?;
+        let size = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
+        // HF reads `size / 4` units.
+        let trie = b.get(4..4 + size / 4 * 4).ok_or_else(refuse)?;
+        let units = trie
+            .chunks_exact(4)
+            .map(|u| u32::from_le_bytes([u[0], u[1], u[2], u[3]]))
+            .collect();
+        let normalized = b[4 + size / 4 * 4..].to_vec();
+        if std::str::from_utf8(&normalized).is_err() {
+            return Err(bad(
+                "normalizer Precompiled: the replacements of `precompiled_charsmap` are not UTF-8",
+            ));
+        }
+        Ok(Precompiled { units, normalized })
+    }
+
+    /// The replacement of `chunk`: that of its first prefix the trie holds, if any.
+    fn transform(&self, chunk: &str) -> Option<&str> {
+        let at = |i: usize| self.units.get(i).copied();
+        let has_leaf = |u: u32| (u >> 8) & 1 == 1;
+        let value = |u: u32| (u & ((1 << 31) - 1)) as usize;
+        let label = |u: u32| u & ((1 << 31) | 0xFF);
+        let offset = |u: u32| ((u >> 10) << ((u & (1 << 9)) >> 6)) as usize;
+        let mut pos = 0usize;
+        let mut unit = at(pos)?;
+        pos ^= offset(unit);
+        let mut found = None;
+        for &c in chunk.as_bytes() {
+            if c == 0 {
+                break;
+            }
+            pos ^= c as usize;
+            unit = at(pos)?;
+            if label(unit) != u32::from(c) {
+                break;
+            }
+            pos ^= offset(unit);
+            if has_leaf(unit) {
+                found = Some(value(at(pos)?));
+                break;
+            }
+        }
+        let start = found?;
+        let rest = self.normalized.get(start..)?;
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        std::str::from_utf8(&rest[..end]).ok()
+    }
+
+    /// HF's transformations of `text` (see the module docs), or `None` if it leaves it as
+    /// it is.
+    pub fn dest(&self, text: &str) -> Option<Vec<(char, isize)>> {
+        let mut dest: Vec<(char, isize)> = Vec::with_capacity(text.len());
+        let mut modified = false;
+        for g in text.graphemes(true) {
+            if g.len() < 6 {
+                if let Some(norm) = self.transform(g) {
+                    modified = true;
+                    replace(&mut dest, g, norm);
+                    continue;
+                }
+            }
+            for (i, c) in g.char_indices() {
+                let part = &g[i..i + c.len_utf8()];
+                match self.transform(part) {
+                    Some(norm) => {
+                        modified = true;
+                        replace(&mut dest, part, norm);
+                    }
+                    None => dest.push((c, 0)),
+                }
+            }
+        }
+        modified.then_some(dest)
+    }
+}
+
+/// HF's `precompiled::replace`: `new`'s chars for `old`'s, the extra ones as inserted, or the
+/// last change so far taking the difference.
+fn replace(dest: &mut Vec<(char, isize)>, old: &str, new: &str) {
+    let diff = new.chars().count() as isize - old.chars().count() as isize;
+    dest.extend(new.chars().map(|c| (c, 0)));
+    if diff > 0 {
+        for (_, change) in dest.iter_mut().rev().take(diff as usize) {
+            *change = 1;
+        }
+    } else if diff < 0 {
+        if let Some((_, change)) = dest.last_mut() {
+            *change += diff;
+        }
+    }
+}
+
+/// Standard base64 (with or without padding), as HF's `base64::decode` reads the table.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let body = s.trim_end_matches('=').as_bytes();
+    if body.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    for chunk in body.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= value(c)? << (18 - 6 * i);
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_reads_what_it_should() {
+        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(base64_decode("aGVsbG8").unwrap(), b"hello");
+        assert_eq!(base64_decode("aGk=").unwrap(), b"hi");
+        assert_eq!(base64_decode("").unwrap(), b"");
+        assert!(base64_decode("a").is_none());
+        assert!(base64_decode("a$==").is_none());
+    }
+
+    #[test]
+    fn hfs_replace_keeps_its_odd_changes() {
+        // HF's own test: "™\x1eg" to "TMg": ™ -> "TM" (one inserted), \x1e -> "" (the last
+        // change so far takes the -1), g kept.
+        let mut dest = Vec::new();
+        replace(&mut dest, "™", "TM");
+        replace(&mut dest, "\x1e", "");
+        dest.push(('g', 0));
+        assert_eq!(dest, [('T', 0), ('M', 0), ('g', 0)]);
+        let mut dest = Vec::new();
+        replace(&mut dest, "™", "TM");
+        assert_eq!(dest, [('T', 0), ('M', 1)]);
+        replace(&mut dest, "ab", "c");
+        assert_eq!(dest, [('T', 0), ('M', 1), ('c', -1)]);
+    }
+
+    #[test]
+    fn a_short_or_broken_table_is_refused_or_matches_nothing() {
+        assert!(Precompiled::from_bytes(&[1, 0]).is_err());
+        assert!(Precompiled::from_bytes(&[8, 0, 0, 0, 1, 2, 3]).is_err());
+        // A trie of one unit whose walk leaves the array at once: no match, no panic.
+        let p = Precompiled::from_bytes(&[4, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0x7F]).unwrap();
+        assert!(p.dest("abc").is_none());
+        let empty = Precompiled::from_bytes(&[0, 0, 0, 0]).unwrap();
+        assert!(empty.dest("abc").is_none());
+    }
+}
