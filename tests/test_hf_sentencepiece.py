@@ -420,8 +420,8 @@ _REPLACE = {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}
         ),
         (_decoders(_REPLACE, {"type": "ByteFallback"}, {"type": "CTC"}), "decoder CTC"),
         (
-            {"normalizer": {"type": "Replace", "pattern": {"Regex": " +"}, "content": "x"}},
-            "Replace with a Regex pattern",
+            {"normalizer": {"type": "Replace", "pattern": {"Regex": " *"}, "content": "x"}},
+            "a Replace pattern that can match the empty string",
         ),
         (
             {"pre_tokenizer": {"type": "Metaspace", "replacement": "_"}},

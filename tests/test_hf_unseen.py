@@ -889,9 +889,9 @@ def _without_replace(cfg: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("change", "component"),
     [
-        # CLIP as published: its normalizer is refused first.
-        (lambda c: c, "normalizer Replace"),
-        # Without the Replace step: the model's word suffix.
+        # CLIP as published (its regex Replace normalizer is read since 454ade3): the model's
+        # word suffix; without the Replace step, the same.
+        (lambda c: c, "end_of_word_suffix"),
         (_without_replace, "end_of_word_suffix"),
     ],
 )
