@@ -82,6 +82,8 @@ SPM_CHAIN = {
     ],
 }
 
+FIRST_UNSPLIT = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False}
+
 # (pre-tokenizer, decoder): the layouts HF writes (Metaspace, each scheme, split or not) and
 # others a file may have (no pre-tokenizer, WhitespaceSplit with SentencePiece's decoder).
 LAYOUTS = {
@@ -96,6 +98,28 @@ LAYOUTS = {
     "never": (
         {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": True},
         {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": True},
+    ),
+    # T5's files on the Hub: WhitespaceSplit first, then Metaspace on each piece (legacy
+    # `add_prefix_space`), and "first" on each piece: only the text's first gets a `▁`.
+    "t5-hub": (
+        {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "WhitespaceSplit"},
+                {"type": "Metaspace", "replacement": "▁", "add_prefix_space": True},
+            ],
+        },
+        {"type": "Metaspace", "replacement": "▁", "add_prefix_space": True},
+    ),
+    "whitespace-first": (
+        {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "WhitespaceSplit"},
+                FIRST_UNSPLIT,
+            ],
+        },
+        FIRST_UNSPLIT,
     ),
     "whitespace": ({"type": "WhitespaceSplit"}, SPM_CHAIN),
     "none": (None, SPM_CHAIN),
@@ -157,10 +181,15 @@ NORMALIZERS = [
 ]
 
 
+@pytest.mark.parametrize("scheme", ["always", "first"])
 @pytest.mark.parametrize("steps", NORMALIZERS, ids=["strip", "lstrip-nfkc", "spaces", "digits"])
-def test_strip_and_regex_replace(tmp_path: Path, steps: list[dict[str, Any]]) -> None:
+def test_strip_and_regex_replace(tmp_path: Path, steps: list[dict[str, Any]], scheme: str) -> None:
+    # With "first", a text whose front the normalizer takes off starts, to HF, after the
+    # original's first byte, and gets no `▁`.
     cfg = trained()
     cfg["normalizer"] = {"type": "Sequence", "normalizers": steps}
+    cfg["pre_tokenizer"]["prepend_scheme"] = scheme
+    cfg["decoder"]["prepend_scheme"] = scheme
     enc, hf, face = load(tmp_path, cfg)
     texts = EDGE_TEXTS + sample_all(1, 1) + ["  é 12 é  ", " \u3000x\u00a0 ", "ééé", "1 2  3   "]
     check_all(enc, hf, face, texts)

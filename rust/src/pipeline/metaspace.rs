@@ -61,6 +61,21 @@ impl Metaspace {
         Ok(Some(Metaspace { prepend, split }))
     }
 
+    /// The `Metaspace` of a `Sequence` of `WhitespaceSplit` then `Metaspace` (T5's files);
+    /// `None` for any other pre-tokenizer.
+    pub fn after_whitespace_split(v: &Value) -> Result<Option<Metaspace>> {
+        if v.get("type").and_then(Value::as_str) != Some("Sequence") {
+            return Ok(None);
+        }
+        let steps = v.get("pretokenizers").and_then(Value::as_array);
+        match steps.map(Vec::as_slice) {
+            Some([ws, m]) if ws.get("type").and_then(Value::as_str) == Some("WhitespaceSplit") => {
+                Metaspace::from_json(m)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Whether a `▁` goes in front of segment `s` (see the module docs).
     #[inline]
     pub fn prefix(&self, s: &str, at_start: bool) -> bool {

@@ -68,8 +68,11 @@ pub struct Pipeline {
     /// Per added token: its index in the encoder's special matcher if it is special.
     special_index: Vec<Option<usize>>,
     pretok: PreTokenizer,
-    /// A `Metaspace` pre-tokenizer (SentencePiece models only; `pretok` then has no step).
+    /// A `Metaspace` pre-tokenizer (SentencePiece models only; `pretok` then has no step, or
+    /// only `WhitespaceSplit` where `metaspace_per_piece`).
     metaspace: Option<Metaspace>,
+    /// `Metaspace` after `WhitespaceSplit` (T5's files): it acts on each of its pieces.
+    metaspace_per_piece: bool,
     model: Model,
     /// Whether a segment goes to the model raw, normalizing as it cuts words (see
     /// `SentencePieceBpe::encode_raw`).
@@ -163,6 +166,12 @@ impl Pipeline {
                 Some(n) if !n.leaves(s) => Cow::Owned(n.normalize(s)),
                 _ => Cow::Borrowed(s),
             };
+            // Metaspace's `first` asks where the normalized text starts in the original: a
+            // normalizer that takes chars off its front (`Strip`) moves it.
+            let at_start = at_start
+                && (!self.metaspace_first() || matches!(norm, Cow::Borrowed(_)) || {
+                    self.normalized_starts_at_zero(s)
+                });
             let mut model = |s: &str, at_start: bool, out: &mut Vec<Rank>| -> Result<()> {
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
@@ -172,6 +181,17 @@ impl Pipeline {
                                 u.encode_word(&s[p.start..p.end], &mut cache, out)
                             });
                         };
+                        if self.metaspace_per_piece {
+                            // `WhitespaceSplit` first, then Metaspace on each of its pieces.
+                            return self.pretok.for_each_piece(s, &mut |p| {
+                                let first = at_start && p.start == 0;
+                                m.apply_text(&s[p.start..p.end], first, &mut meta_buf);
+                                let t = meta_buf.as_str();
+                                metaspace::words(t, m.split, |a, b| {
+                                    u.encode_word(&t[a..b], &mut cache, out)
+                                })
+                            });
+                        }
                         m.apply_text(s, at_start, &mut meta_buf);
                         let t = meta_buf.as_str();
                         return metaspace::words(t, m.split, |a, b| {
@@ -346,15 +366,15 @@ impl Pipeline {
                 let model = match &self.model {
                     Model::ByteLevel(m) => m,
                     Model::Unigram(u) => {
-                        // The pre-tokenizer's pieces (Metaspace's of its own text, aligned to
-                        // `norm`'s bytes), each a word; its tokens' byte ranges through `span`.
-                        let at_start = c.start == 0 && nc.start == 0;
-                        let meta = self.metaspace.map(|m| {
-                            let mut ns = NString::identity(sub, nc.start, true);
-                            m.apply(&mut ns, at_start, true);
-                            ns
-                        });
-                        let mut word_of = |t: &str, a: usize, b: usize| -> Result<()> {
+                        // The pre-tokenizer's pieces, each a word (Metaspace's of its own
+                        // text, aligned to `norm`'s bytes); its tokens' byte ranges through
+                        // `span`. Metaspace's `first` asks where a piece starts in the original.
+                        let starts_text = |at: usize| al(at).is_some_and(|x| x.0 == 0);
+                        let mut word_of = |t: &str,
+                                           align: Option<&[(usize, usize)]>,
+                                           a: usize,
+                                           b: usize|
+                         -> Result<()> {
                             pieces_ids.clear();
                             u.encode_word_with_offsets(&t[a..b], &mut pieces_ids)?;
                             for &(id, x, y) in &pieces_ids {
@@ -363,8 +383,8 @@ impl Pipeline {
                                         texts.push((out.len(), t[a + x..a + y].to_owned()));
                                     }
                                 }
-                                let (s, e) = match &meta {
-                                    Some(ns) => span(ns.align[a + x].0, ns.align[a + y - 1].1),
+                                let (s, e) = match align {
+                                    Some(al) => span(al[a + x].0, al[a + y - 1].1),
                                     None => span(nc.start + a + x, nc.start + a + y),
                                 };
                                 out.push((id, s, e, word));
@@ -372,16 +392,28 @@ impl Pipeline {
                             word += 1;
                             Ok(())
                         };
-                        match (&self.metaspace, &meta) {
-                            (Some(m), Some(ns)) => {
-                                let t = ns.text.as_str();
-                                metaspace::words(t, m.split, |a, b| word_of(t, a, b))?;
-                            }
-                            _ => {
+                        let mut metaspace_words = |m: &Metaspace, piece: &str, at: usize| {
+                            let mut ns = NString::identity(piece, at, true);
+                            m.apply(&mut ns, starts_text(at), true);
+                            let t = ns.text.as_str();
+                            metaspace::words(t, m.split, |a, b| word_of(t, Some(&ns.align), a, b))
+                        };
+                        match &self.metaspace {
+                            Some(m) if self.metaspace_per_piece => {
                                 pieces.clear();
                                 self.pretok.pieces(sub, &mut pieces)?;
                                 for p in &pieces {
-                                    word_of(sub, p.start, p.end)?;
+                                    let piece = &sub[p.start..p.end];
+                                    metaspace_words(m, piece, nc.start + p.start)?;
+                                }
+                            }
+                            Some(m) if !sub.is_empty() => metaspace_words(m, sub, nc.start)?,
+                            Some(_) => {}
+                            None => {
+                                pieces.clear();
+                                self.pretok.pieces(sub, &mut pieces)?;
+                                for p in &pieces {
+                                    word_of(sub, None, p.start, p.end)?;
                                 }
                             }
                         }
@@ -410,7 +442,8 @@ impl Pipeline {
                         ids.clear();
                         lens.clear();
                         ends.clear();
-                        let at_start = c.start == 0 && nc.start == 0;
+                        // Metaspace's `first`: the piece starts the original text.
+                        let at_start = al(nc.start).is_some_and(|x| x.0 == 0);
                         let meta = self.metaspace.map(|m| {
                             let mut ns = NString::identity(sub, nc.start, true);
                             m.apply(&mut ns, at_start, true);
@@ -547,6 +580,25 @@ impl<'a> CharIndex<'a> {
 }
 
 impl Pipeline {
+    /// Whether a `Metaspace` step puts `▁` only in front of the text (`first`).
+    fn metaspace_first(&self) -> bool {
+        self.metaspace
+            .is_some_and(|m| m.prepend == metaspace::Prepend::First)
+    }
+
+    /// Whether the normalized text of `s` starts at the original text's first byte (its
+    /// first byte's alignment, as HF's `offsets_original` gives it).
+    fn normalized_starts_at_zero(&self, s: &str) -> bool {
+        match &self.normalizer {
+            Some(n) if !n.leaves(s) => {
+                let mut ns = NString::identity(s, 0, true);
+                n.apply(&mut ns, true);
+                ns.align.first().is_none_or(|a| a.0 == 0)
+            }
+            _ => true,
+        }
+    }
+
     /// `text` through the file's normalizer (as it is, without one).
     pub fn normalize(&self, text: &str) -> String {
         match &self.normalizer {
@@ -653,12 +705,21 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let model_json = root.get("model").ok_or_else(|| bad("no `model`"))?;
     let normalizer = Normalizer::from_json(root.get("normalizer").unwrap_or(&Value::Null))?;
     let pre_json = root.get("pre_tokenizer").unwrap_or(&Value::Null);
-    // SentencePiece's layout by a pre-tokenizer (`Metaspace`) rather than by normalizers.
-    let metaspace = Metaspace::from_json(pre_json)?;
-    let pretok = if metaspace.is_some() {
-        PreTokenizer::from_json(&Value::Null)?
-    } else {
-        PreTokenizer::from_json(pre_json)?
+    // SentencePiece's layout by a pre-tokenizer (`Metaspace`) rather than by normalizers:
+    // alone, or after `WhitespaceSplit` (T5's files).
+    let (metaspace, metaspace_per_piece) = match Metaspace::from_json(pre_json)? {
+        Some(m) => (Some(m), false),
+        None => match Metaspace::after_whitespace_split(pre_json)? {
+            Some(m) => (Some(m), true),
+            None => (None, false),
+        },
+    };
+    let pretok = match (metaspace, metaspace_per_piece) {
+        (Some(_), false) => PreTokenizer::from_json(&Value::Null)?,
+        (Some(_), true) => {
+            PreTokenizer::from_json(&serde_json::json!({"type": "WhitespaceSplit"}))?
+        }
+        (None, _) => PreTokenizer::from_json(pre_json)?,
     };
     let kind = model_json
         .get("type")
@@ -677,6 +738,10 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                 check_decoder(decoder)?;
                 let (m, vocab) = HfBpe::new(parsed)?;
                 (Model::ByteLevel(Box::new(m)), vocab)
+            } else if metaspace_per_piece {
+                return Err(unsupported(
+                    "a BPE model behind WhitespaceSplit and Metaspace (supported: Unigram)",
+                ));
             } else if pretok.is_none() {
                 (decode_strip, decode_bytes) =
                     sentencepiece_decoder(decoder, parsed.byte_fallback)?;
@@ -883,6 +948,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         special_index,
         pretok,
         metaspace,
+        metaspace_per_piece,
         model,
         decode_strip,
         decode_first,
