@@ -133,6 +133,30 @@ def check_face(face: ferrotok.hf.Tokenizer, hf: Any, texts: list[str], name: str
                     )
 
 
+def check_transformers_patched(
+    directory: Path, tokenizer_json: str, config: dict[str, Any], texts: list[str]
+) -> None:
+    """`AutoTokenizer.from_pretrained(directory)` patched and unpatched, on a file and its
+    `tokenizer_config.json`: identical `input_ids`, masks and offsets of a padded, truncated
+    batch and of pairs, and identical decoding."""
+    transformers = pytest.importorskip("transformers", minversion="5")
+    (directory / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
+    (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    kw: dict[str, Any] = dict(
+        padding=True, truncation=True, max_length=16, return_offsets_mapping=True
+    )
+    plain = transformers.AutoTokenizer.from_pretrained(str(directory))
+    want, want_pair = plain(texts, **kw), plain(texts, texts[::-1], **kw)
+    with ferrotok.hf.patched_transformers():
+        tok = transformers.AutoTokenizer.from_pretrained(str(directory))
+        assert tok.backend_tokenizer.uses_ferrotok, tok.backend_tokenizer.ferrotok_error
+        got, got_pair = tok(texts, **kw), tok(texts, texts[::-1], **kw)
+        decoded = tok.batch_decode(got["input_ids"], skip_special_tokens=True)
+    assert dict(got) == dict(want)
+    assert dict(got_pair) == dict(want_pair)
+    assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
+
+
 def check_round_trip(enc: ferrotok.Encoding, hf: Any, face: Any, text: str) -> None:
     ids = hf.encode(text, add_special_tokens=False).ids
     hf_text = hf.decode(ids, skip_special_tokens=False)

@@ -22,7 +22,7 @@ import ferrotok
 import ferrotok.hf
 import pytest
 from hf_support import sample_all
-from test_hf_parity import check_face, check_ids, loaded
+from test_hf_parity import check_face, check_ids, check_transformers_patched, loaded
 
 tokenizers = pytest.importorskip("tokenizers", minversion="0.23")
 
@@ -320,8 +320,6 @@ def test_sentencepiece_models_as_transformers_converts_them(
 
 
 def test_transformers_patched_is_identical(tmp_path: Path) -> None:
-    transformers = pytest.importorskip("transformers", minversion="5")
-    (tmp_path / "tokenizer.json").write_text(_trained(), encoding="utf-8")
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "unk_token": "<unk>",
@@ -329,21 +327,7 @@ def test_transformers_patched_is_identical(tmp_path: Path) -> None:
         "pad_token": "<s>",
         "model_max_length": 64,
     }
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
-    texts = EDGE_TEXTS[:12]
-    kw: dict[str, Any] = dict(
-        padding=True, truncation=True, max_length=16, return_offsets_mapping=True
-    )
-    plain = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
-    want, want_pair = plain(texts, **kw), plain(texts, texts[::-1], **kw)
-    with ferrotok.hf.patched_transformers():
-        tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
-        assert tok.backend_tokenizer.uses_ferrotok, tok.backend_tokenizer.ferrotok_error
-        got, got_pair = tok(texts, **kw), tok(texts, texts[::-1], **kw)
-        decoded = tok.batch_decode(got["input_ids"], skip_special_tokens=True)
-    assert dict(got) == dict(want)
-    assert dict(got_pair) == dict(want_pair)
-    assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
+    check_transformers_patched(tmp_path, _trained(), config, EDGE_TEXTS[:12])
 
 
 @pytest.mark.parametrize(

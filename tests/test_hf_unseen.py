@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import SHARED
 from test_hf_face import FIELDS
+from test_hf_parity import check_transformers_patched
 
 # HF tokenizers 0.23 is the oracle (issue 54); PyPI has no 0.23 for Python 3.9, where these
 # tests do not run.
@@ -1092,24 +1093,9 @@ TRANSFORMERS_CONFIGS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("name", list(TRANSFORMERS_CONFIGS))
 def test_transformers_patched_is_identical_on_unseen_families(name: str, tmp_path: Path) -> None:
-    transformers = pytest.importorskip("transformers", minversion="5")
-    (tmp_path / "tokenizer.json").write_text(family(name)[3], encoding="utf-8")
     config = {"model_max_length": 64, **TRANSFORMERS_CONFIGS[name]}
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     texts = EDGE_TEXTS[2:8] + with_added(name)[:6]
-    kw: dict[str, Any] = dict(
-        padding=True, truncation=True, max_length=16, return_offsets_mapping=True
-    )
-    plain = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
-    want, want_pair = plain(texts, **kw), plain(texts, texts[::-1], **kw)
-    with ferrotok.hf.patched_transformers():
-        tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
-        assert tok.backend_tokenizer.uses_ferrotok, tok.backend_tokenizer.ferrotok_error
-        got, got_pair = tok(texts, **kw), tok(texts, texts[::-1], **kw)
-        decoded = tok.batch_decode(got["input_ids"], skip_special_tokens=True)
-    assert dict(got) == dict(want)
-    assert dict(got_pair) == dict(want_pair)
-    assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
+    check_transformers_patched(tmp_path, family(name)[3], config, texts)
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ import pytest
 from hf_support import WORDPIECE, sample_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hf_parity import check_face, check_ids, loaded, model_path
+from test_hf_parity import check_face, check_ids, check_transformers_patched, loaded, model_path
 
 tokenizers = pytest.importorskip("tokenizers", minversion="0.23")
 
@@ -252,8 +252,6 @@ def test_pickled_encoding_decodes_the_same() -> None:
 
 
 def test_transformers_patched_is_identical(tmp_path: Path) -> None:
-    transformers = pytest.importorskip("transformers", minversion="5")
-    (tmp_path / "tokenizer.json").write_bytes(model_path("bert-bge").read_bytes())
     config = {
         "tokenizer_class": "BertTokenizer",
         "do_lower_case": True,
@@ -262,21 +260,9 @@ def test_transformers_patched_is_identical(tmp_path: Path) -> None:
         "unk_token": "[UNK]",
         "mask_token": "[MASK]",
     }
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     texts = EDGE_TEXTS[:8] + EDGE_TEXTS[12:16]
-    kw: dict[str, Any] = dict(
-        padding=True, truncation=True, max_length=16, return_offsets_mapping=True
-    )
-    plain = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
-    want, want_pair = plain(texts, **kw), plain(texts, texts[::-1], **kw)
-    with ferrotok.hf.patched_transformers():
-        tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
-        assert tok.backend_tokenizer.uses_ferrotok, tok.backend_tokenizer.ferrotok_error
-        got, got_pair = tok(texts, **kw), tok(texts, texts[::-1], **kw)
-        decoded = tok.batch_decode(got["input_ids"], skip_special_tokens=True)
-    assert dict(got) == dict(want)
-    assert dict(got_pair) == dict(want_pair)
-    assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
+    text = model_path("bert-bge").read_text(encoding="utf-8")
+    check_transformers_patched(tmp_path, text, config, texts)
 
 
 @pytest.mark.parametrize(

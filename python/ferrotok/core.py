@@ -491,7 +491,8 @@ class Encoding:
         self, decoded: bytes, tokens: Sequence[int] | npt.NDArray[np.integer]
     ) -> bytes:
         """`decoded` (the bytes of `tokens`) as the file's decoder gives it: without the
-        leading spaces it strips, or with the prefix a first token keeps (see `_setup`)."""
+        leading spaces it strips, or with the first token as it reads a first one (see
+        `_setup`)."""
         first = self._hf_first
         if first is not None and len(tokens):
             found = first.get(int(tokens[0]))

@@ -13,7 +13,7 @@
 //! regex is Oniguruma's pattern read as Oniguruma reads it (`onig_to_fancy`), and refused by
 //! name where fancy-regex would match otherwise or where it can match the empty string.
 
-use super::unicode_classes::{bert_class, bert_class_in, bert_table};
+use super::unicode_classes::{bert_class, bert_class_in, bert_table, is_chinese_char};
 use super::unicode_classes::{BERT_CHINESE, BERT_CONTROL, BERT_LOWER_SELF, BERT_PLAIN, BERT_SPACE};
 use crate::encode::pretok::classes::decode_multibyte;
 use crate::error::{Error, Result};
@@ -418,7 +418,7 @@ impl Normalizer {
             }
             Normalizer::Sequence(v) => v.iter().all(|n| n.leaves(s)),
             Normalizer::ReplaceRegex { re, .. } => !re.is_match(s).unwrap_or(true),
-            Normalizer::Precompiled(_) => false,
+            Normalizer::Precompiled(p) => p.leaves(s),
             Normalizer::Strip { left, right } => {
                 !(*left && s.starts_with(char::is_whitespace)
                     || *right && s.ends_with(char::is_whitespace))
@@ -672,21 +672,6 @@ fn is_bert_control(c: char) -> bool {
 fn is_mark_nonspacing(c: char) -> bool {
     use unicode_categories::UnicodeCategories;
     c.is_mark_nonspacing()
-}
-
-/// HF's `bert::is_chinese_char`: the CJK ideograph blocks.
-pub(super) fn is_chinese_char(c: char) -> bool {
-    matches!(
-        c as u32,
-        0x4E00..=0x9FFF
-            | 0x3400..=0x4DBF
-            | 0x20000..=0x2A6DF
-            | 0x2A700..=0x2B73F
-            | 0x2B740..=0x2B81F
-            | 0x2B920..=0x2CEAF
-            | 0xF900..=0xFAFF
-            | 0x2F800..=0x2FA1F
-    )
 }
 
 /// `is_nfc_quick(s.chars()) == Yes`, with the table look-ups of the crate skipped for most

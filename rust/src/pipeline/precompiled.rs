@@ -26,6 +26,8 @@ pub struct Precompiled {
     units: Vec<u32>,
     /// The replacements, each ended by a NUL byte.
     normalized: Vec<u8>,
+    /// Per ASCII char, whether the table maps it (as a one-char text).
+    ascii_mapped: [bool; 128],
 }
 
 impl Precompiled {
@@ -58,7 +60,25 @@ impl Precompiled {
                 "normalizer Precompiled: the replacements of `precompiled_charsmap` are not UTF-8",
             ));
         }
-        Ok(Precompiled { units, normalized })
+        let mut p = Precompiled {
+            units,
+            normalized,
+            ascii_mapped: [false; 128],
+        };
+        for b in 0..128u8 {
+            let c = [b];
+            let text = std::str::from_utf8(&c).unwrap_or_default();
+            p.ascii_mapped[b as usize] = p.transform(text).is_some();
+        }
+        Ok(p)
+    }
+
+    /// Whether [`Precompiled::dest`] leaves `text` as it is, known without reading it by
+    /// clusters: ASCII text without `\r` is a cluster a char (`\r\n` is one), and none of
+    /// its chars is mapped.
+    pub fn leaves(&self, text: &str) -> bool {
+        text.bytes()
+            .all(|b| b != b'\r' && self.ascii_mapped.get(b as usize) == Some(&false))
     }
 
     /// The replacement of `chunk`: that of its first prefix the trie holds, if any.
@@ -96,6 +116,9 @@ impl Precompiled {
     /// HF's transformations of `text` (see the module docs), or `None` if it leaves it as
     /// it is.
     pub fn dest(&self, text: &str) -> Option<Vec<(char, isize)>> {
+        if self.leaves(text) {
+            return None;
+        }
         let mut dest: Vec<(char, isize)> = Vec::with_capacity(text.len());
         let mut modified = false;
         for g in text.graphemes(true) {
@@ -193,6 +216,46 @@ mod tests {
         assert_eq!(dest, [('T', 0), ('M', 1)]);
         replace(&mut dest, "ab", "c");
         assert_eq!(dest, [('T', 0), ('M', 1), ('c', -1)]);
+    }
+
+    #[test]
+    fn leaves_is_dest_none_on_ascii_text() {
+        // A table that maps "a" to "b" (a trie of the one key "a", value 0 -> "b\0").
+        // Darts layout: root unit 0 with offset 1 (children at 1 ^ c); the child for 'a'
+        // (0x61) at 1 ^ 0x61 = 0x60 with label 0x61, leaf flag and offset 0x60 ^ 0x61 = 1 to
+        // its value unit at 0x60 ^ 1 = 0x61, value 0.
+        let mut units = vec![0u32; 0x62];
+        units[0] = 1 << 10; // offset 1
+        units[0x60] = 0x61 | (1 << 8) | (1 << 10); // label 'a', has leaf, offset 1
+        units[0x61] = 0; // value: byte 0 of the replacements
+        let mut bytes = ((units.len() * 4) as u32).to_le_bytes().to_vec();
+        for u in &units {
+            bytes.extend_from_slice(&u.to_le_bytes());
+        }
+        bytes.extend_from_slice(b"b\0");
+        let p = Precompiled::from_bytes(&bytes).unwrap();
+        assert_eq!(p.transform("a"), Some("b"));
+        assert_eq!(p.transform("x"), None);
+        assert!(p.ascii_mapped[b'a' as usize] && !p.ascii_mapped[b'x' as usize]);
+        for text in ["xyz", "xaz", "x\r\ny", "", "é"] {
+            let general = {
+                let mut dest = Vec::new();
+                let mut modified = false;
+                for g in text.graphemes(true) {
+                    match p.transform(g) {
+                        Some(n) => {
+                            modified = true;
+                            replace(&mut dest, g, n);
+                        }
+                        None => dest.extend(g.chars().map(|c| (c, 0))),
+                    }
+                }
+                modified.then_some(dest)
+            };
+            assert_eq!(p.dest(text), general, "{text:?}");
+            assert!(!p.leaves(text) || general.is_none(), "{text:?}");
+        }
+        assert_eq!(p.dest("xaz").unwrap(), [('x', 0), ('b', 0), ('z', 0)]);
     }
 
     #[test]

@@ -77,17 +77,7 @@ pub fn bert_class_of(c: char) -> u8 {
     if c.is_ascii_punctuation() || is_punctuation(c) {
         bits |= BERT_PUNCT;
     }
-    if matches!(
-        c as u32,
-        0x4E00..=0x9FFF
-            | 0x3400..=0x4DBF
-            | 0x20000..=0x2A6DF
-            | 0x2A700..=0x2B73F
-            | 0x2B740..=0x2B81F
-            | 0x2B920..=0x2CEAF
-            | 0xF900..=0xFAFF
-            | 0x2F800..=0x2FA1F
-    ) {
+    if is_chinese_char(c) {
         bits |= BERT_CHINESE;
     }
     let mut nfd = std::iter::once(c).nfd().map(|(d, _)| d);
@@ -103,6 +93,21 @@ pub fn bert_class_of(c: char) -> u8 {
         bits |= BERT_LOWER_SELF;
     }
     bits
+}
+
+/// HF's `bert::is_chinese_char`: the CJK ideograph blocks.
+pub fn is_chinese_char(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x4E00..=0x9FFF
+            | 0x3400..=0x4DBF
+            | 0x20000..=0x2A6DF
+            | 0x2A700..=0x2B73F
+            | 0x2B740..=0x2B81F
+            | 0x2B920..=0x2CEAF
+            | 0xF900..=0xFAFF
+            | 0x2F800..=0x2FA1F
+    )
 }
 
 /// [`bert_class_of`] of every char of the Basic Multilingual Plane (64 KiB, built at the
