@@ -363,3 +363,67 @@ def test_unigram_components_are_refused_by_name(change: Any, component: str) -> 
     change(cfg)
     with pytest.raises(ValueError, match=component):
         ferrotok.Encoding._from_hf_json(json.dumps(cfg), "unigram")
+
+
+def _survives(text: str) -> None:
+    """Loading `text` and encoding with it raises at most a ValueError (no panic, no other
+    error)."""
+    try:
+        enc = ferrotok.Encoding._from_hf_json(text, "hostile")
+    except ValueError:
+        return
+    for t in ["", "a b", "Hello world ☃", "\x00\r\n", "é" * 50]:
+        try:
+            enc.encode(t, allowed_special="all")
+            enc._encode_hf_detail(t)
+        except ValueError:
+            pass
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda c: c["model"].update(vocab=[]),
+        lambda c: c["model"].update(vocab=[["", -1.0], ["a", -2.0]]),
+        lambda c: c["model"].update(vocab=[["a", 1e308], ["b", -1e308], ["ab", float("nan")]]),
+        lambda c: c["model"].update(vocab=[[1, 2.0]]),
+        lambda c: c["model"].update(vocab=[["a"]]),
+        lambda c: c["model"].update(vocab={"a": 0}),
+        lambda c: c["model"].update(unk_id=-1),
+        lambda c: c["model"].update(unk_id="0"),
+        lambda c: c["model"].update(unk_id=2**40),
+        lambda c: c["model"].update(byte_fallback="yes"),
+        lambda c: c.update(normalizer={"type": "Precompiled", "precompiled_charsmap": "!!!"}),
+        lambda c: c.update(normalizer={"type": "Precompiled", "precompiled_charsmap": ""}),
+        lambda c: c.update(normalizer={"type": "Precompiled", "precompiled_charsmap": "/////w=="}),
+        lambda c: c.update(normalizer={"type": "Precompiled", "precompiled_charsmap": 5}),
+        lambda c: c.update(normalizer={"type": "Strip", "strip_left": "no"}),
+        lambda c: c.update(
+            normalizer={"type": "Replace", "pattern": {"Regex": "("}, "content": ""}
+        ),
+        lambda c: c.update(pre_tokenizer={"type": "Sequence", "pretokenizers": 3}),
+        lambda c: c.update(decoder={"type": "Metaspace", "prepend_scheme": "sometimes"}),
+    ],
+)
+def test_hostile_unigram_files_raise_value_errors(change: Any) -> None:
+    cfg = trained()
+    change(cfg)
+    _survives(json.dumps(cfg))
+
+
+def test_random_precompiled_tables_raise_value_errors_or_work() -> None:
+    import base64
+
+    rng = random.Random(5)
+    cfg = trained()
+    for _ in range(60):
+        units = [rng.getrandbits(32) for _ in range(rng.randrange(1, 40))]
+        blob = len(units * 4).to_bytes(4, "little") + b"".join(
+            u.to_bytes(4, "little") for u in units
+        )
+        blob += bytes(rng.getrandbits(8) for _ in range(rng.randrange(12)))
+        cfg["normalizer"] = {
+            "type": "Precompiled",
+            "precompiled_charsmap": base64.b64encode(blob).decode(),
+        }
+        _survives(json.dumps(cfg))

@@ -290,3 +290,38 @@ def test_wordpiece_components_are_refused_by_name(change: Any, component: str) -
     change(cfg)
     with pytest.raises(ValueError, match=component):
         ferrotok.Encoding._from_hf_json(json.dumps(cfg), "bert")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda c: c["model"].update(vocab={}),
+        lambda c: c["model"].update(vocab={"a": -1}),
+        lambda c: c["model"].update(vocab={"a": 2**40}),
+        lambda c: c["model"].update(vocab={"a": "x", "[UNK]": 0}),
+        lambda c: c["model"].update(vocab=[["a", 0]]),
+        lambda c: c["model"].update(vocab={"": 0, "##": 1, "[UNK]": 2}),
+        lambda c: c["model"].update(unk_token=5),
+        lambda c: c["model"].update(continuing_subword_prefix=""),
+        lambda c: c["model"].update(max_input_chars_per_word=-1),
+        lambda c: c["model"].update(max_input_chars_per_word=0),
+        lambda c: c["model"].update(max_input_chars_per_word=10**30),
+        lambda c: c.update(decoder={"type": "WordPiece", "prefix": 3}),
+        lambda c: c.update(normalizer={"type": "BertNormalizer", "strip_accents": "x"}),
+    ],
+)
+def test_hostile_wordpiece_files_raise_value_errors(change: Any) -> None:
+    # Loading and encoding raise at most a ValueError: no panic, no other error.
+    cfg = bge()
+    change(cfg)
+    try:
+        enc = ferrotok.Encoding._from_hf_json(json.dumps(cfg), "hostile")
+    except ValueError:
+        return
+    for t in ["", "a b", "Hello world ☃", "\x00\r\n", "é" * 150]:
+        try:
+            enc.encode(t, allowed_special="all")
+            enc._encode_hf_detail(t)
+            enc.decode(enc.encode(t, allowed_special="all"))
+        except ValueError:
+            pass

@@ -259,6 +259,36 @@ mod tests {
     }
 
     #[test]
+    fn random_tables_never_panic() {
+        // Tables of random units (walks that leave the array, values past the replacements
+        // or inside a char, labels that never match) on random texts: an answer, never a
+        // panic, and the shortcut agreeing with the cluster path.
+        let mut rng = crate::test_rng::Rng(0x5EED_9C0F_0000_0001);
+        let pool = [
+            "a", "b", "\r\n", "\r", " ", "é", "e\u{301}", "中", "😀", "\0", "™",
+        ];
+        for _ in 0..300 {
+            let n = 1 + rng.below(64);
+            let mut bytes = ((n * 4) as u32).to_le_bytes().to_vec();
+            for _ in 0..n {
+                let u = if rng.below(2) == 0 {
+                    rng.next() as u32
+                } else {
+                    (rng.below(n) as u32) << 10 | (1 << 8) | rng.below(256) as u32
+                };
+                bytes.extend_from_slice(&u.to_le_bytes());
+            }
+            bytes.extend_from_slice("xé™\0ab\0\0".as_bytes());
+            let p = Precompiled::from_bytes(&bytes).unwrap();
+            for _ in 0..20 {
+                let text: String = (0..rng.below(8)).map(|_| *rng.pick(&pool)).collect();
+                let dest = p.dest(&text);
+                assert!(!p.leaves(&text) || dest.is_none());
+            }
+        }
+    }
+
+    #[test]
     fn a_short_or_broken_table_is_refused_or_matches_nothing() {
         assert!(Precompiled::from_bytes(&[1, 0]).is_err());
         assert!(Precompiled::from_bytes(&[8, 0, 0, 0, 1, 2, 3]).is_err());
