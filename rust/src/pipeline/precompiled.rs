@@ -121,12 +121,18 @@ impl Precompiled {
         }
         let mut dest: Vec<(char, isize)> = Vec::with_capacity(text.len());
         let mut modified = false;
-        for g in text.graphemes(true) {
+        for_each_cluster(text, |g| {
+            if let &[b] = g.as_bytes() {
+                if !self.ascii_mapped[usize::from(b & 0x7F)] {
+                    dest.push((char::from(b), 0));
+                    return;
+                }
+            }
             if g.len() < 6 {
                 if let Some(norm) = self.transform(g) {
                     modified = true;
                     replace(&mut dest, g, norm);
-                    continue;
+                    return;
                 }
             }
             for (i, c) in g.char_indices() {
@@ -139,8 +145,38 @@ impl Precompiled {
                     None => dest.push((c, 0)),
                 }
             }
-        }
+        });
         modified.then_some(dest)
+    }
+}
+
+/// Calls `f` with each grapheme cluster of `text`, in order: `text.graphemes(true)`'s, with
+/// the crate asked only about the stretches that need it. UAX #29 breaks between two ASCII
+/// chars but `\r\n`; only a non-ASCII char (a Prepend before it; an Extend, ZWJ or
+/// SpacingMark after it) joins an ASCII char to a neighbour. So an ASCII char other than `\r`
+/// between two more such chars (or the text's ends) is a cluster alone, and every other
+/// stretch starts and ends between two such chars (or at an end): a cluster boundary, where
+/// the crate's segmentation of the stretch alone is its segmentation in the text.
+fn for_each_cluster(text: &str, mut f: impl FnMut(&str)) {
+    let b = text.as_bytes();
+    let plain = |x: u8| x < 0x80 && x != b'\r';
+    let mut i = 0;
+    while i < b.len() {
+        // Here `i` is 0 or follows a plain byte.
+        if plain(b[i]) && b.get(i + 1).is_none_or(|&x| plain(x)) {
+            f(&text[i..i + 1]);
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < b.len() && !(plain(b[j]) && plain(b[j - 1])) {
+            j += 1;
+        }
+        // `j` is the text's end or at a plain (ASCII) byte: a char boundary.
+        for g in text[i..j].graphemes(true) {
+            f(g);
+        }
+        i = j;
     }
 }
 
@@ -256,6 +292,49 @@ mod tests {
             assert!(!p.leaves(text) || general.is_none(), "{text:?}");
         }
         assert_eq!(p.dest("xaz").unwrap(), [('x', 0), ('b', 0), ('z', 0)]);
+    }
+
+    #[test]
+    fn clusters_are_the_crates() {
+        // Chars of every joining kind: CR and LF, Prepend (U+0600, U+110BD), Extend (marks,
+        // U+200C, variation selectors, emoji modifiers), ZWJ, SpacingMark (U+0903), regional
+        // indicators, Hangul jamo, and plain ASCII.
+        let pool = [
+            "a",
+            "b",
+            " ",
+            ".",
+            "\r",
+            "\n",
+            "\r\n",
+            "\u{600}",
+            "\u{110bd}",
+            "\u{301}",
+            "\u{200c}",
+            "\u{fe0f}",
+            "\u{1f3fd}",
+            "\u{200d}",
+            "\u{903}",
+            "\u{1f1fa}",
+            "\u{1f1f8}",
+            "\u{1100}",
+            "\u{1161}",
+            "\u{11a8}",
+            "\u{ac00}",
+            "é",
+            "中",
+            "😀",
+            "\u{e01}\u{e33}",
+            "\0",
+        ];
+        let mut rng = crate::test_rng::Rng(0xC105_7E55_0000_0001);
+        for _ in 0..20_000 {
+            let text: String = (0..rng.below(14)).map(|_| *rng.pick(&pool)).collect();
+            let mut got = Vec::new();
+            for_each_cluster(&text, |g| got.push(g.to_owned()));
+            let want: Vec<String> = text.graphemes(true).map(str::to_owned).collect();
+            assert_eq!(got, want, "{text:?}");
+        }
     }
 
     #[test]

@@ -27,35 +27,72 @@ const NONE: u32 = u32::MAX;
 /// HF's `K_UNK_PENALTY`: the unknown token scores the vocabulary's lowest score less this.
 const UNK_PENALTY: f64 = 10.0;
 
-/// A byte trie over the token texts: `common_prefix` walks it from a position.
+/// A byte trie over the token texts: `common_prefix` walks it from a position. The root's
+/// children sit in a table by byte (every walk starts there); every other node's children
+/// are a short run of `(byte, child)` pairs, sorted, read in turn.
 struct Trie {
-    /// `(node << 8) | byte` -> child node; the root is node 0.
-    children: FxHashMap<u64, u32>,
+    /// The root's child for each byte (`NONE`: none).
+    root: Box<[u32; 256]>,
+    /// Per node, where its children start in `edges` (and, one on, end).
+    starts: Vec<u32>,
+    edges: Vec<(u8, u32)>,
     /// Per node, the id of the token that ends there (`NONE` if none).
     token: Vec<u32>,
 }
 
 impl Trie {
-    fn new() -> Trie {
+    fn new<'a>(texts: impl Iterator<Item = (&'a [u8], u32)>) -> Trie {
+        // Built as lists of children, then laid out flat.
+        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut token = vec![NONE];
+        for (text, id) in texts {
+            let mut node = 0usize;
+            for &b in text {
+                node = match children[node].iter().find(|&&(x, _)| x == b) {
+                    Some(&(_, next)) => next as usize,
+                    None => {
+                        let next = token.len();
+                        children[node].push((b, next as u32));
+                        children.push(Vec::new());
+                        token.push(NONE);
+                        next
+                    }
+                };
+            }
+            token[node] = id;
+        }
+        let mut root = Box::new([NONE; 256]);
+        for &(b, child) in &children[0] {
+            root[b as usize] = child;
+        }
+        let mut starts = Vec::with_capacity(children.len() + 1);
+        let mut edges = Vec::new();
+        for mut list in children {
+            starts.push(edges.len() as u32);
+            list.sort_unstable();
+            edges.extend(list);
+        }
+        starts.push(edges.len() as u32);
         Trie {
-            children: FxHashMap::default(),
-            token: vec![NONE],
+            root,
+            starts,
+            edges,
+            token,
         }
     }
 
-    fn insert(&mut self, text: &[u8], id: u32) {
-        let mut node = 0u32;
-        for &b in text {
-            let next = self.token.len() as u32;
-            node = *self
-                .children
-                .entry(u64::from(node) << 8 | u64::from(b))
-                .or_insert(next);
-            if node == next {
-                self.token.push(NONE);
-            }
+    /// The child of `node` for byte `b`.
+    #[inline]
+    fn child(&self, node: u32, b: u8) -> Option<u32> {
+        if node == 0 {
+            let c = self.root[b as usize];
+            return (c != NONE).then_some(c);
         }
-        self.token[node as usize] = id;
+        let (s, e) = (self.starts[node as usize], self.starts[node as usize + 1]);
+        self.edges[s as usize..e as usize]
+            .iter()
+            .find(|&&(x, _)| x == b)
+            .map(|&(_, c)| c)
     }
 
     /// Calls `f(len, id)` for each token that `text` starts with, shortest first.
@@ -63,8 +100,8 @@ impl Trie {
     fn common_prefix(&self, text: &[u8], mut f: impl FnMut(usize, u32)) {
         let mut node = 0u32;
         for (i, &b) in text.iter().enumerate() {
-            match self.children.get(&(u64::from(node) << 8 | u64::from(b))) {
-                Some(&next) => node = next,
+            match self.child(node, b) {
+                Some(next) => node = next,
                 None => return,
             }
             let id = self.token[node as usize];
@@ -152,7 +189,6 @@ impl Unigram {
             return Err(bad("the Unigram model's vocab is too large"));
         }
         let mut by_text: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
-        let mut trie = Trie::new();
         let mut min_score = f64::INFINITY;
         for (id, (t, score)) in pieces.iter().enumerate() {
             by_text.insert(t.as_bytes().into(), id as u32);
@@ -160,12 +196,15 @@ impl Unigram {
                 min_score = *score;
             }
         }
-        // The trie's token is the text's id in the map (its last), as HF looks it up.
-        for (t, &id) in &by_text {
-            if !t.is_empty() {
-                trie.insert(t, id);
-            }
-        }
+        // The trie's token is the text's id in the map (its last), as HF looks it up; laid
+        // out in id order, so the same from run to run.
+        let mut texts: Vec<(&[u8], u32)> = by_text
+            .iter()
+            .filter(|(t, _)| !t.is_empty())
+            .map(|(t, &id)| (&t[..], id))
+            .collect();
+        texts.sort_unstable_by_key(|&(_, id)| id);
+        let trie = Trie::new(texts.into_iter());
         let byte_ids = byte_fallback.then(|| {
             let mut ids = Box::new([NONE; 256]);
             for (t, &id) in &by_text {
