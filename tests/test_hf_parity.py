@@ -157,6 +157,21 @@ def check_transformers_patched(
     assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
 
 
+def check_survives(tokenizer_json: str) -> None:
+    """Loading a (hostile) file and encoding and decoding with it raise at most a ValueError:
+    no panic, no other error."""
+    try:
+        enc = ferrotok.Encoding._from_hf_json(tokenizer_json, "hostile")
+    except ValueError:
+        return
+    for t in ["", "a b", "Hello world ☃", "\x00\r\n", "é" * 150]:
+        try:
+            enc._encode_hf_detail(t)
+            enc.decode(enc.encode(t, allowed_special="all"))
+        except ValueError:
+            pass
+
+
 def check_round_trip(enc: ferrotok.Encoding, hf: Any, face: Any, text: str) -> None:
     ids = hf.encode(text, add_special_tokens=False).ids
     hf_text = hf.decode(ids, skip_special_tokens=False)

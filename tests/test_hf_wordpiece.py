@@ -26,7 +26,14 @@ import pytest
 from hf_support import WORDPIECE, sample_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hf_parity import check_face, check_ids, check_transformers_patched, loaded, model_path
+from test_hf_parity import (
+    check_face,
+    check_ids,
+    check_survives,
+    check_transformers_patched,
+    loaded,
+    model_path,
+)
 
 tokenizers = pytest.importorskip("tokenizers", minversion="0.23")
 
@@ -311,17 +318,6 @@ def test_wordpiece_components_are_refused_by_name(change: Any, component: str) -
     ],
 )
 def test_hostile_wordpiece_files_raise_value_errors(change: Any) -> None:
-    # Loading and encoding raise at most a ValueError: no panic, no other error.
     cfg = bge()
     change(cfg)
-    try:
-        enc = ferrotok.Encoding._from_hf_json(json.dumps(cfg), "hostile")
-    except ValueError:
-        return
-    for t in ["", "a b", "Hello world ☃", "\x00\r\n", "é" * 150]:
-        try:
-            enc.encode(t, allowed_special="all")
-            enc._encode_hf_detail(t)
-            enc.decode(enc.encode(t, allowed_special="all"))
-        except ValueError:
-            pass
+    check_survives(json.dumps(cfg))

@@ -551,8 +551,9 @@ class Encoding:
         joined = b"".join(token_bytes)
         if self._hf_strip:
             # The stripped spaces (or the prefix put back) are one byte and one char each.
-            shift = len(self._hf_decoded(joined, tokens)) - len(joined)
-            joined = self._hf_decoded(joined, tokens)
+            decoded = self._hf_decoded(joined, tokens)
+            shift = len(decoded) - len(joined)
+            joined = decoded
             offsets = [max(0, o + shift) for o in offsets]
             if shift > 0 and offsets:
                 offsets[0] = 0

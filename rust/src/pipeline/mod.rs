@@ -903,7 +903,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     // an id by: an added token's, normalized if it is, else the vocabulary's).
     let first_text = |t: &str| -> Option<Vec<u8>> {
         match &wordpiece_decoder {
-            Some((prefix, cleanup)) => Some(wordpiece_first_text(t, prefix, *cleanup).into_bytes()),
+            Some((_, cleanup)) => Some(wordpiece_cleanup(t.to_owned(), *cleanup).into_bytes()),
             None if metaspace_decoder && decode_strip > 0 => {
                 Some(t.replace('\u{2581}', "").into_bytes())
             }
@@ -911,7 +911,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         }
     };
     let mut decode_first = Vec::new();
-    if first_text("").is_some() {
+    if wordpiece_decoder.is_some() || (metaspace_decoder && decode_strip > 0) {
         let mut texts: FxHashMap<u32, String> =
             vocab.iter().map(|(t, &id)| (id, t.clone())).collect();
         for t in &added.tokens {
@@ -1044,11 +1044,8 @@ pub fn wordpiece_token_text(t: &str, prefix: &str, cleanup: bool) -> String {
     wordpiece_cleanup(text, cleanup)
 }
 
-/// The text HF's `WordPiece` decoder makes of token `t` first: `t`, then `cleanup`.
-fn wordpiece_first_text(t: &str, _prefix: &str, cleanup: bool) -> String {
-    wordpiece_cleanup(t.to_owned(), cleanup)
-}
-
+/// HF's `WordPiece` decoder's `cleanup` of one token's text (a first token's text is `t`
+/// itself, cleaned).
 fn wordpiece_cleanup(text: String, cleanup: bool) -> String {
     if !cleanup {
         return text;

@@ -596,13 +596,13 @@ fn bert(s: &mut NString, clean: bool, chinese: bool, strip: bool, lower: bool, k
             |c| !(c == '\0' || c == '\u{fffd}' || is_bert_control(c)),
             keep,
         );
-        if s.text.chars().any(is_bert_whitespace_not_space) {
+        // HF's `bert::is_whitespace` is `char::is_whitespace` (`\t`, `\n`, `\r` among them).
+        if s.text.chars().any(|c| c != ' ' && c.is_whitespace()) {
             let src = std::mem::take(&mut s.text);
             s.text = src.clone();
-            let mapped = src.chars().map(|c| {
-                let c = if is_bert_whitespace(c) { ' ' } else { c };
-                (c, 0)
-            });
+            let mapped = src
+                .chars()
+                .map(|c| (if c.is_whitespace() { ' ' } else { c }, 0));
             s.transform(mapped, keep);
         }
     }
@@ -652,15 +652,6 @@ fn bert_ascii(run: &[u8], clean: bool, lower: bool, out: &mut Vec<u8>) {
     for b in &mut out[start..] {
         *b = map(*b);
     }
-}
-
-/// HF's `bert::is_whitespace`: `\t`, `\n`, `\r` and `char::is_whitespace`.
-fn is_bert_whitespace(c: char) -> bool {
-    c.is_whitespace()
-}
-
-fn is_bert_whitespace_not_space(c: char) -> bool {
-    c != ' ' && c.is_whitespace()
 }
 
 /// HF's `bert::is_control`: `unicode_categories`' "other" (Cc, Cf, Co; that crate leaves
