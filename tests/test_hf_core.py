@@ -405,7 +405,7 @@ def test_word_class_is_oniguruma_s(invert: bool) -> None:
         ),
         ({"model": {"type": "Unigram", "vocab": []}}, "Unigram model behind a ByteLevel"),
         ({"model": {"type": "Mystery"}}, "model Mystery"),
-        ({"normalizer": {"type": "StripAccents"}}, "normalizer StripAccents"),
+        ({"normalizer": {"type": "Nmt"}}, "normalizer Nmt"),
         ({"normalizer": {"type": "Replace"}}, "normalizer Replace"),
         # Metaspace makes SentencePiece BPE too (tested in test_hf_sentencepiece.py).
         ({"pre_tokenizer": {"type": "Metaspace"}}, "decoder ByteLevel for SentencePiece BPE"),

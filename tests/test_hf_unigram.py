@@ -255,8 +255,9 @@ def test_tiny_models_ties_repeats_and_a_missing_unknown_token(tmp_path: Path) ->
 def _converted(byte_fallback: bool) -> dict[str, str]:
     """Unigram models trained here with `sentencepiece` itself (its default normalization,
     `nmt_nfkc`: a real `precompiled_charsmap`) and written out by transformers' own
-    converters, as the Hub's T5, XLM-R and ALBERT files were: `Precompiled`, `Strip`, a
-    regex `Replace` and `Metaspace`. Keyed by converter (and `legacy`)."""
+    converters, as the Hub's T5, XLM-R, ALBERT, XLNet and RemBERT files were: `Precompiled`,
+    `Strip`, a regex `Replace`, `Metaspace`, and for the last three `NFKD`, `StripAccents` and
+    `Lowercase`. Keyed by converter (and `legacy`)."""
     import importlib
     import tempfile
 
@@ -284,17 +285,24 @@ def _converted(byte_fallback: bool) -> dict[str, str]:
             vocab_file = prefix + ".model"
             add_prefix_space = True
             bos_token, eos_token, cls_token, sep_token = "<s>", "</s>", "<s>", "</s>"
+            keep_accents, do_lower_case = False, True  # ALBERT's, XLNet's and RemBERT's
 
             def __init__(self, legacy: bool) -> None:
                 self.legacy = legacy
 
             def convert_tokens_to_ids(self, token: str) -> int:
-                return {"<unk>": 0, "<s>": 1, "</s>": 2}.get(token, 0)
+                # The model's own ids; BERT's and XLNet's markers stand in for `<s>`, `</s>`.
+                ids = {"<unk>": 0, "<s>": 1, "</s>": 2, "[CLS]": 1, "[SEP]": 2}
+                return (ids | {"<cls>": 1, "<sep>": 2}).get(token, 0)
 
         for name, converter, legacy in [
             ("spm-legacy", convert.SpmConverter, True),
             ("spm", convert.SpmConverter, False),
             ("xlm-r", convert.XLMRobertaConverter, True),
+            # `NFKD`, `StripAccents` and `Lowercase` before `Precompiled`.
+            ("albert", convert.AlbertConverter, True),
+            ("xlnet", convert.XLNetConverter, True),
+            ("rembert", convert.RemBertConverter, True),
         ]:
             out[name] = converter(Slow(legacy)).converted().to_str()
     return out
@@ -304,17 +312,20 @@ def _converted(byte_fallback: bool) -> dict[str, str]:
 # transformers' converters write the model without it (they warn that the fast tokenizer
 # cannot fall back): a vocabulary of another shape, read as HF reads it.
 @pytest.mark.filterwarnings("ignore:The sentencepiece tokenizer that you are converting")
-@pytest.mark.parametrize("name", ["spm-legacy", "spm", "xlm-r"])
+@pytest.mark.parametrize("name", ["spm-legacy", "spm", "xlm-r", "albert", "xlnet", "rembert"])
 @pytest.mark.parametrize("byte_fallback", [False, True])
 def test_sentencepiece_models_as_transformers_converts_them(
     tmp_path: Path, name: str, byte_fallback: bool
 ) -> None:
     cfg = json.loads(_converted(byte_fallback)[name])
     kinds = [n["type"] for n in cfg["normalizer"]["normalizers"]]
-    assert kinds[0] == "Precompiled" and "Replace" in kinds
+    assert "Precompiled" in kinds and "Replace" in kinds
+    assert ("StripAccents" in kinds) == (name in ("albert", "xlnet", "rembert"))
     enc, hf, face = load(tmp_path, cfg)
     rng = random.Random(11)
     pool = [*"aZ é ,.!'\n\t☃中▁", "  ", "   ", "ﬁ", "①", "Å", "\u3000", "\u00a0", "\x1e", "™"]
+    # Marks of each kind (Mn, Mc, Me), alone, after a letter and first; and `` and ''.
+    pool += ["\u0301", "e\u0301", "\u0903", "\u0915\u0903", "\u20dd", "ế", "ñ", "``", "''"]
     randoms = ["".join(rng.choice(pool) for _ in range(rng.randrange(12))) for _ in range(300)]
     check_all(enc, hf, face, EDGE_TEXTS + sample_all(3, 1) + randoms)
 

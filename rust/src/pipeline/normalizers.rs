@@ -6,7 +6,7 @@
 //! char takes the alignment of the first char it replaces, an inserted char the one of the
 //! char before it; `Prepend`'s chars take the first char's, `Replace`'s new chars the last
 //! replaced byte's, whether the pattern is a string or a regex; `BertNormalizer`'s removed
-//! chars widen the kept char before them; `Strip` and `Precompiled` keep HF's quirks, named
+//! chars widen the kept char before them, as do `StripAccents`' marks; `Strip` and `Precompiled` keep HF's quirks, named
 //! where they are done). The Unicode forms come from `unicode-normalization-alignments`
 //! 0.1.12, the crate (and Unicode 9 tables) HuggingFace uses, and `BertNormalizer`'s classes
 //! from `unicode_categories` 0.1.1, HF's too, so text normalizes exactly as there. A `Replace`
@@ -19,6 +19,7 @@ use crate::encode::pretok::classes::decode_multibyte;
 use crate::error::{Error, Result};
 use crate::runtime::process_once::ProcessOnce;
 use serde_json::Value;
+use unicode_normalization_alignments::char::is_combining_mark;
 use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick};
 use unicode_normalization_alignments::{IsNormalized, UnicodeNormalization};
 
@@ -29,6 +30,10 @@ pub enum Normalizer {
     Nfkc,
     Nfkd,
     Lowercase,
+    /// HF's `StripAccents`: every mark (`General_Category=Mark`: Mn, Mc, Me) removed, as
+    /// `unicode-normalization-alignments`' `is_combining_mark` says. It decomposes nothing:
+    /// transformers' converters put `NFKD` before it (ALBERT, XLNet, RemBERT).
+    StripAccents,
     /// HF's `Prepend`: the string in front of a text that is not empty (SentencePiece's
     /// dummy prefix `▁`).
     Prepend(String),
@@ -297,6 +302,7 @@ impl Normalizer {
             "NFKC" => Normalizer::Nfkc,
             "NFKD" => Normalizer::Nfkd,
             "Lowercase" => Normalizer::Lowercase,
+            "StripAccents" => Normalizer::StripAccents,
             "BertNormalizer" => {
                 // Each flag a bool (HF's defaults where one is missing; `strip_accents` unset
                 // follows `lowercase`).
@@ -412,6 +418,7 @@ impl Normalizer {
             Normalizer::Nfkc => is_nfkc_quick(s.chars()) == IsNormalized::Yes,
             Normalizer::Nfkd => is_nfkd_quick(s.chars()) == IsNormalized::Yes,
             Normalizer::Lowercase => !s.chars().any(|c| c.is_uppercase() || !c.is_ascii()),
+            Normalizer::StripAccents => s.is_ascii() || !s.chars().any(is_combining_mark),
             Normalizer::Prepend(p) => s.is_empty() || p.is_empty(),
             Normalizer::Replace { pattern, content } => {
                 pattern.is_empty() || pattern == content || !s.contains(pattern.as_str())
@@ -447,6 +454,7 @@ impl Normalizer {
                 return s.replace_matches(&matches, content, keep);
             }
             Normalizer::Strip { left, right } => return s.lrstrip(*left, *right, keep),
+            Normalizer::StripAccents => return s.filter(|c| !is_combining_mark(c), keep),
             Normalizer::Precompiled(p) => {
                 if let Some(dest) = p.dest(&s.text) {
                     s.transform(dest.into_iter(), keep);
@@ -486,6 +494,7 @@ impl Normalizer {
             | Normalizer::ReplaceRegex { .. }
             | Normalizer::Precompiled(_)
             | Normalizer::Strip { .. }
+            | Normalizer::StripAccents
             | Normalizer::Bert { .. } => {}
         }
     }
