@@ -138,7 +138,8 @@ def check_transformers_patched(
 ) -> None:
     """`AutoTokenizer.from_pretrained(directory)` patched and unpatched, on a file and its
     `tokenizer_config.json`: identical `input_ids`, masks and offsets of a padded, truncated
-    batch and of pairs, and identical decoding."""
+    batch and of pairs, and identical decoding, by a tokenizer made while patched and by one
+    made before (whose class may have wrapped its backend's `decode`, as CLIP's does)."""
     transformers = pytest.importorskip("transformers", minversion="5")
     (directory / "tokenizer.json").write_text(tokenizer_json, encoding="utf-8")
     (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -152,9 +153,13 @@ def check_transformers_patched(
         assert tok.backend_tokenizer.uses_ferrotok, tok.backend_tokenizer.ferrotok_error
         got, got_pair = tok(texts, **kw), tok(texts, texts[::-1], **kw)
         decoded = tok.batch_decode(got["input_ids"], skip_special_tokens=True)
+        assert plain.backend_tokenizer.uses_ferrotok
+        decoded_before = plain.batch_decode(want["input_ids"], skip_special_tokens=True)
     assert dict(got) == dict(want)
     assert dict(got_pair) == dict(want_pair)
-    assert decoded == plain.batch_decode(want["input_ids"], skip_special_tokens=True)
+    want_decoded = plain.batch_decode(want["input_ids"], skip_special_tokens=True)
+    assert decoded == want_decoded
+    assert decoded_before == want_decoded
 
 
 def check_survives(tokenizer_json: str) -> None:

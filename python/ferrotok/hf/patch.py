@@ -31,6 +31,9 @@ from .tokenizer import Tokenizer
 # Components whose change makes the ferrotok side out of date.
 _PIPELINE = frozenset({"normalizer", "pre_tokenizer", "model", "post_processor", "decoder"})
 _MUTATORS = frozenset({"add_tokens", "add_special_tokens", "train", "train_from_iterator"})
+# The methods the backend answers itself. One set on the tokenizer (CLIP's tokenizer wraps
+# `decode` to turn its `</w>` into spaces) is set on both, and the backend's wins over its own.
+_ANSWERED = frozenset({"encode", "encode_batch", "encode_batch_fast", "decode", "decode_batch"})
 
 _saved: dict[str, Any] = {}
 
@@ -38,13 +41,18 @@ _saved: dict[str, Any] = {}
 class FerrotokBackend:
     """A `tokenizers.Tokenizer` whose encoding and decoding run on ferrotok."""
 
-    __slots__ = ("_raw", "_ferro", "_stale", "ferrotok_error")
+    # `__dict__` holds the methods of `_ANSWERED` set on this object, which then come first.
+    __slots__ = ("_raw", "_ferro", "_stale", "ferrotok_error", "__dict__")
 
     def __init__(self, raw: Any) -> None:
         object.__setattr__(self, "_raw", raw)
         object.__setattr__(self, "_ferro", None)
         object.__setattr__(self, "_stale", True)
         object.__setattr__(self, "ferrotok_error", None)
+        # Those set on the tokenizer before this object wrapped it.
+        for name, value in getattr(raw, "__dict__", {}).items():
+            if name in _ANSWERED:
+                object.__setattr__(self, name, value)
 
     # ---- the ferrotok side ----
 
@@ -118,7 +126,8 @@ class FerrotokBackend:
         return ferro.decode(ids, skip_special_tokens)
 
     def decode_batch(self, sequences: Any, skip_special_tokens: bool = True) -> list[str]:
-        return [self.decode(ids, skip_special_tokens) for ids in sequences]
+        # The tokenizer's own `decode_batch` does not go through a `decode` set on it.
+        return [FerrotokBackend.decode(self, ids, skip_special_tokens) for ids in sequences]
 
     # ---- everything else is the wrapped tokenizer's ----
 
@@ -135,6 +144,8 @@ class FerrotokBackend:
 
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._raw, name, value)
+        if name in _ANSWERED:
+            object.__setattr__(self, name, value)
         if name in _PIPELINE:
             object.__setattr__(self, "_stale", True)
 
