@@ -432,7 +432,7 @@ def test_unsupported_components_are_refused(change: dict[str, Any], component: s
         ({"dropout": 0.1}, "dropout"),
         ({"byte_fallback": True}, "byte_fallback with a ByteLevel pre-tokenizer"),
         ({"continuing_subword_prefix": "##"}, "continuing_subword_prefix"),
-        ({"end_of_word_suffix": "</w>"}, "end_of_word_suffix"),
+        ({"end_of_word_suffix": "\u2581"}, "end_of_word_suffix outside the byte-level alphabet"),
     ],
 )
 def test_unsupported_model_options_are_refused(

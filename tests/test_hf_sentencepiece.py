@@ -431,6 +431,10 @@ _REPLACE = {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}
             {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Metaspace"}]}},
             "pre-tokenizer Metaspace",
         ),
+        (
+            {"model": {**_tiny()["model"], "end_of_word_suffix": "</w>"}},
+            "end_of_word_suffix without a ByteLevel pre-tokenizer",
+        ),
     ],
 )
 def test_sentencepiece_components_are_refused_by_name(

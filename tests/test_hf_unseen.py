@@ -618,6 +618,67 @@ def _unreachable(ignore_merges: bool) -> str:
     )
 
 
+CLIP_RE = r"'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"
+CLIP_NORMALIZER = {
+    "type": "Sequence",
+    "normalizers": [
+        {"type": "NFC"},
+        {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": " "},
+        {"type": "Lowercase"},
+    ],
+}
+
+
+@functools.cache
+def _clip_trained() -> tuple[dict[str, int], list[list[str]]]:
+    """A BPE trained here as CLIP's was: every word's last symbol carries `</w>`. HF's trainer
+    on a corpus sample, the byte-level alphabet given (its `</w>` forms only where a word ends
+    in that byte in the sample: a word ending in another one ends in the unknown token)."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(end_of_word_suffix="</w>"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=3000,
+        end_of_word_suffix="</w>",
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus_texts() + sample("multilingual.txt", 6), trainer)
+    model = json.loads(tok.to_str())["model"]
+    return dict(model["vocab"]), [list(_pair(m)) for m in model["merges"]]
+
+
+def _clip(trained: bool = True, ignore_merges: bool = False) -> str:
+    """CLIP as transformers' `CLIPConverter` writes it: NFC, whitespace runs made one space,
+    lowercase; an inverted `Split` then `ByteLevel`; BPE with `end_of_word_suffix` `</w>` and
+    `<|endoftext|>` as the unknown token; `RobertaProcessing`. Untrained: GPT-2's merges,
+    which hold no `</w>` token, so each word's last byte is dropped (no unknown token)."""
+    special = [added("<|startoftext|>"), added("<|endoftext|>")]
+    return build(
+        _clip_trained() if trained else base(*GPT2_TINY),
+        normalizer=CLIP_NORMALIZER,
+        pre_tokenizer=seq(split(CLIP_RE, "Removed", True), byte_level()),
+        post_processor=lambda ids: {
+            "type": "RobertaProcessing",
+            "sep": ["<|endoftext|>", ids["<|endoftext|>"]],
+            "cls": ["<|startoftext|>", ids["<|startoftext|>"]],
+            "trim_offsets": False,
+            "add_prefix_space": False,
+        },
+        decoder=byte_level(),
+        added_tokens=special,
+        extra_vocab=["<|startoftext|>", "<|endoftext|>"] if trained else (),
+        model={
+            "continuing_subword_prefix": "",
+            "end_of_word_suffix": "</w>",
+            "unk_token": "<|endoftext|>" if trained else None,
+            "ignore_merges": ignore_merges,
+        },
+    )
+
+
 FAMILIES: dict[str, Callable[[], str]] = {
     "roberta": lambda: _roberta(True),
     "bart": lambda: _roberta(False),
@@ -645,6 +706,9 @@ FAMILIES: dict[str, Callable[[], str]] = {
     "whitespace-tokens": _whitespace_tokens,
     "unreachable": lambda: _unreachable(False),
     "unreachable-ignore-merges": lambda: _unreachable(True),
+    "clip": _clip,
+    "clip-ignore-merges": lambda: _clip(ignore_merges=True),
+    "clip-no-suffix-tokens": lambda: _clip(trained=False),
 }
 
 
@@ -853,60 +917,6 @@ def test_family_matches_hf_on_generated_text(name: str, data: st.DataObject) -> 
 # ---- refused: what ferrotok does not implement -----------------------------------------
 
 
-CLIP_RE = r"'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"
-
-
-def _clip() -> dict[str, Any]:
-    """CLIP's pipeline: NFC + Replace(\\s+ -> " ") + Lowercase, an inverted Split, ByteLevel, and
-    a BPE with end_of_word_suffix "</w>" (byte-level, but with a word suffix)."""
-    cfg: dict[str, Any] = json.loads(
-        build(
-            base(*GPT2_TINY),
-            normalizer={
-                "type": "Sequence",
-                "normalizers": [
-                    {"type": "NFC"},
-                    {"type": "Replace", "pattern": {"Regex": r"\s+"}, "content": " "},
-                    {"type": "Lowercase"},
-                ],
-            },
-            pre_tokenizer=seq(
-                split(CLIP_RE, "Removed", True),
-                byte_level(),
-            ),
-            added_tokens=[added("<|startoftext|>"), added("<|endoftext|>")],
-            model={"continuing_subword_prefix": "", "end_of_word_suffix": "</w>"},
-        )
-    )
-    return cfg
-
-
-def _without_replace(cfg: dict[str, Any]) -> dict[str, Any]:
-    steps = cfg["normalizer"]["normalizers"]
-    cfg["normalizer"]["normalizers"] = [n for n in steps if n["type"] != "Replace"]
-    return cfg
-
-
-@pytest.mark.parametrize(
-    ("change", "component"),
-    [
-        # CLIP as published (its regex Replace normalizer is read since 454ade3): the model's
-        # word suffix; without the Replace step, the same.
-        (lambda c: c, "end_of_word_suffix"),
-        (_without_replace, "end_of_word_suffix"),
-    ],
-)
-def test_clip_like_files_are_refused_naming_the_component(
-    change: Callable[[dict[str, Any]], dict[str, Any]], component: str
-) -> None:
-    text = json.dumps(change(_clip()))
-    tokenizers.Tokenizer.from_str(text)  # HF loads it: the refusal is ferrotok's choice
-    with pytest.raises(ValueError, match=component):
-        ferrotok.Encoding._from_hf_json(text, "clip")
-    with pytest.raises(ValueError, match=component):
-        ferrotok.hf.Tokenizer.from_str(text)
-
-
 # ---- differences found, and where they are ---------------------------------------------
 
 
@@ -1087,6 +1097,11 @@ TRANSFORMERS_CONFIGS: dict[str, dict[str, Any]] = {
     "whisper": {
         "tokenizer_class": "WhisperTokenizer",
         **{k: "<|endoftext|>" for k in ("bos_token", "eos_token", "unk_token", "pad_token")},
+    },
+    "clip": {
+        "tokenizer_class": "CLIPTokenizer",
+        "bos_token": "<|startoftext|>",
+        **{k: "<|endoftext|>" for k in ("eos_token", "unk_token", "pad_token")},
     },
 }
 

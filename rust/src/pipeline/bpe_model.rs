@@ -3,7 +3,8 @@
 //! Invariant: `encode_word(bytes)` returns HF's `BPE::tokenize` ids for the byte-level
 //! string of `bytes`: with `ignore_merges`, a word that is a token is that token; else the
 //! word starts as one symbol a byte (HF's unknown-token rules for a byte not in the
-//! vocabulary) and the adjacent pair with the lowest merge rank is merged, leftmost first
+//! vocabulary; with an `end_of_word_suffix`, CLIP's `</w>`, the last symbol is the last byte
+//! and the suffix, so the token a word ends in carries it) and the adjacent pair with the lowest merge rank is merged, leftmost first
 //! among equal ranks, until no adjacent pair is a listed merge. A token is reached only
 //! through its own listed merge (not through any split of it, as in tiktoken), and merge
 //! priority is the merge's line, not the token's id.
@@ -48,6 +49,11 @@ pub struct HfBpe {
     pub by_bytes: FxHashMap<Box<[u8]>, u32>,
     /// The id of each single byte, or `NONE`.
     byte_id: [u32; 256],
+    /// `end_of_word_suffix`'s bytes (empty without one): the last symbol of a word is its
+    /// last byte with these after it (CLIP's `</w>`), and so is every token a word ends in.
+    suffix: Box<[u8]>,
+    /// With a `suffix`, the id of each single byte followed by it, or `NONE`.
+    suffix_id: [u32; 256],
     /// Per id, the byte count of its token in `by_bytes`: the bytes it stands for in a word.
     /// 0 where that is not known from the id alone: an id of no byte-level token, and the
     /// unknown token (which stands for the bytes it replaced).
@@ -131,6 +137,8 @@ pub(super) struct BpeJson {
     pub fuse_unk: bool,
     pub ignore_merges: bool,
     pub byte_fallback: bool,
+    /// `end_of_word_suffix` where it is not empty (CLIP's `</w>`).
+    pub suffix: Option<String>,
 }
 
 impl BpeJson {
@@ -147,14 +155,11 @@ impl BpeJson {
         {
             return Err(unsupported("BPE dropout (non-deterministic ids)"));
         }
-        for affix in ["continuing_subword_prefix", "end_of_word_suffix"] {
-            if m.get(affix)
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
-            {
-                return Err(unsupported(&format!("BPE {affix}")));
-            }
+        let affix = |k: &str| m.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+        if affix("continuing_subword_prefix").is_some() {
+            return Err(unsupported("BPE continuing_subword_prefix"));
         }
+        let suffix = affix("end_of_word_suffix").map(str::to_owned);
         let vocab_json = m
             .get("vocab")
             .and_then(Value::as_object)
@@ -219,6 +224,7 @@ impl BpeJson {
             fuse_unk: m.get("fuse_unk").and_then(Value::as_bool) == Some(true),
             ignore_merges: m.get("ignore_merges").and_then(Value::as_bool) == Some(true),
             byte_fallback: m.get("byte_fallback").and_then(Value::as_bool) == Some(true),
+            suffix,
         })
     }
 }
@@ -241,6 +247,7 @@ impl HfBpe {
             fuse_unk,
             ignore_merges,
             byte_fallback,
+            suffix,
         } = parsed;
         if byte_fallback {
             return Err(unsupported(
@@ -260,6 +267,23 @@ impl HfBpe {
                 }
             }
         }
+        let suffix: Box<[u8]> = match &suffix {
+            None => Box::default(),
+            Some(s) => token_bytes(s)
+                .ok_or_else(|| {
+                    unsupported("BPE end_of_word_suffix outside the byte-level alphabet")
+                })?
+                .into_boxed_slice(),
+        };
+        let mut suffix_id = [NONE; 256];
+        if !suffix.is_empty() {
+            let mut t = vec![0u8; 1 + suffix.len()];
+            t[1..].copy_from_slice(&suffix);
+            for (b, id) in suffix_id.iter_mut().enumerate() {
+                t[0] = b as u8;
+                *id = by_bytes.get(&t[..]).copied().unwrap_or(NONE);
+            }
+        }
         let whole = Reached::new(max_id as usize + 1);
         let mut token_lens = vec![0u32; max_id as usize + 1].into_boxed_slice();
         for (b, &id) in &by_bytes {
@@ -273,6 +297,8 @@ impl HfBpe {
             HfBpe {
                 by_bytes,
                 byte_id,
+                suffix,
+                suffix_id,
                 token_lens,
                 merges,
                 table,
@@ -311,8 +337,15 @@ impl HfBpe {
             self.cuts.get_or_init(|| CharCuts::cuts_only(vocab));
         }
         if !self.ignore_merges || self.paths.cuts {
-            let tokens: Vec<(&[u8], u32)> =
-                self.by_bytes.iter().map(|(t, &id)| (&t[..], id)).collect();
+            // The word each token is asked about: its bytes, or with a suffix those before
+            // it (a token without the suffix ends no word, and is never asked).
+            let sfx = self.suffix.len();
+            let tokens: Vec<(&[u8], u32)> = self
+                .by_bytes
+                .iter()
+                .filter(|(t, _)| sfx == 0 || t.len() > sfx && t.ends_with(&self.suffix))
+                .map(|(t, &id)| (&t[..t.len() - sfx], id))
+                .collect();
             crate::runtime::pool::parallel(|| {
                 use rayon::prelude::*;
                 let mut unreached: Vec<u32> = tokens
@@ -348,6 +381,10 @@ impl HfBpe {
     /// Decides, once the encoder's [`Vocab`] is built from the same vocabulary, which of
     /// ferrotok's fast paths give HF's ids here (see [`Paths`]).
     pub fn choose_paths(&mut self, vocab: &Vocab) -> Result<()> {
+        // With a suffix a word's symbols are not its bytes' tokens: none of the paths apply.
+        if !self.suffix.is_empty() {
+            return Ok(());
+        }
         // The vocab's ordinary tokens are the model's byte-level ones, same ids, but for the
         // model's tokens that are special added tokens (`extra`: looked up on their own).
         let mut extra: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
@@ -499,7 +536,9 @@ impl HfBpe {
         cache: &mut Local<'_>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        let whole = if self.paths.vocab_lookup {
+        let whole = if !self.suffix.is_empty() {
+            self.whole_with_suffix(w)
+        } else if self.paths.vocab_lookup {
             // A word of at most 8 bytes is keyed by one load from the text (no branch on its
             // length, which a word-by-word byte gathering mispredicts).
             let r = match key_in(text, w) {
@@ -541,6 +580,27 @@ impl HfBpe {
         }
         self.merge_into_cache(w, h, cache, out);
         Ok(())
+    }
+
+    /// The token a word `w` may be as a whole, with a suffix: with `ignore_merges` the token
+    /// of `w` itself (HF looks the word up without its suffix there), else that of `w` and
+    /// the suffix (the one BPE may reach).
+    fn whole_with_suffix(&self, w: &[u8]) -> Option<u32> {
+        if self.ignore_merges {
+            return self.by_bytes.get(w).copied();
+        }
+        let n = w.len() + self.suffix.len();
+        let mut short = [0u8; 64];
+        let mut long = Vec::new();
+        let t = if n <= short.len() {
+            &mut short[..n]
+        } else {
+            long.resize(n, 0);
+            &mut long[..]
+        };
+        t[..w.len()].copy_from_slice(w);
+        t[w.len()..].copy_from_slice(&self.suffix);
+        self.by_bytes.get(&t[..]).copied()
     }
 
     /// Merges `w` (whose hash is `h`) onto `out` and keeps its ids in `cache`.
@@ -652,6 +712,12 @@ impl HfBpe {
         out: &mut Vec<u32>,
         lens: &mut Vec<u32>,
     ) -> Result<()> {
+        if !self.suffix.is_empty() {
+            // A word's last token stands for its bytes less the suffix, but a token found
+            // whole with `ignore_merges` has none: HF's merging counts them.
+            self.merge_with_lens(w, out, lens);
+            return Ok(());
+        }
         let start = out.len();
         self.encode_word(vocab, text, w, cache, engine_cache, out)?;
         let n = lens.len();
@@ -769,14 +835,20 @@ impl HfBpe {
         true
     }
 
-    /// HF's `merge_word` + `Word::merge_all` (see `word.rs`), a symbol a byte.
+    /// HF's `merge_word` + `Word::merge_all` (see `word.rs`), a symbol a byte (the last
+    /// one with the suffix after it, where there is one).
     fn merge(&self, w: &[u8], out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
-        if lens.is_none() && self.merge_short(w, out) {
+        if lens.is_none() && self.suffix.is_empty() && self.merge_short(w, out) {
             return;
         }
         let mut syms = Symbols::new();
-        for &b in w {
-            let id = self.byte_id[b as usize];
+        let last = w.len().wrapping_sub(1);
+        for (i, &b) in w.iter().enumerate() {
+            let id = if i == last && !self.suffix.is_empty() {
+                self.suffix_id[b as usize]
+            } else {
+                self.byte_id[b as usize]
+            };
             if id != NONE {
                 syms.known(id, 1);
             } else if let Some(u) = self.unk {

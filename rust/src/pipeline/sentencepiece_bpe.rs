@@ -112,7 +112,13 @@ impl SentencePieceBpe {
             fuse_unk,
             ignore_merges,
             byte_fallback,
+            suffix,
         } = m;
+        if suffix.is_some() {
+            return Err(super::normalizers::unsupported(
+                "BPE end_of_word_suffix without a ByteLevel pre-tokenizer",
+            ));
+        }
         let mut ascii_id = [NONE; 256];
         let mut char_id = FxHashMap::default();
         let mut byte_tokens = byte_fallback.then(|| Box::new([NONE; 256]));
