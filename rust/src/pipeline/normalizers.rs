@@ -49,6 +49,8 @@ pub enum Normalizer {
     ReplaceRegex {
         re: Box<fancy_regex::Regex>,
         content: String,
+        /// The pattern as runs of one char class, where it is one (see [`Runs`]).
+        runs: Option<Runs>,
     },
     /// HF's `Strip`: whitespace (`char::is_whitespace`) taken off the left and/or right end.
     Strip {
@@ -340,6 +342,7 @@ impl Normalizer {
                         (None, Some(Value::String(r))) => Normalizer::ReplaceRegex {
                             re: Box::new(replace_regex(r)?),
                             content,
+                            runs: Runs::of(r),
                         },
                         _ => return Err(bad("normalizer Replace: `pattern` is not a String")),
                     },
@@ -424,7 +427,10 @@ impl Normalizer {
                 pattern.is_empty() || pattern == content || !s.contains(pattern.as_str())
             }
             Normalizer::Sequence(v) => v.iter().all(|n| n.leaves(s)),
-            Normalizer::ReplaceRegex { re, .. } => !re.is_match(s).unwrap_or(true),
+            Normalizer::ReplaceRegex { re, runs, .. } => match runs {
+                Some(r) => r.first(s).is_none(),
+                None => !re.is_match(s).unwrap_or(true),
+            },
             Normalizer::Precompiled(p) => p.leaves(s),
             Normalizer::Strip { left, right } => {
                 !(*left && s.starts_with(char::is_whitespace)
@@ -442,7 +448,15 @@ impl Normalizer {
         match self {
             Normalizer::Prepend(p) => return s.prepend(p, keep),
             Normalizer::Replace { pattern, content } => return s.replace(pattern, content, keep),
-            Normalizer::ReplaceRegex { re, content } => {
+            Normalizer::ReplaceRegex {
+                runs: Some(r),
+                content,
+                ..
+            } => {
+                let matches = r.matches(&s.text);
+                return s.replace_matches(&matches, content, keep);
+            }
+            Normalizer::ReplaceRegex { re, content, .. } => {
                 // Matches found as fancy-regex finds them; a search that fails (its
                 // backtracking limit) leaves the rest of the text as it is.
                 let matches: Vec<(usize, usize)> = re
@@ -467,6 +481,15 @@ impl Normalizer {
                 strip_accents,
                 lowercase,
             } => return bert(s, *clean_text, *chinese, *strip_accents, *lowercase, keep),
+            // A text already in the form: HF's transform maps each char to itself, and no
+            // alignment moves.
+            Normalizer::Nfc | Normalizer::Nfd | Normalizer::Nfkc | Normalizer::Nfkd
+                if self.leaves(&s.text) =>
+            {
+                return
+            }
+            // (The guard lowercases the text in place where it returns true.)
+            Normalizer::Lowercase if lowercase_in_place(&mut s.text) => return,
             _ => {}
         }
         let src = std::mem::take(&mut s.text);
@@ -496,6 +519,114 @@ impl Normalizer {
             | Normalizer::Strip { .. }
             | Normalizer::StripAccents
             | Normalizer::Bert { .. } => {}
+        }
+    }
+}
+
+/// Lowercases `text` in place if no char's lowercase is more than one char or another
+/// number of bytes (all of ASCII, most cased scripts, every uncased one): then each byte
+/// keeps its alignment, as HF's transform leaves it. `false` (`text` unchanged) otherwise.
+fn lowercase_in_place(text: &mut String) -> bool {
+    if text.is_ascii() {
+        text.make_ascii_lowercase();
+        return true;
+    }
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let mut lower = c.to_lowercase();
+        match (lower.next(), lower.next()) {
+            (Some(l), None) if l.len_utf8() == c.len_utf8() => out.push(l),
+            _ => return false,
+        }
+    }
+    *text = out;
+    true
+}
+
+/// A `Replace` pattern that is one char class repeated: `\s+`, ` +`, ` {2,}`, `\s{2,}` (the
+/// patterns of transformers' CLIP and SentencePiece converters). Its leftmost-first matches
+/// are the maximal runs of the class's chars at least `min` long (a greedy repeat of one
+/// class, with nothing around it, can neither stop inside a run nor start inside one), so
+/// they are found by a scan rather than the regex engine's search a match. The class
+/// `\s` is the regex's, Unicode's White_Space, which `char::is_whitespace` reads (a test
+/// checks every char).
+#[derive(Clone, Debug)]
+pub struct Runs {
+    /// `\s`, else `' '` alone.
+    space: bool,
+    min: usize,
+}
+
+impl Runs {
+    /// The runs an Oniguruma pattern is, if it is one of the shapes above.
+    fn of(onig: &str) -> Option<Runs> {
+        let (space, rest) = if let Some(r) = onig.strip_prefix("\\s") {
+            (true, r)
+        } else {
+            (false, onig.strip_prefix(' ')?)
+        };
+        let min = match rest {
+            "+" => 1,
+            _ => rest
+                .strip_prefix('{')?
+                .strip_suffix(",}")?
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n >= 1)?,
+        };
+        Some(Runs { space, min })
+    }
+
+    /// The byte ranges of `text` the pattern matches, left to right.
+    fn matches(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        self.scan(text, |m| {
+            out.push(m);
+            true
+        });
+        out
+    }
+
+    /// The first match, if any (the scan stops there).
+    fn first(&self, text: &str) -> Option<(usize, usize)> {
+        let mut first = None;
+        self.scan(text, |m| {
+            first = Some(m);
+            false
+        });
+        first
+    }
+
+    /// Calls `f` with each match in turn while it returns true.
+    fn scan(&self, text: &str, mut f: impl FnMut((usize, usize)) -> bool) {
+        let bytes = text.as_bytes();
+        let (mut i, mut start, mut n) = (0, 0, 0); // a run: its start and chars
+        while i < bytes.len() {
+            let b = bytes[i];
+            // A char of the class, and its length (ASCII without decoding: its White_Space
+            // chars are `\t`..`\r` and ' ').
+            let (is, len) = if b < 0x80 {
+                let space = b == b' ' || self.space && (b'\t'..=b'\r').contains(&b);
+                (space, 1)
+            } else {
+                let c = text[i..].chars().next().unwrap_or(' ');
+                (self.space && c.is_whitespace(), c.len_utf8())
+            };
+            if is {
+                if n == 0 {
+                    start = i;
+                }
+                n += 1;
+            } else {
+                if n >= self.min && !f((start, i)) {
+                    return;
+                }
+                n = 0;
+            }
+            i += len;
+        }
+        if n >= self.min {
+            f((start, bytes.len()));
         }
     }
 }
@@ -878,6 +1009,106 @@ mod tests {
                 assert_eq!(with.align.len(), with.text.len());
                 assert!(!n.leaves(&text) || with.text == text, "{text:?} {bits}");
             }
+        }
+    }
+
+    #[test]
+    fn runs_are_the_regexs_matches() {
+        for (onig, runs) in [
+            ("\\s+", true),
+            (" +", true),
+            (" {2,}", true),
+            ("\\s{3,}", true),
+        ]
+        .into_iter()
+        .chain([
+            (" {0,}", false),
+            ("\\s*", false),
+            ("a+", false),
+            ("\\s+x", false),
+        ]) {
+            assert_eq!(Runs::of(onig).is_some(), runs, "{onig}");
+        }
+        // The class: the regex's `\s` on every char.
+        let re = replace_regex("\\s").unwrap();
+        let mut buf = [0u8; 4];
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            let one = c.encode_utf8(&mut buf);
+            assert_eq!(re.is_match(one).unwrap(), c.is_whitespace(), "{c:?}");
+        }
+        let alphabet = [
+            " ", "  ", "a", "\t", "\n", "\u{b}", "\u{c}", "\r", "\u{1c}", "\u{a0}", "\u{3000}",
+            "\u{85}", "é", "\u{200b}",
+        ];
+        let mut rng = crate::test_rng::Rng(0x5EED_0000_0000_0042);
+        for onig in ["\\s+", " +", " {2,}", "\\s{2,}", "\\s{3,}"] {
+            let (runs, re) = (Runs::of(onig).unwrap(), replace_regex(onig).unwrap());
+            for _ in 0..500 {
+                let n = rng.below(12);
+                let text: String = (0..n).map(|_| *rng.pick(&alphabet)).collect();
+                let want: Vec<(usize, usize)> = re
+                    .find_iter(&text)
+                    .map(|m| m.unwrap())
+                    .map(|m| (m.start(), m.end()))
+                    .collect();
+                assert_eq!(runs.matches(&text), want, "{onig} {text:?}");
+                assert_eq!(runs.first(&text), want.first().copied(), "{onig} {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn lowercase_in_place_is_hfs_transform_where_it_applies() {
+        // Chars whose lowercase is one char of the same length, and those it is not:
+        // 'İ' (two chars), 'Ω' OHM and 'K' KELVIN (fewer bytes), 'ẞ' (fewer bytes).
+        let alphabet = [
+            "a", "Q", " ", "É", "é", "Σ", "Ж", "東", "İ", "\u{2126}", "\u{212a}", "ẞ",
+        ];
+        let mut rng = crate::test_rng::Rng(0x5EED_1234_ABCD_0001);
+        let (mut fast, mut slow) = (0, 0);
+        for _ in 0..2000 {
+            let n = rng.below(8);
+            let text: String = (0..n).map(|_| *rng.pick(&alphabet)).collect();
+            let mut want = NString::identity(&text, 3, true);
+            want.transform(
+                text.chars().flat_map(|c| {
+                    c.to_lowercase()
+                        .enumerate()
+                        .map(|(i, c)| (c, isize::from(i > 0)))
+                }),
+                true,
+            );
+            let mut probe = text.clone();
+            if lowercase_in_place(&mut probe) {
+                fast += 1;
+            } else {
+                slow += 1;
+                assert_eq!(probe, text, "left as it was when it does not apply");
+            }
+            let mut got = NString::identity(&text, 3, true);
+            Normalizer::Lowercase.apply(&mut got, true);
+            assert_eq!(
+                (&got.text, &got.align),
+                (&want.text, &want.align),
+                "{text:?}"
+            );
+        }
+        assert!(fast > 100 && slow > 100, "{fast} {slow}");
+    }
+
+    #[test]
+    fn a_text_in_a_form_keeps_its_alignments() {
+        for (n, text) in [
+            (Normalizer::Nfc, "caf\u{e9} \u{c5} \u{fb01}"),
+            (Normalizer::Nfkc, "caf\u{e9} \u{c5} fi"),
+            (Normalizer::Nfd, "cafe\u{301}"),
+            (Normalizer::Nfkd, "e\u{301}\u{301}x"),
+        ] {
+            assert!(n.leaves(text), "{n:?} {text:?}");
+            let mut s = NString::identity(text, 5, true);
+            n.apply(&mut s, true);
+            let want = NString::identity(text, 5, true);
+            assert_eq!((&s.text, &s.align), (&want.text, &want.align));
         }
     }
 
