@@ -336,16 +336,9 @@ impl HfBpe {
         if self.paths.cuts {
             self.cuts.get_or_init(|| CharCuts::cuts_only(vocab));
         }
-        if !self.ignore_merges || self.paths.cuts {
-            // The word each token is asked about: its bytes, or with a suffix those before
-            // it (a token without the suffix ends no word, and is never asked).
-            let sfx = self.suffix.len();
-            let tokens: Vec<(&[u8], u32)> = self
-                .by_bytes
-                .iter()
-                .filter(|(t, _)| sfx == 0 || t.len() > sfx && t.ends_with(&self.suffix))
-                .map(|(t, &id)| (&t[..t.len() - sfx], id))
-                .collect();
+        if self.asks_whole() {
+            let tokens: Vec<(&[u8], u32)> =
+                self.by_bytes.iter().map(|(t, &id)| (&t[..], id)).collect();
             crate::runtime::pool::parallel(|| {
                 use rayon::prelude::*;
                 let mut unreached: Vec<u32> = tokens
@@ -368,10 +361,17 @@ impl HfBpe {
         if self.paths.cuts {
             v.push(("hf cuts", self.cuts.get().is_some()));
         }
-        if !self.ignore_merges || self.paths.cuts {
+        if self.asks_whole() {
             v.push(("hf whole tokens", self.whole_built.load(Ordering::Relaxed)));
         }
         v
+    }
+
+    /// Whether encoding asks if BPE reaches a token from its own bytes (see `whole`): not
+    /// with `ignore_merges` (a word that is a token is that token), nor with a suffix (a
+    /// word is merged, then cached), but for the parts of cut words.
+    fn asks_whole(&self) -> bool {
+        !self.ignore_merges && self.suffix.is_empty() || self.paths.cuts
     }
 
     pub fn cache(&self) -> Local<'_> {
@@ -537,7 +537,13 @@ impl HfBpe {
         out: &mut Vec<u32>,
     ) -> Result<()> {
         let whole = if !self.suffix.is_empty() {
-            self.whole_with_suffix(w)
+            // With `ignore_merges` HF looks the bare word up. Else a word that is a token
+            // with the suffix is merged once, like any word, and then found in the cache.
+            if self.ignore_merges {
+                self.by_bytes.get(w).copied()
+            } else {
+                None
+            }
         } else if self.paths.vocab_lookup {
             // A word of at most 8 bytes is keyed by one load from the text (no branch on its
             // length, which a word-by-word byte gathering mispredicts).
@@ -580,27 +586,6 @@ impl HfBpe {
         }
         self.merge_into_cache(w, h, cache, out);
         Ok(())
-    }
-
-    /// The token a word `w` may be as a whole, with a suffix: with `ignore_merges` the token
-    /// of `w` itself (HF looks the word up without its suffix there), else that of `w` and
-    /// the suffix (the one BPE may reach).
-    fn whole_with_suffix(&self, w: &[u8]) -> Option<u32> {
-        if self.ignore_merges {
-            return self.by_bytes.get(w).copied();
-        }
-        let n = w.len() + self.suffix.len();
-        let mut short = [0u8; 64];
-        let mut long = Vec::new();
-        let t = if n <= short.len() {
-            &mut short[..n]
-        } else {
-            long.resize(n, 0);
-            &mut long[..]
-        };
-        t[..w.len()].copy_from_slice(w);
-        t[w.len()..].copy_from_slice(&self.suffix);
-        self.by_bytes.get(&t[..]).copied()
     }
 
     /// Merges `w` (whose hash is `h`) onto `out` and keeps its ids in `cache`.
