@@ -36,6 +36,15 @@ const OTHER_PATTERNS: &[&str] = &[
     r"(?m)^\s*\S",
     r"[^\s]++$|\S+",
     r"\s+(?!\S)|\s",
+    // Patterns with no match at some chars, which the DFA passes over: CLIP's (nothing at
+    // whitespace), HF's `Whitespace`, digits only, a match that needs the char before
+    // (line start, word boundary), and a start that fails late (`a+b` on a run of `a`).
+    r"'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+",
+    r"\w+|[^\w\s]+",
+    r"\d+",
+    r"(?m)^\w+",
+    r"\b\w",
+    r"a+b|c",
 ];
 
 /// The splitter `Splitter::new` picks, and the general path both ways (anchored searches on

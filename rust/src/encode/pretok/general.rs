@@ -61,7 +61,9 @@
 //! Same automaton semantics, so the same match. Where the DFA cannot answer (it
 //! would pass `DFA_SIZE_LIMIT`, or stops at a quit byte, as a Unicode `\b`
 //! does on non-ASCII text), the meta regex runs; where it finds no
-//! match at the position, only the unanchored search does.
+//! match at the position, it passes over the chars at which it dies on the first
+//! byte (no match starts there) and tries the next one, and only where that
+//! fails too does the unanchored search run.
 //! Splitting alone is ~2.2x as fast as with the meta regex (see docs/engine.md).
 
 use crate::runtime::interrupt::PatternBudget;
@@ -265,6 +267,26 @@ impl General {
         found(last)
     }
 
+    /// The first char boundary from `p` (one, or the text's end) at which the anchored DFA
+    /// does not die on the first byte. No match starts at the chars passed over: a dead
+    /// state is no match state, and regex-automata reports even an empty match only on the
+    /// byte after it.
+    fn skip_dead(dfa: &dense::DFA<Vec<u32>>, b: &[u8], mut p: usize) -> usize {
+        while p < b.len() {
+            let config = start::Config::new()
+                .anchored(Anchored::Yes)
+                .look_behind(p.checked_sub(1).map(|i| b[i]));
+            let Ok(state) = dfa.start_state(&config) else {
+                return p;
+            };
+            if !dfa.is_dead_state(dfa.next_state(state, b[p])) {
+                return p;
+            }
+            p += codepoint_len(b[p]);
+        }
+        p
+    }
+
     /// Calls `f` with each piece of `text`, in order.
     pub fn for_each_piece<'t>(
         &self,
@@ -281,14 +303,25 @@ impl General {
         let mut budget = PatternBudget::linear(n, 256);
         while pos <= n {
             budget.spend()?;
-            let here = match dfa {
-                Some(dfa) => Self::dfa_match(dfa, b, pos),
+            let mut at = pos;
+            let mut here = match dfa {
+                Some(dfa) => Self::dfa_match(dfa, b, at),
                 None => Here::Unknown,
             };
+            // No match starts here: the leftmost one starts further on. The chars where the
+            // DFA dies on the first byte start none, so the search goes on from the first
+            // other one (a pattern that never matches whitespace skips each space here,
+            // where the meta regex's search costs a thousand instructions).
+            if let (Here::NoMatch, Some(dfa)) = (&here, dfa) {
+                if at < n {
+                    at = Self::skip_dead(dfa, b, at + codepoint_len(b[at]));
+                    here = Self::dfa_match(dfa, b, at);
+                }
+            }
             let (s, mut e, pattern) = match here {
-                Here::Match(e, pattern) => (pos, e, pattern),
+                Here::Match(e, pattern) => (at, e, pattern),
                 Here::NoMatch | Here::Unknown => {
-                    let input = Input::new(text).span(pos..n);
+                    let input = Input::new(text).span(at..n);
                     let anchored = match here {
                         Here::NoMatch => None,
                         _ => self.re.search(&input.clone().anchored(Anchored::Yes)),
