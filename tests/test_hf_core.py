@@ -409,7 +409,7 @@ def test_word_class_is_oniguruma_s(invert: bool) -> None:
         ({"normalizer": {"type": "Replace"}}, "normalizer Replace"),
         # Metaspace makes SentencePiece BPE too (tested in test_hf_sentencepiece.py).
         ({"pre_tokenizer": {"type": "Metaspace"}}, "decoder ByteLevel for SentencePiece BPE"),
-        ({"pre_tokenizer": {"type": "Whitespace"}}, "pre-tokenizer Whitespace"),
+        ({"pre_tokenizer": {"type": "CharDelimiterSplit"}}, "pre-tokenizer CharDelimiterSplit"),
         ({"decoder": {"type": "WordPiece"}}, "decoder WordPiece"),
         ({"post_processor": {"type": "Mystery"}}, "post-processor Mystery"),
         # No pre-tokenizer makes SentencePiece BPE, whose decoder is not ByteLevel.

@@ -147,6 +147,14 @@ def test_every_normalizer_setting(tmp_path: Path, normalizer: dict[str, Any]) ->
     [
         None,
         {"type": "WhitespaceSplit"},
+        {"type": "Whitespace"},
+        {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Whitespace"},
+                {"type": "Digits", "individual_digits": False},
+            ],
+        },
         {"type": "Sequence", "pretokenizers": [{"type": "BertPreTokenizer"}]},
         {
             "type": "Sequence",
@@ -165,6 +173,20 @@ def test_other_pre_tokenizers(tmp_path: Path, pre_tokenizer: Any) -> None:
     cfg["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"}, cfg["normalizer"]]}
     enc, hf, face = load(tmp_path, cfg)
     check_all(enc, hf, face, EDGE_TEXTS + sample_all(1, 0) + ["2021 1,000 a.b.c 3.14"])
+
+
+def test_whitespace_pre_tokenizer_reads_every_char_as_hf(tmp_path: Path) -> None:
+    # HF's `Whitespace` is the regex crate's `\w+|[^\w\s]+`: each char is a word char, a
+    # space or neither. "a{c}a" is one word, two or three, as HF reads c: the offsets tell.
+    cfg = bge()
+    cfg["pre_tokenizer"] = {"type": "Whitespace"}
+    cfg["normalizer"] = None
+    enc, hf, face = load(tmp_path, cfg)
+    chars = [chr(c) for c in range(0, 0x110000, 5) if not 0xD800 <= c < 0xE000]
+    for start in range(0, len(chars), 20_000):
+        text = " ".join(f"a{c}a" for c in chars[start : start + 20_000])
+        assert face.encode(text).offsets == hf.encode(text).offsets, start
+        assert enc.encode_ordinary(text) == hf.encode(text, add_special_tokens=False).ids
 
 
 def test_word_length_bound_and_decoder_without_cleanup(tmp_path: Path) -> None:
@@ -285,7 +307,10 @@ def test_transformers_patched_is_identical(tmp_path: Path) -> None:
             lambda c: c.update(pre_tokenizer={"type": "ByteLevel"}),
             "WordPiece model behind a ByteLevel or Metaspace",
         ),
-        (lambda c: c.update(pre_tokenizer={"type": "Whitespace"}), "pre-tokenizer Whitespace"),
+        (
+            lambda c: c.update(pre_tokenizer={"type": "UnicodeScripts"}),
+            "pre-tokenizer UnicodeScripts",
+        ),
         (
             lambda c: c.update(normalizer={"type": "BertNormalizer", "lowercase": "yes"}),
             "BertNormalizer: `lowercase` is not a bool",

@@ -340,6 +340,14 @@ impl PreTokenizer {
                 individual: flag(v, "individual_digits", false),
             }),
             "WhitespaceSplit" => steps.push(Step::WhitespaceSplit),
+            // HF's `Whitespace` is the `regex` crate's `\w+|[^\w\s]+` (not Oniguruma's), its
+            // matches kept and the rest dropped: a `Split` whose pattern needs no reading.
+            "Whitespace" => steps.push(Step::Split {
+                splitter: PieceSplitter::new(r"\w+|[^\w\s]+")?,
+                behavior: Behavior::Removed,
+                invert: true,
+                required: None,
+            }),
             // HF's `BertPreTokenizer` is these two splits, one after the other.
             "BertPreTokenizer" => {
                 steps.push(Step::WhitespaceSplit);
