@@ -129,6 +129,19 @@ def template(single: str, pair: str, ids: dict[str, int]) -> dict[str, Any]:
     }
 
 
+def roberta_processing(
+    cls: str, sep: str, trim: bool, prefix: bool
+) -> Callable[[dict[str, int]], dict[str, Any]]:
+    """RobertaProcessing around `cls` and `sep`, as a function of the file's ids."""
+    return lambda ids: {
+        "type": "RobertaProcessing",
+        "sep": [sep, ids[sep]],
+        "cls": [cls, ids[cls]],
+        "trim_offsets": trim,
+        "add_prefix_space": prefix,
+    }
+
+
 def build(
     vocab_merges: tuple[dict[str, int], list[list[str]]],
     *,
@@ -248,13 +261,7 @@ def _roberta(prefix: bool) -> str:
     return build(
         base(*GPT2_TINY),
         pre_tokenizer=byte_level(prefix),
-        post_processor=lambda ids: {
-            "type": "RobertaProcessing",
-            "sep": ["</s>", ids["</s>"]],
-            "cls": ["<s>", ids["<s>"]],
-            "trim_offsets": True,
-            "add_prefix_space": prefix,
-        },
+        post_processor=roberta_processing("<s>", "</s>", trim=True, prefix=prefix),
         decoder=byte_level(prefix),
         added_tokens=[
             added("<s>", normalized=True),
@@ -660,13 +667,7 @@ def _clip(trained: bool = True, ignore_merges: bool = False) -> str:
         _clip_trained() if trained else base(*GPT2_TINY),
         normalizer=CLIP_NORMALIZER,
         pre_tokenizer=seq(split(CLIP_RE, "Removed", True), byte_level()),
-        post_processor=lambda ids: {
-            "type": "RobertaProcessing",
-            "sep": ["<|endoftext|>", ids["<|endoftext|>"]],
-            "cls": ["<|startoftext|>", ids["<|startoftext|>"]],
-            "trim_offsets": False,
-            "add_prefix_space": False,
-        },
+        post_processor=roberta_processing("<|startoftext|>", "<|endoftext|>", False, False),
         decoder=byte_level(),
         added_tokens=special,
         extra_vocab=["<|startoftext|>", "<|endoftext|>"] if trained else (),
