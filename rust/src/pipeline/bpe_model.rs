@@ -4,10 +4,10 @@
 //! string of `bytes`: with `ignore_merges`, a word that is a token is that token; else the
 //! word starts as one symbol a byte (HF's unknown-token rules for a byte not in the
 //! vocabulary; with an `end_of_word_suffix`, CLIP's `</w>`, the last symbol is the last byte
-//! and the suffix, so the token a word ends in carries it) and the adjacent pair with the lowest merge rank is merged, leftmost first
-//! among equal ranks, until no adjacent pair is a listed merge. A token is reached only
-//! through its own listed merge (not through any split of it, as in tiktoken), and merge
-//! priority is the merge's line, not the token's id.
+//! and the suffix, so the token a word ends in carries it) and the adjacent pair with the
+//! lowest merge rank is merged, leftmost first among equal ranks, until no adjacent pair is
+//! a listed merge. A token is reached only through its own listed merge (not through any
+//! split of it, as in tiktoken), and merge priority is the merge's line, not the token's id.
 //!
 //! A word that is itself a token is that token only if BPE reaches it: that answer is kept
 //! per token, computed at its first need (or for every token by `build_tables`), so later
@@ -142,7 +142,7 @@ pub(super) struct BpeJson {
 }
 
 impl BpeJson {
-    /// The `model` object of a BPE `tokenizer.json`: dropout and subword affixes refused by
+    /// The `model` object of a BPE `tokenizer.json`: dropout and a subword prefix refused by
     /// name, the vocab, merges and unknown token checked.
     pub(super) fn parse(m: &Value) -> Result<BpeJson> {
         let kind = m.get("type").and_then(Value::as_str).unwrap_or("BPE");
@@ -231,7 +231,7 @@ impl BpeJson {
 
 impl HfBpe {
     /// The model of a `tokenizer.json` (`model` object). Only byte-level BPE without dropout,
-    /// byte fallback or subword affixes is accepted; anything else is refused by name.
+    /// byte fallback or a subword prefix is accepted; anything else is refused by name.
     #[cfg(test)]
     pub fn from_json(m: &Value) -> Result<(HfBpe, FxHashMap<String, u32>)> {
         Self::new(BpeJson::parse(m)?)

@@ -6,12 +6,14 @@
 //! char takes the alignment of the first char it replaces, an inserted char the one of the
 //! char before it; `Prepend`'s chars take the first char's, `Replace`'s new chars the last
 //! replaced byte's, whether the pattern is a string or a regex; `BertNormalizer`'s removed
-//! chars widen the kept char before them, as do `StripAccents`' marks; `Strip` and `Precompiled` keep HF's quirks, named
-//! where they are done). The Unicode forms come from `unicode-normalization-alignments`
-//! 0.1.12, the crate (and Unicode 9 tables) HuggingFace uses, and `BertNormalizer`'s classes
-//! from `unicode_categories` 0.1.1, HF's too, so text normalizes exactly as there. A `Replace`
-//! regex is Oniguruma's pattern read as Oniguruma reads it (`onig_to_fancy`), and refused by
-//! name where fancy-regex would match otherwise or where it can match the empty string.
+//! chars widen the kept char before them, as do `StripAccents`' marks; `Strip` and
+//! `Precompiled` keep HF's quirks, named where they are done). A step whose text is already
+//! in its form is skipped, as its transform would move no alignment. The Unicode forms come
+//! from `unicode-normalization-alignments` 0.1.12, the crate (and Unicode 9 tables)
+//! HuggingFace uses, and `BertNormalizer`'s classes from `unicode_categories` 0.1.1, HF's
+//! too, so text normalizes exactly as there. A `Replace` regex is Oniguruma's pattern read
+//! as Oniguruma reads it (`onig_to_fancy`), and refused by name where fancy-regex would
+//! match otherwise or where it can match the empty string.
 
 use super::unicode_classes::{bert_class, bert_class_in, bert_table, is_chinese_char};
 use super::unicode_classes::{BERT_CHINESE, BERT_CONTROL, BERT_LOWER_SELF, BERT_PLAIN, BERT_SPACE};
