@@ -414,9 +414,10 @@ def test_word_class_is_oniguruma_s(invert: bool) -> None:
         ({"post_processor": {"type": "Mystery"}}, "post-processor Mystery"),
         # No pre-tokenizer makes SentencePiece BPE, whose decoder is not ByteLevel.
         ({"pre_tokenizer": None}, "decoder ByteLevel for SentencePiece BPE"),
+        # A pre-tokenizer without ByteLevel makes BPE over chars, whose decoder is not either.
         (
             {"pre_tokenizer": {"type": "Digits", "individual_digits": True}},
-            "pre-tokenizer has no ByteLevel step",
+            "decoder ByteLevel for SentencePiece BPE",
         ),
     ],
 )

@@ -215,7 +215,11 @@ impl Pipeline {
                                 m.apply_text(s, at_start, &mut meta_buf);
                                 sp.encode_into(&meta_buf, &mut cache, out)
                             }
-                            None => sp.encode_into(s, &mut cache, out),
+                            None if self.pretok.is_none() => sp.encode_into(s, &mut cache, out),
+                            // Each pre-token a word.
+                            None => self.pretok.for_each_piece(s, &mut |p| {
+                                sp.encode_into(&s[p.start..p.end], &mut cache, out)
+                            }),
                         };
                     }
                 };
@@ -429,6 +433,29 @@ impl Pipeline {
                             wp.encode_word_with_offsets(&sub[p.start..p.end], &mut pieces_ids)?;
                             for &(id, a, b) in &pieces_ids {
                                 let (s, e) = span(nc.start + p.start + a, nc.start + p.start + b);
+                                out.push((id, s, e, word));
+                            }
+                            word += 1;
+                        }
+                        continue;
+                    }
+                    Model::SentencePiece(sp)
+                        if self.metaspace.is_none() && !self.pretok.is_none() =>
+                    {
+                        // Each pre-token a word, its tokens' byte counts laid end to end over
+                        // it, through `span` to the original.
+                        pieces.clear();
+                        self.pretok.pieces(sub, &mut pieces)?;
+                        for p in &pieces {
+                            ids.clear();
+                            lens.clear();
+                            ends.clear();
+                            let piece = &sub[p.start..p.end];
+                            sp.encode_with_lens(piece, &mut cache, &mut ids, &mut lens, &mut ends)?;
+                            let mut k = nc.start + p.start;
+                            for (&id, &len) in ids.iter().zip(&lens) {
+                                let (s, e) = span(k, k + len as usize);
+                                k += len as usize;
                                 out.push((id, s, e, word));
                             }
                             word += 1;
@@ -729,9 +756,12 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let (mut decode_strip, mut decode_bytes) = (0, false);
     let mut wordpiece_decoder: Option<(String, bool)> = None;
     let mut metaspace_decoder = false;
+    // No decoder: HF joins the tokens' texts with spaces.
+    let mut join_decoder = false;
     let (model, vocab) = match kind {
         // The BPE family, from the pre-tokenizer: a ByteLevel step makes byte-level BPE;
-        // none at all, BPE over the chars of each normalized segment (SentencePiece's).
+        // none at all, BPE over the chars of each normalized segment (SentencePiece's); any
+        // other, the same over the chars of each pre-token.
         "BPE" => {
             let parsed = BpeJson::parse(model_json)?;
             if pretok.is_byte_level() {
@@ -748,10 +778,22 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                 let split_all = metaspace.is_some_and(|m| m.split);
                 let (m, vocab) = SentencePieceBpe::new(parsed, split_all)?;
                 (Model::SentencePiece(Box::new(m)), vocab)
+            } else if metaspace.is_none() {
+                // BPE over the chars of each pre-token (HF's quicktour: `Whitespace`).
+                if decoder.is_null() {
+                    // Each token's bytes start with the space the join puts before it, and
+                    // decoding strips the one in front.
+                    join_decoder = true;
+                    decode_strip = 1;
+                } else {
+                    (decode_strip, decode_bytes) =
+                        sentencepiece_decoder(decoder, parsed.byte_fallback)?;
+                }
+                let (m, vocab) = SentencePieceBpe::new(parsed, false)?;
+                (Model::SentencePiece(Box::new(m)), vocab)
             } else {
                 return Err(unsupported(
-                    "a BPE model whose pre-tokenizer has no ByteLevel step (byte-level BPE has \
-                     one, SentencePiece BPE has no pre-tokenizer)",
+                    "a BPE model behind Metaspace and other pre-tokenizers",
                 ));
             }
         }
@@ -788,7 +830,9 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     // A token's bytes, as the model's decoder gives them.
     let spm = matches!(model, Model::SentencePiece(_) | Model::Unigram(_));
     let token_bytes = |t: &str| -> Vec<u8> {
-        if let Some((prefix, cleanup)) = &wordpiece_decoder {
+        if join_decoder {
+            [b" ", t.as_bytes()].concat()
+        } else if let Some((prefix, cleanup)) = &wordpiece_decoder {
             wordpiece_token_text(t, prefix, *cleanup).into_bytes()
         } else if spm {
             match decoded_byte(t).filter(|_| decode_bytes) {
@@ -937,7 +981,9 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     // The raw path makes each space `▁` and puts one in front: SentencePiece's normalizers
     // alone, or Metaspace without a normalizer.
     let raw_sentencepiece = match (&model, &normalizer, &metaspace) {
-        (Model::SentencePiece(m), Some(n), None) => m.raw_ok() && n.is_sentencepiece(),
+        (Model::SentencePiece(m), Some(n), None) => {
+            m.raw_ok() && n.is_sentencepiece() && pretok.is_none()
+        }
         (Model::SentencePiece(m), None, Some(_)) => m.raw_ok(),
         _ => false,
     };

@@ -1,6 +1,8 @@
 //! SentencePiece BPE as HuggingFace's `BPE` model runs it where no pre-tokenizer cuts the
 //! text (Llama 2, Mistral 7B: the normalizers put `▁` for each space and in front of the
-//! text, and the model merges chars, not bytes).
+//! text, and the model merges chars, not bytes). The same model runs on each pre-token where
+//! a pre-tokenizer without `ByteLevel` cuts the text (HF's quicktour: `Whitespace`); the
+//! pipeline then hands it one pre-token at a time as the segment.
 //!
 //! Invariant: `encode_into(s)` appends HF's `BPE::tokenize(s)` ids for a whole normalized
 //! segment `s`, and `encode_with_lens` each id's byte count in `s`: a symbol a char (its

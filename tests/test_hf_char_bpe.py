@@ -1,0 +1,155 @@
+"""BPE over the chars of each pre-token: the layout of HF's quicktour (`BPE(unk_token=...)`
+behind `Whitespace`) and of the tokenizers people train with `tokenizers` without ByteLevel.
+
+HF's BPE model is the same as SentencePiece's (a word's chars, their listed merges, the
+unknown token or byte fallback for a char with no token), run on each pre-token, and with no
+decoder HF joins the tokens' texts with spaces. HF `tokenizers` 0.23 is the oracle, on models
+trained here with HF's trainer over a corpus sample in several layouts.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import ferrotok
+import pytest
+from hf_support import sample_all
+from test_hf_parity import check_transformers_patched
+from test_hf_unigram import EDGE_TEXTS, check_all, load
+
+tokenizers = pytest.importorskip("tokenizers", minversion="0.23")
+
+SPECIALS = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+
+
+@functools.cache
+def _trained(byte_fallback: bool = False) -> str:
+    """HF's quicktour: BPE with `[UNK]`, `Whitespace`, BERT's template; a corpus sample."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="[UNK]", byte_fallback=byte_fallback))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=3000, special_tokens=SPECIALS, show_progress=False)
+    tok.train_from_iterator(sample_all(8, 1), trainer)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
+    )
+    return tok.to_str()
+
+
+def trained(byte_fallback: bool = False) -> dict[str, Any]:
+    return copy.deepcopy(json.loads(_trained(byte_fallback)))
+
+
+NFD_LOWER = {
+    "type": "Sequence",
+    "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}, {"type": "StripAccents"}],
+}
+LAYOUTS: dict[str, dict[str, Any]] = {
+    "quicktour": {},
+    "quicktour-normalized": {"normalizer": NFD_LOWER},
+    "bert-pre-tokenizer": {"pre_tokenizer": {"type": "BertPreTokenizer"}},
+    "whitespace-split-digits": {
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "WhitespaceSplit"},
+                {"type": "Digits", "individual_digits": True},
+            ],
+        }
+    },
+    "fuse-unk": {"model": {"fuse_unk": True}},
+    "ignore-merges": {"model": {"ignore_merges": True}},
+    "sentencepiece-decoder": {
+        "decoder": {
+            "type": "Sequence",
+            "decoders": [
+                {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                {"type": "ByteFallback"},
+                {"type": "Fuse"},
+            ],
+        }
+    },
+}
+
+
+def texts(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    pool = [*"aZ é,.!'\n\t☃中▁0123", "  ", "[UNK]", "[SEP]", "hello", "ꙮ", "😀", "e\u0301"]
+    randoms = ["".join(rng.choice(pool) for _ in range(rng.randrange(12))) for _ in range(200)]
+    return EDGE_TEXTS + sample_all(2, 1) + randoms
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_trained_model_in_each_layout(tmp_path: Path, layout: str) -> None:
+    cfg = trained()
+    for key, value in LAYOUTS[layout].items():
+        if key == "model":
+            cfg["model"].update(value)
+        else:
+            cfg[key] = value
+    enc, hf, face = load(tmp_path, cfg)
+    check_all(enc, hf, face, texts(3))
+
+
+def test_byte_fallback(tmp_path: Path) -> None:
+    # Chars the sample never showed are their bytes' `<0xHH>` tokens where the vocabulary has
+    # them (the trainer adds none), else the unknown token: HF's rule either way.
+    cfg = trained(byte_fallback=True)
+    vocab = cfg["model"]["vocab"]
+    for b in range(0x80, 0x100):
+        vocab.setdefault(f"<0x{b:02X}>", len(vocab))
+    enc, hf, face = load(tmp_path, cfg)
+    check_all(enc, hf, face, texts(5) + ["ꙮ☃ 𠀀", "\u0f00x"])
+    assert any(t.startswith("<0x") for t in hf.encode("ꙮ").tokens)
+
+
+def test_decoding_joins_tokens_with_spaces(tmp_path: Path) -> None:
+    enc, hf, face = load(tmp_path, trained())
+    ids = hf.encode("Hello, world!").ids
+    assert hf.decode(ids) == face.decode(ids)
+    assert enc.decode(hf.encode("Hello, world!", add_special_tokens=False).ids) == hf.decode(
+        ids
+    )
+    assert " , " in hf.decode(ids)  # HF's join: the decoder does not round-trip
+
+
+def test_transformers_patched_is_identical(tmp_path: Path) -> None:
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        **{f"{k}_token": f"[{k.upper()}]" for k in ("unk", "cls", "sep", "pad", "mask")},
+        "model_max_length": 64,
+    }
+    check_transformers_patched(tmp_path, _trained(), config, EDGE_TEXTS[:12])
+
+
+@pytest.mark.parametrize(
+    ("change", "component"),
+    [
+        (
+            lambda c: c.update(decoder={"type": "BPEDecoder", "suffix": "</w>"}),
+            "decoder BPEDecoder",
+        ),
+        (
+            lambda c: c["model"].update(end_of_word_suffix="</w>"),
+            "end_of_word_suffix without a ByteLevel",
+        ),
+        (
+            lambda c: c["model"].update(continuing_subword_prefix="##"),
+            "continuing_subword_prefix",
+        ),
+    ],
+)
+def test_char_bpe_components_are_refused_by_name(change: Any, component: str) -> None:
+    cfg = trained()
+    change(cfg)
+    with pytest.raises(ValueError, match=component):
+        ferrotok.Encoding._from_hf_json(json.dumps(cfg), "char-bpe")
