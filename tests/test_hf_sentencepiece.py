@@ -428,7 +428,12 @@ _REPLACE = {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}
             'Metaspace with replacement "_"',
         ),
         (
-            {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Metaspace"}]}},
+            {
+                "pre_tokenizer": {
+                    "type": "Sequence",
+                    "pretokenizers": [{"type": "Metaspace"}, {"type": "WhitespaceSplit"}],
+                }
+            },
             "pre-tokenizer Metaspace",
         ),
         (

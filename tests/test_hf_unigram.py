@@ -121,6 +121,14 @@ LAYOUTS = {
         },
         FIRST_UNSPLIT,
     ),
+    # DeBERTa-v2's with split_by_punct, and with "first": pieces that keep their spaces.
+    "punctuation-first": (
+        {
+            "type": "Sequence",
+            "pretokenizers": [{"type": "Punctuation", "behavior": "Isolated"}, FIRST_UNSPLIT],
+        },
+        FIRST_UNSPLIT,
+    ),
     "whitespace": ({"type": "WhitespaceSplit"}, SPM_CHAIN),
     "none": (None, SPM_CHAIN),
 }
@@ -255,8 +263,9 @@ def test_tiny_models_ties_repeats_and_a_missing_unknown_token(tmp_path: Path) ->
 def _converted(byte_fallback: bool) -> dict[str, str]:
     """Unigram models trained here with `sentencepiece` itself (its default normalization,
     `nmt_nfkc`: a real `precompiled_charsmap`) and written out by transformers' own
-    converters, as the Hub's T5, XLM-R, ALBERT, XLNet and RemBERT files were: `Precompiled`,
-    `Strip`, a regex `Replace`, `Metaspace`, and for the last three `NFKD`, `StripAccents` and
+    converters, as the Hub's T5, XLM-R, ALBERT, XLNet, RemBERT and DeBERTa-v2/v3 files were:
+    `Precompiled`, `Strip`, a regex `Replace`, `Metaspace` (DeBERTa's in a Sequence, alone or
+    after `Punctuation`), and for ALBERT, XLNet and RemBERT `NFKD`, `StripAccents` and
     `Lowercase`. Keyed by converter (and `legacy`)."""
     import importlib
     import tempfile
@@ -287,8 +296,9 @@ def _converted(byte_fallback: bool) -> dict[str, str]:
             bos_token, eos_token, cls_token, sep_token = "<s>", "</s>", "<s>", "</s>"
             keep_accents, do_lower_case = False, True  # ALBERT's, XLNet's and RemBERT's
 
-            def __init__(self, legacy: bool) -> None:
+            def __init__(self, legacy: bool, split_by_punct: bool = False) -> None:
                 self.legacy = legacy
+                self.split_by_punct = split_by_punct  # DeBERTa-v2's
 
             def convert_tokens_to_ids(self, token: str) -> int:
                 # The model's own ids; BERT's and XLNet's markers stand in for `<s>`, `</s>`.
@@ -303,8 +313,12 @@ def _converted(byte_fallback: bool) -> dict[str, str]:
             ("albert", convert.AlbertConverter, True),
             ("xlnet", convert.XLNetConverter, True),
             ("rembert", convert.RemBertConverter, True),
+            # `Metaspace` in a Sequence of its own, or after `Punctuation` (split_by_punct).
+            ("deberta-v2", convert.DebertaV2Converter, True),
         ]:
             out[name] = converter(Slow(legacy)).converted().to_str()
+        slow = Slow(True, split_by_punct=True)
+        out["deberta-v2-punct"] = convert.DebertaV2Converter(slow).converted().to_str()
     return out
 
 
@@ -312,14 +326,17 @@ def _converted(byte_fallback: bool) -> dict[str, str]:
 # transformers' converters write the model without it (they warn that the fast tokenizer
 # cannot fall back): a vocabulary of another shape, read as HF reads it.
 @pytest.mark.filterwarnings("ignore:The sentencepiece tokenizer that you are converting")
-@pytest.mark.parametrize("name", ["spm-legacy", "spm", "xlm-r", "albert", "xlnet", "rembert"])
+@pytest.mark.parametrize(
+    "name",
+    ["spm-legacy", "spm", "xlm-r", "albert", "xlnet", "rembert", "deberta-v2", "deberta-v2-punct"],
+)
 @pytest.mark.parametrize("byte_fallback", [False, True])
 def test_sentencepiece_models_as_transformers_converts_them(
     tmp_path: Path, name: str, byte_fallback: bool
 ) -> None:
     cfg = json.loads(_converted(byte_fallback)[name])
     kinds = [n["type"] for n in cfg["normalizer"]["normalizers"]]
-    assert "Precompiled" in kinds and "Replace" in kinds
+    assert ("Precompiled" in kinds and "Replace" in kinds) or name.startswith("deberta")
     assert ("StripAccents" in kinds) == (name in ("albert", "xlnet", "rembert"))
     enc, hf, face = load(tmp_path, cfg)
     rng = random.Random(11)

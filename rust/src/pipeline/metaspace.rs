@@ -35,6 +35,10 @@ impl Metaspace {
     /// The `Metaspace` of a `pre_tokenizer` object; `None` for any other pre-tokenizer.
     /// Refused by name: another replacement char, an unknown `prepend_scheme`.
     pub fn from_json(v: &Value) -> Result<Option<Metaspace>> {
+        // A Sequence of it alone is it (DeBERTa-v2's converter writes one).
+        if let Some([one]) = sequence_steps(v) {
+            return Metaspace::from_json(one);
+        }
         if v.get("type").and_then(Value::as_str) != Some("Metaspace") {
             return Ok(None);
         }
@@ -61,16 +65,17 @@ impl Metaspace {
         Ok(Some(Metaspace { prepend, split }))
     }
 
-    /// The `Metaspace` of a `Sequence` of `WhitespaceSplit` then `Metaspace` (T5's files);
-    /// `None` for any other pre-tokenizer.
-    pub fn after_whitespace_split(v: &Value) -> Result<Option<Metaspace>> {
-        if v.get("type").and_then(Value::as_str) != Some("Sequence") {
-            return Ok(None);
-        }
-        let steps = v.get("pretokenizers").and_then(Value::as_array);
-        match steps.map(Vec::as_slice) {
-            Some([ws, m]) if ws.get("type").and_then(Value::as_str) == Some("WhitespaceSplit") => {
-                Metaspace::from_json(m)
+    /// The `Metaspace` that ends a `Sequence` of other steps (T5's files: `WhitespaceSplit`
+    /// first; DeBERTa-v2's with `split_by_punct`: `Punctuation`), and a `Sequence` of those
+    /// steps, which cut the text into pieces that it then acts on one by one; `None` for any
+    /// other pre-tokenizer.
+    pub fn after_steps(v: &Value) -> Result<Option<(Metaspace, Value)>> {
+        match sequence_steps(v) {
+            Some([before @ .., last]) if !before.is_empty() => {
+                Ok(Metaspace::from_json(last)?.map(|m| {
+                    let rest = serde_json::json!({"type": "Sequence", "pretokenizers": before});
+                    (m, rest)
+                }))
             }
             _ => Ok(None),
         }
@@ -125,4 +130,14 @@ pub fn words(t: &str, split: bool, mut f: impl FnMut(usize, usize) -> Result<()>
         }
     }
     f(start, t.len())
+}
+
+/// The steps of a pre-tokenizer `Sequence`, `None` for any other pre-tokenizer.
+fn sequence_steps(v: &Value) -> Option<&[Value]> {
+    if v.get("type").and_then(Value::as_str) != Some("Sequence") {
+        return None;
+    }
+    v.get("pretokenizers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
 }

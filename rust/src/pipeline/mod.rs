@@ -69,9 +69,10 @@ pub struct Pipeline {
     special_index: Vec<Option<usize>>,
     pretok: PreTokenizer,
     /// A `Metaspace` pre-tokenizer (SentencePiece models only; `pretok` then has no step, or
-    /// only `WhitespaceSplit` where `metaspace_per_piece`).
+    /// the steps before it where `metaspace_per_piece`).
     metaspace: Option<Metaspace>,
-    /// `Metaspace` after `WhitespaceSplit` (T5's files): it acts on each of its pieces.
+    /// `Metaspace` after other steps (T5's files: `WhitespaceSplit`): it acts on each of
+    /// their pieces.
     metaspace_per_piece: bool,
     model: Model,
     /// Whether a segment goes to the model raw, normalizing as it cuts words (see
@@ -733,21 +734,17 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let normalizer = Normalizer::from_json(root.get("normalizer").unwrap_or(&Value::Null))?;
     let pre_json = root.get("pre_tokenizer").unwrap_or(&Value::Null);
     // SentencePiece's layout by a pre-tokenizer (`Metaspace`) rather than by normalizers:
-    // alone, or after `WhitespaceSplit` (T5's files).
-    let (metaspace, metaspace_per_piece) = match Metaspace::from_json(pre_json)? {
-        Some(m) => (Some(m), false),
-        None => match Metaspace::after_whitespace_split(pre_json)? {
-            Some(m) => (Some(m), true),
-            None => (None, false),
+    // alone, or after other steps, on each of their pieces (T5's files: `WhitespaceSplit`).
+    let (metaspace, metaspace_per_piece, pretok) = match Metaspace::from_json(pre_json)? {
+        Some(m) => (Some(m), false, PreTokenizer::from_json(&Value::Null)?),
+        None => match Metaspace::after_steps(pre_json)? {
+            Some((m, before)) => (Some(m), true, PreTokenizer::from_json(&before)?),
+            None => (None, false, PreTokenizer::from_json(pre_json)?),
         },
     };
-    let pretok = match (metaspace, metaspace_per_piece) {
-        (Some(_), false) => PreTokenizer::from_json(&Value::Null)?,
-        (Some(_), true) => {
-            PreTokenizer::from_json(&serde_json::json!({"type": "WhitespaceSplit"}))?
-        }
-        (None, _) => PreTokenizer::from_json(pre_json)?,
-    };
+    if metaspace_per_piece && pretok.is_byte_level() {
+        return Err(unsupported("Metaspace after a ByteLevel pre-tokenizer"));
+    }
     let kind = model_json
         .get("type")
         .and_then(Value::as_str)
@@ -770,7 +767,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                 (Model::ByteLevel(Box::new(m)), vocab)
             } else if metaspace_per_piece {
                 return Err(unsupported(
-                    "a BPE model behind WhitespaceSplit and Metaspace (supported: Unigram)",
+                    "a BPE model behind Metaspace after other pre-tokenizers (supported: \
+                     Unigram)",
                 ));
             } else if pretok.is_none() {
                 (decode_strip, decode_bytes) =
