@@ -1,8 +1,10 @@
 """BPE over the chars of each pre-token: the layout of HF's quicktour (`BPE(unk_token=...)`
-behind `Whitespace`) and of the tokenizers people train with `tokenizers` without ByteLevel.
+behind `Whitespace`), of the tokenizers people train with `tokenizers` without ByteLevel, and
+of the classic BPE with a word suffix (OpenAI's GPT, HerBERT: `</w>`, BERT's normalizer and
+pre-tokenizer, the `BPEDecoder`).
 
 HF's BPE model is the same as SentencePiece's (a word's chars, their listed merges, the
-unknown token or byte fallback for a char with no token), run on each pre-token, and with no
+unknown token or byte fallback for a char with no token), run on each pre-token; with no
 decoder HF joins the tokens' texts with spaces. HF `tokenizers` 0.23 is the oracle, on models
 trained here with HF's trainer over a corpus sample in several layouts.
 """
@@ -19,22 +21,41 @@ from typing import Any
 import ferrotok
 import pytest
 from hf_support import sample_all
+from oracle import SHARED
 from test_hf_parity import check_transformers_patched
 from test_hf_unigram import EDGE_TEXTS, check_all, load
 
 tokenizers = pytest.importorskip("tokenizers", minversion="0.23")
 
 SPECIALS = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+TOKENIZERS = SHARED / "tokenizers"
 
 
 @functools.cache
-def _trained(byte_fallback: bool = False) -> str:
-    """HF's quicktour: BPE with `[UNK]`, `Whitespace`, BERT's template; a corpus sample."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+def _trained(byte_fallback: bool = False, suffix: str | None = None) -> str:
+    """HF's quicktour: BPE with `[UNK]`, `Whitespace`, BERT's template; a corpus sample.
+    With `suffix`, the classic BPE of OpenAI's GPT and HerBERT: each word's last symbol
+    carries it, behind BERT's normalizer and pre-tokenizer, with the `BPEDecoder`."""
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
-    tok = Tokenizer(models.BPE(unk_token="[UNK]", byte_fallback=byte_fallback))
+    affix = {} if suffix is None else {"end_of_word_suffix": suffix}
+    tok = Tokenizer(models.BPE(unk_token="[UNK]", byte_fallback=byte_fallback, **affix))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=3000, special_tokens=SPECIALS, show_progress=False)
+    if suffix is not None:
+        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok.decoder = decoders.BPEDecoder(suffix=suffix)
+    trainer = trainers.BpeTrainer(
+        vocab_size=3000, special_tokens=SPECIALS, show_progress=False, **affix
+    )
     tok.train_from_iterator(sample_all(8, 1), trainer)
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
@@ -45,8 +66,8 @@ def _trained(byte_fallback: bool = False) -> str:
     return tok.to_str()
 
 
-def trained(byte_fallback: bool = False) -> dict[str, Any]:
-    return copy.deepcopy(json.loads(_trained(byte_fallback)))
+def trained(byte_fallback: bool = False, suffix: str | None = None) -> dict[str, Any]:
+    return copy.deepcopy(json.loads(_trained(byte_fallback, suffix)))
 
 
 NFD_LOWER = {
@@ -100,6 +121,33 @@ def test_trained_model_in_each_layout(tmp_path: Path, layout: str) -> None:
     check_all(enc, hf, face, texts(3))
 
 
+@pytest.mark.parametrize("ignore_merges", [False, True])
+def test_word_suffix_and_its_decoder(tmp_path: Path, ignore_merges: bool) -> None:
+    # OpenAI GPT's and HerBERT's layout: `</w>` on each word's last symbol (so a word whose
+    # last char has no such token ends in the unknown token), and the BPEDecoder, which
+    # makes it a space but after the last token.
+    cfg = trained(suffix="</w>")
+    cfg["model"]["ignore_merges"] = ignore_merges
+    enc, hf, face = load(tmp_path, cfg)
+    check_all(enc, hf, face, texts(7))
+    assert hf.encode("hello world").tokens[1:-1] == face.encode("hello world").tokens[1:-1]
+    assert any(t.endswith("</w>") for t in hf.encode("hello world").tokens)
+    ids = hf.encode("hello world", add_special_tokens=False).ids
+    assert enc.decode(ids) == hf.decode(ids) == "hello world"
+    text, offsets = enc.decode_with_offsets(ids)
+    assert text == "hello world" and offsets[0] == 0 and offsets == sorted(offsets)
+
+
+@pytest.mark.parametrize("suffix", ["\u2581", "d"])
+def test_word_suffix_on_a_whole_segment(tmp_path: Path, suffix: str) -> None:
+    # Without a pre-tokenizer the segment is the word: its last char alone carries the suffix
+    # (Llama 2's vocabulary, whose tokens seldom end in one: the unknown token, or a merge).
+    cfg = json.loads((TOKENIZERS / "llama-spm.tokenizer.json").read_text(encoding="utf-8"))
+    cfg["model"].update(end_of_word_suffix=suffix, byte_fallback=False)
+    enc, hf, face = load(tmp_path, cfg)
+    check_all(enc, hf, face, EDGE_TEXTS + sample_all(1, 1))
+
+
 def test_byte_fallback(tmp_path: Path) -> None:
     # Chars the sample never showed are their bytes' `<0xHH>` tokens where the vocabulary has
     # them (the trainer adds none), else the unknown token: HF's rule either way.
@@ -122,25 +170,28 @@ def test_decoding_joins_tokens_with_spaces(tmp_path: Path) -> None:
     assert " , " in hf.decode(ids)  # HF's join: the decoder does not round-trip
 
 
-def test_transformers_patched_is_identical(tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", [None, "</w>"])
+def test_transformers_patched_is_identical(tmp_path: Path, suffix: str | None) -> None:
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         **{f"{k}_token": f"[{k.upper()}]" for k in ("unk", "cls", "sep", "pad", "mask")},
         "model_max_length": 64,
     }
-    check_transformers_patched(tmp_path, _trained(), config, EDGE_TEXTS[:12])
+    check_transformers_patched(tmp_path, _trained(suffix=suffix), config, EDGE_TEXTS[:12])
 
 
 @pytest.mark.parametrize(
     ("change", "component"),
     [
         (
-            lambda c: c.update(decoder={"type": "BPEDecoder", "suffix": "</w>"}),
-            "decoder BPEDecoder",
+            lambda c: c.update(decoder={"type": "BPEDecoder", "suffix": ""}),
+            "decoder BPEDecoder with an empty suffix",
         ),
+        (lambda c: c.update(decoder={"type": "CTC"}), "decoder CTC"),
+        # HF falls back to the bytes of the last char and the suffix: no model has both.
         (
-            lambda c: c["model"].update(end_of_word_suffix="</w>"),
-            "end_of_word_suffix without a ByteLevel",
+            lambda c: c["model"].update(end_of_word_suffix="</w>", byte_fallback=True),
+            "end_of_word_suffix with byte_fallback",
         ),
         (
             lambda c: c["model"].update(continuing_subword_prefix="##"),

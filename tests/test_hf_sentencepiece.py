@@ -437,8 +437,8 @@ _REPLACE = {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}
             "pre-tokenizer Metaspace",
         ),
         (
-            {"model": {**_tiny()["model"], "end_of_word_suffix": "</w>"}},
-            "end_of_word_suffix without a ByteLevel pre-tokenizer",
+            {"model": {**_tiny()["model"], "continuing_subword_prefix": "##"}},
+            "continuing_subword_prefix",
         ),
     ],
 )

@@ -44,6 +44,7 @@ class Encoding:
     _hf_json: str | None
     _hf_strip: int
     _hf_first: dict[int, tuple[bytes, int]] | None
+    _hf_last: dict[int, tuple[bytes, int]] | None
     _hf_config_parsed: dict[str, Any] | None
 
     def __init__(
@@ -130,6 +131,7 @@ class Encoding:
         enc._hf_json = text
         enc._hf_strip = core.hf_decode_strip()
         enc._hf_first = {i: (first, own) for i, first, own in core.hf_decode_first()} or None
+        enc._hf_last = {i: (last, own) for i, last, own in core.hf_decode_last()} or None
         enc._hf_template = single_template(json.loads(core.hf_post_processor() or "null"))
         return enc
 
@@ -169,6 +171,9 @@ class Encoding:
         # first token's `##`, Metaspace's drops every `▁` of it): id -> (its bytes then, the
         # length of its bytes elsewhere).
         self._hf_first = None
+        # And when they come last (a BPEDecoder drops the last token's suffix, where it makes
+        # the others' a space).
+        self._hf_last = None
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
             raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
@@ -483,7 +488,7 @@ class Encoding:
         >>> get_encoding("cl100k_base").decode_bytes([15339, 1917])
         b'hello world'
         """
-        if self._hf_strip:
+        if self._hf_strip or self._hf_last:
             return self._hf_decoded(self._core_bpe.decode_bytes(tokens), tokens)
         return self._core_bpe.decode_bytes(tokens)
 
@@ -491,8 +496,24 @@ class Encoding:
         self, decoded: bytes, tokens: Sequence[int] | npt.NDArray[np.integer]
     ) -> bytes:
         """`decoded` (the bytes of `tokens`) as the file's decoder gives it: without the
-        leading spaces it strips, or with the first token as it reads a first one (see
-        `_setup`)."""
+        leading spaces it strips, or with the first token as it reads a first one, and the
+        last as it reads a last one (see `_setup`)."""
+        return self._hf_front(self._hf_end(decoded, tokens), tokens)
+
+    def _hf_end(self, decoded: bytes, tokens: Sequence[int] | npt.NDArray[np.integer]) -> bytes:
+        """`decoded` with its last token as the file's decoder reads a last one."""
+        last = self._hf_last
+        if last is not None and len(tokens):
+            found = last.get(int(tokens[-1]))
+            if found is not None:
+                return decoded[: len(decoded) - found[1]] + found[0]
+        return decoded
+
+    def _hf_front(
+        self, decoded: bytes, tokens: Sequence[int] | npt.NDArray[np.integer]
+    ) -> bytes:
+        """`decoded` without the leading spaces the file's decoder strips, or with the first
+        token as it reads a first one."""
         first = self._hf_first
         if first is not None and len(tokens):
             found = first.get(int(tokens[0]))
@@ -549,9 +570,11 @@ class Encoding:
             offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
             text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
         joined = b"".join(token_bytes)
-        if self._hf_strip:
-            # The stripped spaces (or the prefix put back) are one byte and one char each.
-            decoded = self._hf_decoded(joined, tokens)
+        if self._hf_strip or self._hf_last:
+            # The last token's change moves no token's start. The stripped spaces (or the
+            # prefix put back) are one byte and one char each, and move them all.
+            joined = self._hf_end(joined, tokens)
+            decoded = self._hf_front(joined, tokens)
             shift = len(decoded) - len(joined)
             joined = decoded
             offsets = [max(0, o + shift) for o in offsets]
@@ -578,7 +601,7 @@ class Encoding:
         """Decodes a batch (list of lists of tokens) into a list of bytes."""
         batch, num_threads = _batch_args(batch, num_threads)
         decoded = self._core_bpe.decode_bytes_batch(batch, num_threads)
-        if self._hf_strip:
+        if self._hf_strip or self._hf_last:
             return [self._hf_decoded(b, t) for b, t in zip(decoded, batch)]
         return decoded
 

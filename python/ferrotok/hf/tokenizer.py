@@ -8,9 +8,9 @@ type ids, masks, word ids, sequence ids and overflowing pieces. The model's work
 added tokens, pre-tokenizer, BPE) is the engine's `_encode_hf_detail`; what HF does after the
 model (truncation, post-processor, padding) is `processors.post_process`, the same steps in the
 same order. What this face does not do is refused with an error naming it, never approximated:
-`encode_special_tokens=True`, and decoders other than ByteLevel, WordPiece and
-SentencePiece's chain (Replace, ByteFallback, Fuse, Strip) when `tokenizers` is not installed
-to run them.
+`encode_special_tokens=True`, and decoders other than ByteLevel, WordPiece, Metaspace,
+BPEDecoder, none (HF joins the tokens with spaces) and SentencePiece's chain (Replace,
+ByteFallback, Fuse, Strip) when `tokenizers` is not installed to run them.
 """
 
 from __future__ import annotations
@@ -568,6 +568,14 @@ class Tokenizer:
                 [self._id_to_token[i] or "" for i in kept],
                 str(decoder.get("replacement", "\u2581")),
                 _metaspace_prepends(decoder),
+            )
+        if decoder.get("type") == "BPEDecoder":
+            # The suffix a space after every token but the last, where it goes.
+            kept = self._kept(ids, skip_special_tokens)
+            suffix = str(decoder.get("suffix", "</w>"))
+            tokens = [self._id_to_token[i] or "" for i in kept]
+            return "".join(
+                t.replace(suffix, " " if i < len(tokens) - 1 else "") for i, t in enumerate(tokens)
             )
         if decoder.get("type") == "WordPiece":
             kept = self._kept(ids, skip_special_tokens)

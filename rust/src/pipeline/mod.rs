@@ -86,6 +86,9 @@ pub struct Pipeline {
     /// its bytes anywhere else). A WordPiece decoder keeps a first token's `##`; a Metaspace
     /// decoder drops every `▁` of a first token, not only one in front.
     pub decode_first: Vec<(u32, Vec<u8>, usize)>,
+    /// The same for an id that comes last: a `BPEDecoder` makes its suffix a space in every
+    /// token but the last, where it drops it.
+    pub decode_last: Vec<(u32, Vec<u8>, usize)>,
     /// The file's `post_processor`, as JSON text (`null` if none): the Python layer reads
     /// the ids it puts around a text from it, without parsing the whole file.
     pub post_processor: String,
@@ -755,6 +758,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let mut metaspace_decoder = false;
     // No decoder: HF joins the tokens' texts with spaces.
     let mut join_decoder = false;
+    // A `BPEDecoder`'s suffix: a space after a token, none after the last.
+    let mut bpe_decoder: Option<String> = None;
     let (model, vocab) = match kind {
         // The BPE family, from the pre-tokenizer: a ByteLevel step makes byte-level BPE;
         // none at all, BPE over the chars of each normalized segment (SentencePiece's); any
@@ -783,6 +788,15 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                     // decoding strips the one in front.
                     join_decoder = true;
                     decode_strip = 1;
+                } else if decoder.get("type").and_then(Value::as_str) == Some("BPEDecoder") {
+                    let suffix = decoder
+                        .get("suffix")
+                        .and_then(Value::as_str)
+                        .unwrap_or("</w>");
+                    if suffix.is_empty() {
+                        return Err(unsupported("decoder BPEDecoder with an empty suffix"));
+                    }
+                    bpe_decoder = Some(suffix.to_owned());
                 } else {
                     (decode_strip, decode_bytes) =
                         sentencepiece_decoder(decoder, parsed.byte_fallback)?;
@@ -830,6 +844,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let token_bytes = |t: &str| -> Vec<u8> {
         if join_decoder {
             [b" ", t.as_bytes()].concat()
+        } else if let Some(suffix) = &bpe_decoder {
+            t.replace(suffix.as_str(), " ").into_bytes()
         } else if let Some((prefix, cleanup)) = &wordpiece_decoder {
             wordpiece_token_text(t, prefix, *cleanup).into_bytes()
         } else if spm {
@@ -976,6 +992,19 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         }
         decode_first.sort_unstable();
     }
+    let mut decode_last = Vec::new();
+    if let Some(suffix) = &bpe_decoder {
+        for (t, &id) in &vocab {
+            if t.contains(suffix.as_str()) {
+                decode_last.push((
+                    id,
+                    t.replace(suffix.as_str(), "").into_bytes(),
+                    token_bytes(t).len(),
+                ));
+            }
+        }
+        decode_last.sort_unstable();
+    }
     // The raw path makes each space `▁` and puts one in front: SentencePiece's normalizers
     // alone, or Metaspace without a normalizer.
     let raw_sentencepiece = match (&model, &normalizer, &metaspace) {
@@ -996,6 +1025,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         model,
         decode_strip,
         decode_first,
+        decode_last,
         post_processor,
     }));
     Ok(enc)

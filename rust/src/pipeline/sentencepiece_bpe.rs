@@ -73,6 +73,10 @@ pub struct SentencePieceBpe {
     /// not be cut. Built at the first long word.
     pairs: ProcessOnce<rustc_hash::FxHashSet<u64>>,
     cache: PieceCache,
+    /// `end_of_word_suffix` (HerBERT's and OpenAI GPT's `</w>`): the last char of a word is
+    /// looked up with it after it, so the token a word ends in carries it. Words are then
+    /// never cut (a part would end in a char without it), nor answered whole.
+    suffix: Option<Box<str>>,
 }
 
 /// The byte of a byte fallback token's text (`<0x0A>`: HF writes `format!("<{b:#04X}>")`).
@@ -116,9 +120,11 @@ impl SentencePieceBpe {
             byte_fallback,
             suffix,
         } = m;
-        if suffix.is_some() {
+        if suffix.is_some() && byte_fallback {
+            // HF falls back to the bytes of the last char and the suffix, each counted a byte
+            // of the word; no published model has both.
             return Err(super::normalizers::unsupported(
-                "BPE end_of_word_suffix without a ByteLevel pre-tokenizer",
+                "BPE end_of_word_suffix with byte_fallback",
             ));
         }
         let mut ascii_id = [NONE; 256];
@@ -162,8 +168,10 @@ impl SentencePieceBpe {
                 .iter()
                 .any(|(t, &id)| id == u && t.ends_with('\u{2581}'))
         });
-        let cut_at_meta =
-            char_id.contains_key(&'\u{2581}') && !meta_after_other && !unk_ends_in_meta;
+        let cut_at_meta = char_id.contains_key(&'\u{2581}')
+            && !meta_after_other
+            && !unk_ends_in_meta
+            && suffix.is_none();
         if vocab.is_empty() {
             return Err(bad("the BPE model's vocab is empty"));
         }
@@ -189,6 +197,7 @@ impl SentencePieceBpe {
             split_all,
             pairs: ProcessOnce::new(),
             cache: PieceCache::new(),
+            suffix: suffix.map(String::into_boxed_str),
         };
         Ok((model, vocab))
     }
@@ -348,7 +357,7 @@ impl SentencePieceBpe {
     /// for the cache is cut into parts first.
     #[inline]
     fn encode_word(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
-        if w.len() <= MAX_PIECE {
+        if w.len() <= MAX_PIECE || self.suffix.is_some() {
             return self.encode_part(w, cache, out);
         }
         let pairs = self.pairs.get_or_init(|| {
@@ -407,7 +416,8 @@ impl SentencePieceBpe {
     /// the cache's ids, else merged and cached.
     #[inline]
     fn encode_part(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
-        if let Some(&id) = self.by_text.get(w) {
+        // (With a suffix the token a word may be whole is another: merged once, then cached.)
+        if let Some(&id) = self.by_text.get(w).filter(|_| self.suffix.is_none()) {
             if self.reaches(id, w) {
                 out.push(id);
                 return;
@@ -432,6 +442,7 @@ impl SentencePieceBpe {
     /// the bytes, without validating it again.
     fn merge(&self, w: &[u8], out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
         let mut syms = Symbols::new();
+        let mut with_suffix = Vec::new();
         let mut i = 0;
         while i < w.len() {
             let b0 = w[i];
@@ -446,7 +457,16 @@ impl SentencePieceBpe {
             };
             let bytes = &w[i..(i + len).min(w.len())];
             i += len;
-            let id = self.char_token(c);
+            let id = match &self.suffix {
+                // The last char: its text and the suffix.
+                Some(sfx) if i >= w.len() => {
+                    with_suffix.clear();
+                    with_suffix.extend_from_slice(bytes);
+                    with_suffix.extend_from_slice(sfx.as_bytes());
+                    self.by_text.get(&with_suffix[..]).copied().unwrap_or(NONE)
+                }
+                _ => self.char_token(c),
+            };
             if id != NONE {
                 syms.known(id, len as u32);
                 continue;

@@ -237,6 +237,17 @@ impl PyCoreBPE {
         })
     }
 
+    /// The ids a HuggingFace pipeline's decoder decodes otherwise when they come last, as
+    /// (id, bytes then, length of their bytes elsewhere) (empty for other encoders).
+    fn hf_decode_last<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, usize)> {
+        self.inner.hf.as_ref().map_or_else(Vec::new, |h| {
+            h.decode_last
+                .iter()
+                .map(|(id, last, own)| (*id, PyBytes::new(py, last), *own))
+                .collect()
+        })
+    }
+
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).
     fn hf_paths(&self) -> Vec<&'static str> {
         self.inner
