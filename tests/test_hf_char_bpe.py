@@ -22,7 +22,7 @@ import ferrotok
 import pytest
 from hf_support import sample_all
 from oracle import SHARED
-from test_hf_parity import check_transformers_patched
+from test_hf_parity import check_survives, check_transformers_patched
 from test_hf_unigram import EDGE_TEXTS, check_all, load
 
 tokenizers = pytest.importorskip("tokenizers", minversion="0.23")
@@ -204,3 +204,34 @@ def test_char_bpe_components_are_refused_by_name(change: Any, component: str) ->
     change(cfg)
     with pytest.raises(ValueError, match=component):
         ferrotok.Encoding._from_hf_json(json.dumps(cfg), "char-bpe")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda c: c["model"].update(end_of_word_suffix=5),
+        lambda c: c["model"].update(end_of_word_suffix="x" * 5000),
+        lambda c: c["model"].update(end_of_word_suffix="e"),
+        lambda c: c["model"].update(vocab={"</w>": 0}, merges=[]),
+        lambda c: c["model"].update(vocab={"": 0, "[UNK]": 1}, merges=[]),
+        lambda c: c["model"].update(unk_token=None),
+        lambda c: c.update(decoder={"type": "BPEDecoder", "suffix": 7}),
+        lambda c: c.update(decoder={"type": "BPEDecoder", "suffix": "e"}),
+        lambda c: c.update(decoder={"type": "BPEDecoder"}),
+        lambda c: c.update(pre_tokenizer={"type": "Sequence", "pretokenizers": []}),
+        lambda c: c.update(
+            pre_tokenizer={"type": "Sequence", "pretokenizers": [{"type": "Metaspace"}] * 3}
+        ),
+        lambda c: c.update(
+            pre_tokenizer={
+                "type": "Sequence",
+                "pretokenizers": [{"type": "Whitespace"}, {"type": "Metaspace"}],
+            }
+        ),
+    ],
+)
+def test_hostile_char_bpe_files_raise_value_errors(change: Any) -> None:
+    for suffix in (None, "</w>"):
+        cfg = trained(suffix=suffix)
+        change(cfg)
+        check_survives(json.dumps(cfg))
