@@ -45,6 +45,7 @@ class Encoding:
     _hf_strip: int
     _hf_first: dict[int, tuple[bytes, int]] | None
     _hf_last: dict[int, tuple[bytes, int]] | None
+    _hf_decodes: bool
     _hf_config_parsed: dict[str, Any] | None
 
     def __init__(
@@ -132,6 +133,7 @@ class Encoding:
         enc._hf_strip = core.hf_decode_strip()
         enc._hf_first = {i: (first, own) for i, first, own in core.hf_decode_first()} or None
         enc._hf_last = {i: (last, own) for i, last, own in core.hf_decode_last()} or None
+        enc._hf_decodes = bool(enc._hf_strip or enc._hf_first or enc._hf_last)
         enc._hf_template = single_template(json.loads(core.hf_post_processor() or "null"))
         return enc
 
@@ -174,6 +176,8 @@ class Encoding:
         # And when they come last (a BPEDecoder drops the last token's suffix, where it makes
         # the others' a space).
         self._hf_last = None
+        # Whether any of the three applies: decoding then goes through `_hf_decoded`.
+        self._hf_decodes = False
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
             raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
@@ -488,7 +492,7 @@ class Encoding:
         >>> get_encoding("cl100k_base").decode_bytes([15339, 1917])
         b'hello world'
         """
-        if self._hf_strip or self._hf_last:
+        if self._hf_decodes:
             return self._hf_decoded(self._core_bpe.decode_bytes(tokens), tokens)
         return self._core_bpe.decode_bytes(tokens)
 
@@ -570,7 +574,7 @@ class Encoding:
             offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
             text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
         joined = b"".join(token_bytes)
-        if self._hf_strip or self._hf_last:
+        if self._hf_decodes:
             # The last token's change moves no token's start. The stripped spaces (or the
             # prefix put back) are one byte and one char each, and move them all.
             joined = self._hf_end(joined, tokens)
@@ -601,7 +605,7 @@ class Encoding:
         """Decodes a batch (list of lists of tokens) into a list of bytes."""
         batch, num_threads = _batch_args(batch, num_threads)
         decoded = self._core_bpe.decode_bytes_batch(batch, num_threads)
-        if self._hf_strip or self._hf_last:
+        if self._hf_decodes:
             return [self._hf_decoded(b, t) for b, t in zip(decoded, batch)]
         return decoded
 

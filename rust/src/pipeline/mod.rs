@@ -781,8 +781,10 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                 let split_all = metaspace.is_some_and(|m| m.split);
                 let (m, vocab) = SentencePieceBpe::new(parsed, split_all)?;
                 (Model::SentencePiece(Box::new(m)), vocab)
-            } else if metaspace.is_none() {
-                // BPE over the chars of each pre-token (HF's quicktour: `Whitespace`).
+            } else {
+                // BPE over the chars of each pre-token (HF's quicktour: `Whitespace`). No
+                // `Metaspace` is left here: alone it leaves no step, after others it is per
+                // piece (both above).
                 if decoder.is_null() {
                     // Each token's bytes start with the space the join puts before it, and
                     // decoding strips the one in front.
@@ -803,10 +805,6 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                 }
                 let (m, vocab) = SentencePieceBpe::new(parsed, false)?;
                 (Model::SentencePiece(Box::new(m)), vocab)
-            } else {
-                return Err(unsupported(
-                    "a BPE model behind Metaspace and other pre-tokenizers",
-                ));
             }
         }
         "WordPiece" => {

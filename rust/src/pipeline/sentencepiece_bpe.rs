@@ -442,7 +442,6 @@ impl SentencePieceBpe {
     /// the bytes, without validating it again.
     fn merge(&self, w: &[u8], out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
         let mut syms = Symbols::new();
-        let mut with_suffix = Vec::new();
         let mut i = 0;
         while i < w.len() {
             let b0 = w[i];
@@ -460,9 +459,7 @@ impl SentencePieceBpe {
             let id = match &self.suffix {
                 // The last char: its text and the suffix.
                 Some(sfx) if i >= w.len() => {
-                    with_suffix.clear();
-                    with_suffix.extend_from_slice(bytes);
-                    with_suffix.extend_from_slice(sfx.as_bytes());
+                    let with_suffix = [bytes, sfx.as_bytes()].concat();
                     self.by_text.get(&with_suffix[..]).copied().unwrap_or(NONE)
                 }
                 _ => self.char_token(c),

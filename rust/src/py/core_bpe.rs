@@ -73,6 +73,18 @@ fn joined_bytes<'py>(py: Python<'py>, parts: &[Vec<u8>]) -> PyResult<Bound<'py, 
     })
 }
 
+/// A pipeline's table of ids its decoder reads otherwise at one end, for Python: (id, the
+/// bytes there, the length of its bytes elsewhere).
+fn decode_table<'py>(
+    py: Python<'py>,
+    table: &[(u32, Vec<u8>, usize)],
+) -> Vec<(u32, Bound<'py, PyBytes>, usize)> {
+    table
+        .iter()
+        .map(|(id, bytes, own)| (*id, PyBytes::new(py, bytes), *own))
+        .collect()
+}
+
 /// Appends the bytes of `ids` to `out`, catching a panic as [`detached`] does, with the GIL
 /// held.
 fn decode_holding_gil(enc: &Encoder, ids: &[Rank], out: &mut Vec<u8>) -> PyResult<()> {
@@ -229,23 +241,19 @@ impl PyCoreBPE {
     /// The ids a HuggingFace pipeline's decoder decodes otherwise when they come first, as
     /// (id, bytes then, length of their bytes elsewhere) (empty for other encoders).
     fn hf_decode_first<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, usize)> {
-        self.inner.hf.as_ref().map_or_else(Vec::new, |h| {
-            h.decode_first
-                .iter()
-                .map(|(id, first, own)| (*id, PyBytes::new(py, first), *own))
-                .collect()
-        })
+        self.inner
+            .hf
+            .as_ref()
+            .map_or_else(Vec::new, |h| decode_table(py, &h.decode_first))
     }
 
     /// The ids a HuggingFace pipeline's decoder decodes otherwise when they come last, as
     /// (id, bytes then, length of their bytes elsewhere) (empty for other encoders).
     fn hf_decode_last<'py>(&self, py: Python<'py>) -> Vec<(u32, Bound<'py, PyBytes>, usize)> {
-        self.inner.hf.as_ref().map_or_else(Vec::new, |h| {
-            h.decode_last
-                .iter()
-                .map(|(id, last, own)| (*id, PyBytes::new(py, last), *own))
-                .collect()
-        })
+        self.inner
+            .hf
+            .as_ref()
+            .map_or_else(Vec::new, |h| decode_table(py, &h.decode_last))
     }
 
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).
