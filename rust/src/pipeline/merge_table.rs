@@ -160,7 +160,8 @@ impl MergeTable {
             let cut = pairs.len().min(HOT);
             t.hot = Slots::new(&pairs[..cut], bits, 1, 2);
             t.cold = Slots::new(&pairs[cut..], bits, 5, 8);
-            let words = (pairs.len() * 12 / 64 + 1).next_power_of_two();
+            // At least two words, so that the shift is below 64.
+            let words = (pairs.len() * 12 / 64 + 1).next_power_of_two().max(2);
             t.fshift = 64 - words.trailing_zeros();
             let mut filter = vec![0u64; words];
             for &(pair, _) in &pairs {
@@ -185,12 +186,10 @@ impl MergeTable {
     /// the bits from the middle ones (a product's low bits mix only the key's low bits).
     #[inline(always)]
     fn filter_of(&self, m: u64) -> (usize, u64) {
-        let w = if self.fshift >= 64 {
-            0
-        } else {
-            (m >> self.fshift) as usize
-        };
-        (w, (1 << ((m >> 20) & 63)) | (1 << ((m >> 26) & 63)))
+        (
+            (m >> self.fshift) as usize,
+            (1 << ((m >> 20) & 63)) | (1 << ((m >> 26) & 63)),
+        )
     }
 
     /// The key of the merge of (a, b), or `NONE` (see the module docs).
@@ -203,7 +202,7 @@ impl MergeTable {
                 .unwrap_or(NONE);
         }
         let bits = self.bits;
-        if bits_for(u64::from(a.max(b))) > bits {
+        if (a | b) >> bits != 0 {
             return NONE; // an id no merge names (say an added token's)
         }
         let pair = (u64::from(a) << bits) | u64::from(b);

@@ -271,18 +271,26 @@ impl SentencePieceBpe {
     pub fn encode_raw(&self, s: &str, prefix: bool, cache: &mut Local<'_>, out: &mut Vec<u32>) {
         let b = s.as_bytes();
         let mut buf: Vec<u8> = Vec::new();
+        // A word's spaces and `▁`s are a run at its start: the loop below cuts before any
+        // that follows another char. So the run is rewritten and the rest copied as it is.
         let mut word = |start: usize, end: usize, buf: &mut Vec<u8>, out: &mut Vec<u32>| {
             buf.clear();
             if start == 0 && prefix {
                 buf.extend_from_slice(META);
             }
-            for &c in &b[start..end] {
-                if c == b' ' {
-                    buf.extend_from_slice(META);
+            let mut i = start;
+            while i < end {
+                if b[i] == b' ' {
+                    i += 1;
+                } else if b[i..end].starts_with(META) {
+                    i += META.len();
                 } else {
-                    buf.push(c);
+                    break;
                 }
+                buf.extend_from_slice(META);
             }
+            debug_assert!(!b[i..end].contains(&b' '), "a space after another char");
+            buf.extend_from_slice(&b[i..end]);
             self.encode_word(buf, cache, out);
         };
         let (mut start, mut i) = (0, 0);
@@ -295,8 +303,9 @@ impl SentencePieceBpe {
                 _ => 0,
             };
             if meta == 0 {
+                // On to the next byte that may start a space or a `▁`.
                 after_meta = false;
-                i += 1;
+                i = memchr::memchr2(b' ', META[0], &b[i + 1..]).map_or(b.len(), |k| i + 1 + k);
                 continue;
             }
             if i > start && (self.split_all || !after_meta) {

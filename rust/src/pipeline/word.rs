@@ -216,9 +216,24 @@ fn merge_heap(syms: &mut [Sym], t: &MergeTable, out: &mut Vec<u32>, lens: Option
     }
 }
 
-/// [`Symbols::merge_into`] for at most [`SHORT`] symbols (see [`scan_merge`]).
+/// [`Symbols::merge_into`] for at most [`SHORT`] symbols (see [`scan_merge`]). Most words
+/// have at most 16: their arrays are half the size, so each merge's shift copies half as much.
 fn merge_short(syms: &[Sym], t: &MergeTable, out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
-    const ROOM: usize = 2 * SHORT;
+    if syms.len() <= SHORT / 2 {
+        merge_short_in::<{ SHORT / 2 }, SHORT>(syms, t, out, lens)
+    } else {
+        merge_short_in::<SHORT, { 2 * SHORT }>(syms, t, out, lens)
+    }
+}
+
+/// [`merge_short`] of at most `MAX` symbols, in arrays of `ROOM = 2 * MAX`.
+#[inline(always)]
+fn merge_short_in<const MAX: usize, const ROOM: usize>(
+    syms: &[Sym],
+    t: &MergeTable,
+    out: &mut Vec<u32>,
+    lens: Option<&mut Vec<u32>>,
+) {
     let n = syms.len();
     let mut ids = [0u32; ROOM];
     let mut len_of = [0u32; ROOM];
@@ -230,7 +245,7 @@ fn merge_short(syms: &[Sym], t: &MergeTable, out: &mut Vec<u32>, lens: Option<&m
     for i in 1..n {
         keys[i - 1] = t.get(ids[i - 1], ids[i]);
     }
-    let len = scan_merge::<SHORT, ROOM>(t, &mut ids, &mut keys, Some(&mut len_of), n);
+    let len = scan_merge::<MAX, ROOM>(t, &mut ids, &mut keys, Some(&mut len_of), n);
     out.extend_from_slice(&ids[..len]);
     if let Some(lens) = lens {
         lens.extend_from_slice(&len_of[..len]);
