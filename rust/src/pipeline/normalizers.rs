@@ -85,9 +85,21 @@ impl NString {
         let mut align = Vec::new();
         if keep {
             align.reserve(text.len());
-            for (b, c) in text.char_indices() {
+            let bytes = text.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                // An ASCII run in one go (each byte its own range), then one other char.
+                let run = bytes[i..]
+                    .iter()
+                    .position(|&b| !b.is_ascii())
+                    .map_or(bytes.len(), |k| i + k);
+                align.extend((i..run).map(|b| (base + b, base + b + 1)));
+                let Some(c) = text[run..].chars().next() else {
+                    break;
+                };
                 let len = c.len_utf8();
-                align.extend(std::iter::repeat_n((base + b, base + b + len), len));
+                align.extend(std::iter::repeat_n((base + run, base + run + len), len));
+                i = run + len;
             }
         }
         NString {
@@ -268,10 +280,12 @@ impl NString {
         if matches.is_empty() {
             return;
         }
-        let mut text = String::with_capacity(self.text.len());
+        // The most the text can grow to: each match replaced by `content`, none removed.
+        let room = self.text.len() + matches.len() * content.len();
+        let mut text = String::with_capacity(room);
         let mut align = Vec::new();
         if keep {
-            align.reserve(self.align.len());
+            align.reserve(room);
         }
         let mut last = 0;
         for &(at, end) in matches {
