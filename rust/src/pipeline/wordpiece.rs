@@ -10,11 +10,11 @@
 //! Two things that change no id: the continuation tokens sit in a map of their own, keyed
 //! without the prefix (`##ing` is a token iff `ing` is a key there), so no text is copied to
 //! put the prefix in front; and the longest text tried at a position is no longer than the
-//! longest token of its map (HF tries the whole rest of the word first, and shortens it a
-//! char at a time: every text longer than that is no token). A word read once is kept in the
-//! piece cache, as a BPE model's words are. The maps are the engine's [`TokenTable`] (a
-//! fingerprint a slot, the texts in one buffer): a miss, most of a long word's look-ups, is
-//! decided without reading a text.
+//! longest token of its map that starts with the same two bytes (HF tries the whole rest of
+//! the word first, and shortens it a char at a time: every text longer than that is no
+//! token). A word read once is kept in the piece cache, as a BPE model's words are. The maps
+//! are the engine's [`TokenTable`] (a fingerprint a slot, the texts in one buffer): a miss,
+//! most of a long word's look-ups, is decided without reading a text.
 
 use super::normalizers::bad;
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
@@ -32,7 +32,13 @@ struct Texts {
     bytes: Vec<u8>,
     /// The longest text, in bytes.
     longest: usize,
+    /// Per first two bytes `(x << 8) | y`: the longest text of at least 2 bytes that starts
+    /// with them (0 if none; [`UNBOUNDED`] if 255 bytes or more, then `longest` bounds it).
+    longest_from: Box<[u8]>,
 }
+
+/// A `longest_from` entry that does not fit a byte.
+const UNBOUNDED: u8 = u8::MAX;
 
 impl Texts {
     fn new(entries: &[(&[u8], u32)]) -> Texts {
@@ -50,6 +56,29 @@ impl Texts {
             ids: entries.iter().map(|&(_, id)| id).collect(),
             bytes,
             longest: entries.iter().map(|(t, _)| t.len()).max().unwrap_or(0),
+            longest_from: {
+                let mut l = vec![0u8; 1 << 16];
+                for &(t, _) in entries {
+                    if let [x, y, ..] = *t {
+                        let e = &mut l[usize::from(x) << 8 | usize::from(y)];
+                        *e = (*e).max(u8::try_from(t.len()).unwrap_or(UNBOUNDED));
+                    }
+                }
+                l.into_boxed_slice()
+            },
+        }
+    }
+
+    /// The longest text that may be a token at `b[start..]`: none is longer than the longest
+    /// starting with the same two bytes (one byte is always tried).
+    #[inline]
+    fn longest_at(&self, b: &[u8], start: usize) -> usize {
+        match b.get(start..start + 2) {
+            Some(&[x, y]) => match self.longest_from[usize::from(x) << 8 | usize::from(y)] {
+                UNBOUNDED => self.longest,
+                n => usize::from(n).max(1),
+            },
+            _ => self.longest,
         }
     }
 
@@ -202,7 +231,7 @@ impl WordPiece {
         let mut start = 0;
         while start < b.len() {
             let map = if start == 0 { &self.first } else { &self.cont };
-            let mut end = b.len().min(start + map.longest);
+            let mut end = b.len().min(start + map.longest_at(b, start));
             if whole_tried && start == 0 && end == b.len() {
                 end -= 1;
             }
@@ -282,6 +311,56 @@ mod tests {
         assert_eq!(ids(&m, "éééé"), [(0, 0, 8)]);
         // Four bytes in three chars: the bound counts chars.
         assert_eq!(ids(&m, "abé"), [(3, 0, 2), (2, 2, 4)]);
+    }
+
+    /// HF's search with no bound: the whole rest of the word first, a char shorter each time.
+    fn plain_greedy(tokens: &[&str], w: &str) -> Vec<(u32, usize, usize)> {
+        let id = |t: &str| tokens.iter().position(|&x| x == t).map(|i| i as u32);
+        let (mut found, mut start) = (Vec::new(), 0);
+        while start < w.len() {
+            let hit = w[start..]
+                .char_indices()
+                .map(|(i, c)| start + i + c.len_utf8())
+                .rev()
+                .find_map(|end| {
+                    let t = &w[start..end];
+                    let t = if start == 0 {
+                        t.to_owned()
+                    } else {
+                        format!("##{t}")
+                    };
+                    id(&t).map(|i| (i, start, end))
+                });
+            match hit {
+                Some(h) => {
+                    found.push(h);
+                    start = h.2;
+                }
+                None => return vec![(0, 0, w.len())],
+            }
+        }
+        found
+    }
+
+    /// The bound by first two bytes gives HF's sub-tokens: tokens of one, two and many chars,
+    /// multibyte chars, and a token too long for the bound's byte (300 bytes).
+    #[test]
+    fn the_two_byte_bound_changes_no_token() {
+        let long = "ab".repeat(150);
+        let cont_long = format!("##{long}");
+        let tokens = [
+            "[UNK]", "a", "ab", "abab", "b", "##b", "##a", "##ba", "é", "##é", "éa", "##éab", "x",
+            "##x", &long, &cont_long,
+        ];
+        let m = model(&tokens, 1000);
+        let mut rng = crate::test_rng::Rng(0x9E37_79B9_7F4A_7C15);
+        let alphabet = ["a", "b", "é", "x", "y"];
+        for n in 0..3000 {
+            let w: String = (0..1 + n % 40).map(|_| *rng.pick(&alphabet)).collect();
+            assert_eq!(ids(&m, &w), plain_greedy(&tokens, &w), "{w:?}");
+        }
+        let w = format!("{long}{long}a");
+        assert_eq!(ids(&m, &w), plain_greedy(&tokens, &w));
     }
 
     #[test]
