@@ -311,7 +311,7 @@ impl Pipeline {
         let mut cache = self.model.cache();
         let mut engine_cache = enc.cache.local();
         // Room for a token every 4 bytes (most text has fewer), of at most 1 MB of the text:
-        // growing from empty copied the whole list ~12 times on a 4 KB text.
+        // grown from empty, the list is copied at each doubling.
         let mut out: Vec<(u32, usize, usize, u32)> =
             Vec::with_capacity(text.len().min(1 << 20) / 4);
         let mut word = 0u32;
