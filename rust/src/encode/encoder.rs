@@ -8,10 +8,11 @@
 
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
-use crate::encode::bpe::{encode_piece, encode_piece_in};
+use crate::encode::bpe::{encode_piece, encode_piece_in, encode_piece_out_of_line, ShortFirst};
 use crate::encode::pretok::Splitter;
 use crate::encode::special::SpecialMatcher;
 use crate::error::{Error, Result};
+use crate::runtime::interrupt::Tick;
 use crate::vocab::{Rank, Vocab};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -154,12 +155,21 @@ impl Encoder {
         if let Some(hf) = &self.hf {
             return hf.encode_into(self, text, Allowed::None, out);
         }
-        let (vocab, mut cache) = (&self.vocab, self.cache.local());
-        let mut tick = Tick::default();
-        self.splitter.for_each_piece(text, |piece| {
-            tick.poll()?;
-            encode_piece_in(vocab, text.as_bytes(), piece.as_bytes(), &mut cache, out)
-        })
+        let mut cache = self.cache.local();
+        let vocab = &self.vocab;
+        self.splitter.scan(
+            text,
+            &mut ShortFirst {
+                vocab,
+                text: text.as_bytes(),
+                out,
+                tick: Tick::default(),
+                whole: |_| true,
+                rest: |piece: &[u8], out: &mut Vec<Rank>| {
+                    encode_piece_out_of_line(vocab, piece, &mut cache, out)
+                },
+            },
+        )
     }
 
     pub fn encode_ordinary(&self, text: &str) -> Result<Vec<Rank>> {
@@ -533,22 +543,6 @@ impl Encoder {
 
 /// Ids decoded between two polls for Ctrl-C (~0.1 ms of decoding).
 const DECODE_POLL: usize = 1 << 16;
-
-/// Polls for Ctrl-C (see [`crate::runtime::interrupt::poll`]) every 4,096 pieces (~0.1 ms of text;
-/// a counter per piece otherwise).
-#[derive(Default)]
-struct Tick(u32);
-
-impl Tick {
-    #[inline(always)]
-    fn poll(&mut self) -> Result<()> {
-        self.0 = self.0.wrapping_add(1);
-        if self.0 % 4096 == 0 {
-            crate::runtime::interrupt::poll()?;
-        }
-        Ok(())
-    }
-}
 
 /// The last UTF-8 character of `bytes` and its length, if the tail is valid UTF-8.
 fn last_char(bytes: &[u8]) -> Option<(char, usize)> {

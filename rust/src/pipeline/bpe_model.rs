@@ -120,6 +120,13 @@ impl Default for Paths {
     }
 }
 
+/// Whether `id` is not among the sorted `ids` (most ids are below the first: the tokens BPE
+/// does not reach are special tokens, which come last).
+#[inline(always)]
+fn not_among(ids: &[u32], id: u32) -> bool {
+    ids.first().is_none_or(|&lo| id < lo) || ids.binary_search(&id).is_err()
+}
+
 #[inline]
 fn key(a: u32, b: u32) -> u64 {
     (u64::from(a) << 32) | u64::from(b)
@@ -666,12 +673,55 @@ impl HfBpe {
         encode_piece_in_with(vocab, text, w, engine_cache, out, Some(&hf))
     }
 
+    /// [`HfBpe::encode_word_engine`] behind a call (see
+    /// [`ShortFirst`](crate::encode::bpe::ShortFirst)).
+    #[inline(never)]
+    pub fn encode_word_engine_out_of_line(
+        &self,
+        vocab: &BpeVocab,
+        text: &[u8],
+        w: &[u8],
+        engine_cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        self.encode_word_engine(vocab, text, w, engine_cache, out)
+    }
+
+    /// [`HfBpe::encode_word_merging`] behind a call (see
+    /// [`ShortFirst`](crate::encode::bpe::ShortFirst)).
+    #[inline(never)]
+    pub fn encode_word_merging_out_of_line(
+        &self,
+        vocab: &BpeVocab,
+        text: &[u8],
+        w: &[u8],
+        cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        self.encode_word_merging(vocab, text, w, cache, out)
+    }
+
+    /// Whether [`HfBpe::encode_word_merging`] finds a word's whole token in the encoder's
+    /// vocabulary (no suffix, and the vocabulary holds exactly the model's byte-level tokens:
+    /// see [`Paths::vocab_lookup`]).
+    #[inline]
+    pub fn words_by_vocab(&self) -> bool {
+        self.suffix.is_empty() && self.paths.vocab_lookup
+    }
+
+    /// Whether a word that is token `id` is that token, as far as known without its bytes:
+    /// with `ignore_merges` always; else if [`HfBpe::build_tables`] found BPE reaches `id`
+    /// (`false` before, and for an unreached id: the word step then asks itself).
+    #[inline(always)]
+    pub fn whole_word_is(&self, id: u32) -> bool {
+        self.ignore_merges || self.unreached.get().is_some_and(|ids| not_among(ids, id))
+    }
+
     /// Whether BPE on `w` (the bytes of token `id`) gives `id` alone.
     #[inline]
     fn reaches(&self, id: u32, w: &[u8]) -> bool {
         match self.unreached.get() {
-            // Sorted: most ids are below the first (special tokens come last).
-            Some(ids) => ids.first().is_none_or(|&lo| id < lo) || ids.binary_search(&id).is_err(),
+            Some(ids) => not_among(ids, id),
             None => self.reaches_one(id, w),
         }
     }

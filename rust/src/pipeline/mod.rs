@@ -47,8 +47,10 @@ pub mod unigram;
 mod word;
 pub mod wordpiece;
 
+use crate::encode::bpe::ShortFirst;
 use crate::encode::encoder::{Allowed, Encoder};
 use crate::error::Result;
+use crate::runtime::interrupt::Tick;
 use crate::vocab::Rank;
 use added_tokens::{AddedVocab, Which};
 use bpe_model::{BpeJson, HfBpe};
@@ -232,10 +234,46 @@ impl Pipeline {
                     // the model's path chosen once a text, not once a word.
                     let text = s.as_bytes();
                     let vocab = &enc.vocab;
-                    return if model.on_engine() {
+                    return if model.on_engine() && re.covers_text() {
+                        re.scan(
+                            s,
+                            &mut ShortFirst {
+                                vocab,
+                                text,
+                                out,
+                                tick: Tick::default(),
+                                whole: |_| true,
+                                rest: |w: &[u8], out: &mut Vec<Rank>| {
+                                    model.encode_word_engine_out_of_line(
+                                        vocab,
+                                        text,
+                                        w,
+                                        &mut engine_cache,
+                                        out,
+                                    )
+                                },
+                            },
+                        )
+                    } else if model.on_engine() {
                         each_word(re, s, |w| {
                             model.encode_word_engine(vocab, text, w, &mut engine_cache, out)
                         })
+                    } else if model.words_by_vocab() && re.covers_text() {
+                        re.scan(
+                            s,
+                            &mut ShortFirst {
+                                vocab,
+                                text,
+                                out,
+                                tick: Tick::default(),
+                                whole: |id| model.whole_word_is(id),
+                                rest: |w: &[u8], out: &mut Vec<Rank>| {
+                                    model.encode_word_merging_out_of_line(
+                                        vocab, text, w, &mut cache, out,
+                                    )
+                                },
+                            },
+                        )
                     } else {
                         each_word(re, s, |w| {
                             model.encode_word_merging(vocab, text, w, &mut cache, out)

@@ -26,7 +26,8 @@
 
 use crate::encode::pretok::classes::{CharClasses, N};
 use crate::encode::pretok::o200k::Tekken;
-use crate::encode::pretok::{Splitter, CL100K_PATTERN};
+
+use crate::encode::pretok::{ascii_digits, each_piece, Pieces, Splitter, CL100K_PATTERN};
 use crate::error::Result;
 
 pub const LLAMA3_PATTERN: &str = concat!(
@@ -128,6 +129,57 @@ impl PieceSplitter {
             }
         }
     }
+
+    /// [`PieceSplitter::for_each_piece`] into `sink`, which the OpenAI scanners hand the
+    /// pieces of 64 bytes of ASCII at once (see [`Pieces`]).
+    #[inline]
+    pub(crate) fn scan<'t>(&self, text: &'t str, sink: &mut impl Pieces<'t>) -> Result<()> {
+        match self {
+            PieceSplitter::Plain(s) => s.scan(text, sink),
+            PieceSplitter::Llama3(s) if !ends_in_space(text) => s.scan(text, sink),
+            PieceSplitter::Tekken(s) => s.scan(text, sink),
+            PieceSplitter::Qwen2(s) if !ends_in_space(text) => s.scan(
+                text,
+                &mut NumbersApart {
+                    t: CharClasses::get(),
+                    sink,
+                },
+            ),
+            _ => self.for_each_piece(text, |p| sink.piece(p)),
+        }
+    }
+}
+
+/// Qwen2's pieces from Llama 3's ([`PieceSplitter::Qwen2`]): each char of a number its own
+/// piece.
+struct NumbersApart<'s, S> {
+    t: &'static CharClasses,
+    sink: &'s mut S,
+}
+
+impl<'t, S: Pieces<'t>> Pieces<'t> for NumbersApart<'_, S> {
+    #[inline(always)]
+    fn piece(&mut self, p: &'t str) -> Result<()> {
+        if self.t.at(p.as_bytes(), 0).0 & N != 0 {
+            return each_char(p, &mut |c| self.sink.piece(c));
+        }
+        self.sink.piece(p)
+    }
+
+    /// A window's pieces are ASCII, and `\p{N}` in ASCII is `0-9`. cl100k's pattern puts a
+    /// digit in no piece but a number (`\p{N}{1,3}`), so cutting after each digit up to the
+    /// window's last end cuts exactly its numbers into chars.
+    #[inline(always)]
+    fn window(&mut self, text: &'t str, i: usize, ends: u64) -> Result<usize> {
+        let Some(w) = text.as_bytes().get(i..).and_then(|r| r.first_chunk()) else {
+            // Not met: a scanner hands over a window only where 64 bytes lie ahead.
+            return each_piece(self, text, i, ends);
+        };
+        let digits = ascii_digits(w);
+        // Bits up to the last end (`ends` is not empty: a window ends at least one piece).
+        let upto = u64::MAX.checked_shr(ends.leading_zeros()).unwrap_or(0);
+        self.sink.window(text, i, ends | (digits << 1) & upto)
+    }
 }
 
 /// Calls `f` with each char of `p`.
@@ -150,11 +202,18 @@ fn llama3_pieces<'t>(
     text: &'t str,
     f: impl FnMut(&'t str) -> Result<()>,
 ) -> Result<()> {
-    let last = text.chars().next_back();
-    if !last.is_some_and(|c| c.is_whitespace() && c != '\r' && c != '\n') {
+    if !ends_in_space(text) {
         return s.for_each_piece(text, f);
     }
     llama3_pieces_ending_in_space(s, text, f)
+}
+
+/// Whether `text` ends in whitespace other than a newline, where Llama 3's last piece may
+/// differ from cl100k's.
+#[inline]
+fn ends_in_space(text: &str) -> bool {
+    let last = text.chars().next_back();
+    last.is_some_and(|c| c.is_whitespace() && c != '\r' && c != '\n')
 }
 
 /// [`llama3_pieces`] for a text that ends in whitespace other than a newline.
@@ -314,6 +373,52 @@ mod tests {
             let text = random_text(&alphabet, 1 + round % 40, &mut rng);
             for (fast, reference) in &cases {
                 assert_eq!(pieces(fast, &text), pieces(reference, &text), "{text:?}");
+            }
+        }
+    }
+
+    /// The pieces `scan` hands a sink, a window's at once where 64 bytes of ASCII lie ahead.
+    fn scanned(s: &PieceSplitter, text: &str) -> Vec<String> {
+        struct Collect(Vec<String>);
+        impl Pieces<'_> for Collect {
+            fn piece(&mut self, p: &str) -> Result<()> {
+                self.0.push(p.to_string());
+                Ok(())
+            }
+        }
+        let mut sink = Collect(Vec::new());
+        s.scan(text, &mut sink).unwrap();
+        sink.0
+    }
+
+    /// `scan` against each pattern's reference, on texts long and ASCII enough for windows,
+    /// numbers among them (Qwen2 cuts a window's numbers into digits).
+    #[test]
+    fn scan_equals_the_patterns_on_texts_with_windows() {
+        let alphabet: Vec<char> = "ab 12345 x'sY.\n\t\r!?é中".chars().collect();
+        let cases = [
+            LLAMA3_PATTERN,
+            QWEN2_PATTERN,
+            TEKKEN_PATTERN,
+            CL100K_PATTERN,
+            crate::encode::pretok::O200K_PATTERN,
+            crate::encode::pretok::R50K_PATTERN,
+        ]
+        .map(|p| {
+            (
+                PieceSplitter::new(p).unwrap(),
+                PieceSplitter::Plain(Splitter::reference(p).unwrap()),
+            )
+        });
+        let mut rng = Rng(0x5851_F42D_4C95_7F2D);
+        for round in 0..600 {
+            // Mostly ASCII: a non-ASCII char is 2 in 16 of the alphabet, and every other
+            // round has none.
+            let ascii = &alphabet[..alphabet.len() - 2 * (round % 2)];
+            let text = random_text(ascii, 60 + round % 200, &mut rng);
+            for (fast, reference) in &cases {
+                let want = pieces(reference, &text);
+                assert_eq!(scanned(fast, &text), want, "{} {text:?}", fast.kind());
             }
         }
     }

@@ -20,6 +20,29 @@ use crate::error::{Error, Result};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+/// Polls for Ctrl-C (see [`poll`]) every ~4,096 pieces of text (~0.1 ms of encoding); between
+/// polls, a counter per piece or per window of pieces.
+#[derive(Default)]
+pub struct Tick(u32);
+
+impl Tick {
+    #[inline(always)]
+    pub fn poll(&mut self) -> Result<()> {
+        self.poll_after(1)
+    }
+
+    /// Counts `n` pieces, and polls once 4,096 have been counted since the last poll.
+    #[inline(always)]
+    pub fn poll_after(&mut self, n: u32) -> Result<()> {
+        self.0 += n;
+        if self.0 >= 4096 {
+            self.0 = 0;
+            poll()?;
+        }
+        Ok(())
+    }
+}
+
 /// How often the hook runs at most while work polls.
 pub const POLL_EVERY: Duration = Duration::from_millis(20);
 

@@ -36,7 +36,10 @@ pub mod piece_cache;
 pub mod prefix_trie;
 pub mod tables;
 
+use crate::encode::pretok::classes::scanned_bytes;
+use crate::encode::pretok::Pieces;
 use crate::error::{Error, Result};
+use crate::runtime::interrupt::Tick;
 use crate::vocab::token_table::hash_bytes;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use piece_cache::Local;
@@ -104,14 +107,33 @@ pub fn encode_piece_in_with(
     out: &mut Vec<Rank>,
     hook: MergeHook<'_>,
 ) -> Result<()> {
-    if let Some(key) = crate::vocab::short_table::key_in(text, piece) {
-        let r = vocab.short_home(key, piece.len());
-        if r != NO_RANK {
-            out.push(r);
-            return Ok(());
-        }
+    let r = short_home_in(vocab, text, piece);
+    if r != NO_RANK {
+        out.push(r);
+        return Ok(());
     }
     encode_piece_with(vocab, piece, cache, out, hook)
+}
+
+/// [`encode_piece`] behind a call (see [`ShortFirst`]).
+#[inline(never)]
+pub fn encode_piece_out_of_line(
+    vocab: &BpeVocab,
+    piece: &[u8],
+    cache: &mut Local<'_>,
+    out: &mut Vec<Rank>,
+) -> Result<()> {
+    encode_piece_with(vocab, piece, cache, out, None)
+}
+
+/// The rank of `piece` (inside `text`) if it is a token in its short-table home slot, else
+/// `NO_RANK` (see [`encode_piece_in`]).
+#[inline(always)]
+pub fn short_home_in(vocab: &BpeVocab, text: &[u8], piece: &[u8]) -> Rank {
+    match crate::vocab::short_table::key_in(text, piece) {
+        Some(key) => vocab.short_home(key, piece.len()),
+        None => NO_RANK,
+    }
 }
 
 /// Encode one piece, appending its tokens to `out`. `cache` remembers multi-token pieces.
@@ -146,6 +168,69 @@ fn encode_piece_with(
         return encode_one::<CUT_PIECE>(vocab, piece, cache, out, hook);
     }
     encode_one::<PIECE>(vocab, piece, cache, out, hook)
+}
+
+/// A scan's pieces to BPE, a scanner's window of them in one loop ([`Pieces::window`]): a
+/// piece that is a token in its short-table home slot ([`encode_piece_in`]'s fast path) is
+/// pushed there, any other handed to `rest` (the rest of `encode_piece_in`, or a model's word
+/// step), one call out of the loop. Ctrl-C is polled every ~4,096 pieces.
+///
+/// Why: a piece at a time, every piece paid a call of the scan's closure (which a scanner's
+/// three call sites keep out of line), a checked `&str` slice and a poll counter.
+pub struct ShortFirst<'a, W, R> {
+    pub vocab: &'a BpeVocab,
+    /// The text scanned: every piece is a slice of it (the fast path reads past a piece).
+    pub text: &'a [u8],
+    pub out: &'a mut Vec<Rank>,
+    pub tick: Tick,
+    /// Whether a piece that is token `r` is that token (`|_| true` for tiktoken's rule; a
+    /// model whose BPE does not reach some tokens from their bytes says which).
+    pub whole: W,
+    /// Appends the ids of a piece the fast path did not answer.
+    pub rest: R,
+}
+
+impl<W, R> ShortFirst<'_, W, R>
+where
+    W: Fn(Rank) -> bool,
+    R: FnMut(&[u8], &mut Vec<Rank>) -> Result<()>,
+{
+    #[inline(always)]
+    fn one(&mut self, piece: &[u8]) -> Result<()> {
+        let r = short_home_in(self.vocab, self.text, piece);
+        if r != NO_RANK && (self.whole)(r) {
+            self.out.push(r);
+            return Ok(());
+        }
+        (self.rest)(piece, self.out)
+    }
+}
+
+impl<'t, W, R> Pieces<'t> for ShortFirst<'_, W, R>
+where
+    W: Fn(Rank) -> bool,
+    R: FnMut(&[u8], &mut Vec<Rank>) -> Result<()>,
+{
+    #[inline(always)]
+    fn piece(&mut self, piece: &'t str) -> Result<()> {
+        self.tick.poll()?;
+        self.one(piece.as_bytes())
+    }
+
+    #[inline(always)]
+    fn window(&mut self, text: &'t str, i: usize, ends: u64) -> Result<usize> {
+        self.tick.poll_after(ends.count_ones())?;
+        let b = text.as_bytes();
+        let mut rest = ends;
+        let mut from = i;
+        while rest != 0 {
+            let to = i + rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            self.one(scanned_bytes(b, from, to)?)?;
+            from = to;
+        }
+        Ok(from)
+    }
 }
 
 /// What [`encode_one`] is given. A piece that is a whole token is that token (tiktoken's rule,

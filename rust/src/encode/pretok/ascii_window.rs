@@ -144,6 +144,12 @@ pub(crate) fn classified_masks(w: &[u8; WINDOW]) -> Option<(Masks, u32, u64)> {
     Some((m, valid_len, valid))
 }
 
+/// Bit `q` set iff `w[q]` is an ASCII digit, for every `q` before the first byte >= 0x80.
+#[inline(always)]
+pub(crate) fn ascii_digits(w: &[u8; WINDOW]) -> u64 {
+    masks(w).digit
+}
+
 /// Where runs of digits split into `\p{N}{1,3}` pieces: at each run's first digit and every
 /// third one after it (cl100k and o200k).
 #[inline(always)]
@@ -331,17 +337,27 @@ macro_rules! splitter_type {
             /// ahead, from the block rules all at once, else one by one.
             /// (`|w| boundaries(w)`, not `boundaries`: see `ascii_window::drive_windows`.)
             #[inline]
-            #[allow(clippy::redundant_closure)]
             pub fn for_each_piece<'t>(
                 &self,
                 text: &'t str,
                 f: impl FnMut(&'t str) -> $crate::error::Result<()>,
             ) -> $crate::error::Result<()> {
+                self.scan(text, &mut $crate::encode::pretok::ascii_window::EachPiece(f))
+            }
+
+            /// [`Self::for_each_piece`], handing a window's pieces to `sink` all at once.
+            #[inline]
+            #[allow(clippy::redundant_closure)]
+            pub(crate) fn scan<'t>(
+                &self,
+                text: &'t str,
+                sink: &mut impl $crate::encode::pretok::ascii_window::Pieces<'t>,
+            ) -> $crate::error::Result<()> {
                 $crate::encode::pretok::ascii_window::drive_windows(
                     text,
                     |w| $boundaries(w),
                     |b, i| self.piece_end(b, i),
-                    f,
+                    sink,
                 )
             }
         }
@@ -381,10 +397,11 @@ fn ascii_lead(w: &[u8; WINDOW]) -> usize {
     MIN_LEAD
 }
 
-/// Calls `f` with each piece of `text`, in order. Where a window of [`WINDOW`] bytes lies
+/// Hands each piece of `text` to `sink`, in order. Where a window of [`WINDOW`] bytes lies
 /// ahead and starts with [`MIN_LEAD`] ASCII bytes, `window` gives its pieces (see the
-/// `*_block.rs` invariants); everywhere else, and wherever it gives none,
-/// `piece_end(bytes, i)` gives the end of the one piece that starts at `i`.
+/// `*_block.rs` invariants), handed over together ([`Pieces::window`]); everywhere else, and
+/// wherever it gives none, `piece_end(bytes, i)` gives the end of the one piece that starts
+/// at `i` ([`Pieces::piece`]).
 ///
 /// Pass `window` as a closure that calls the `*_block.rs` function, not as the function
 /// itself: a function item passed as an `impl Fn` is called through its `Fn::call` shim,
@@ -394,7 +411,7 @@ pub(crate) fn drive_windows<'t>(
     text: &'t str,
     window: impl Fn(&[u8; WINDOW]) -> Option<(u64, u32)>,
     mut piece_end: impl FnMut(&[u8], usize) -> usize,
-    mut f: impl FnMut(&'t str) -> Result<()>,
+    sink: &mut impl Pieces<'t>,
 ) -> Result<()> {
     let b = text.as_bytes();
     let mut i = 0;
@@ -411,21 +428,13 @@ pub(crate) fn drive_windows<'t>(
                     // The scalar piece right here, not by falling through to the one below,
                     // which is ~5% slower on Japanese.
                     let end = piece_end(b, i);
-                    f(scanned_piece(text, i, end)?)?;
+                    sink.piece(scanned_piece(text, i, end)?)?;
                     i = end;
                     continue;
                 }
                 match window(w) {
                     Some((starts, _)) => {
-                        let mut rest = starts & !1;
-                        let mut from = i;
-                        while rest != 0 {
-                            let to = i + rest.trailing_zeros() as usize;
-                            rest &= rest - 1;
-                            f(scanned_piece(text, from, to)?)?;
-                            from = to;
-                        }
-                        i = from;
+                        i = sink.window(text, i, starts & !1)?;
                         continue;
                     }
                     None => retry_at = i + WINDOW,
@@ -433,10 +442,53 @@ pub(crate) fn drive_windows<'t>(
             }
         }
         let end = piece_end(b, i);
-        f(scanned_piece(text, i, end)?)?;
+        sink.piece(scanned_piece(text, i, end)?)?;
         i = end;
     }
     Ok(())
+}
+
+/// Where [`drive_windows`] hands its pieces: one at a time, or a window's all at once.
+pub(crate) trait Pieces<'t> {
+    /// Takes the next piece of the text.
+    fn piece(&mut self, piece: &'t str) -> Result<()>;
+
+    /// Takes the next pieces: from `i`, a piece ends at `i + q` for each set bit `q` of
+    /// `ends` (bit 0 clear), each piece starting where the one before ended. Returns where
+    /// the last ended. Every such end is a piece boundary of the text, so a char boundary.
+    #[inline(always)]
+    fn window(&mut self, text: &'t str, i: usize, ends: u64) -> Result<usize> {
+        each_piece(self, text, i, ends)
+    }
+}
+
+/// [`Pieces::window`] a piece at a time, through [`Pieces::piece`].
+#[inline(always)]
+pub(crate) fn each_piece<'t>(
+    sink: &mut (impl Pieces<'t> + ?Sized),
+    text: &'t str,
+    i: usize,
+    ends: u64,
+) -> Result<usize> {
+    let mut rest = ends;
+    let mut from = i;
+    while rest != 0 {
+        let to = i + rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        sink.piece(scanned_piece(text, from, to)?)?;
+        from = to;
+    }
+    Ok(from)
+}
+
+/// A closure as [`Pieces`]: called with each piece.
+pub(crate) struct EachPiece<F>(pub F);
+
+impl<'t, F: FnMut(&'t str) -> Result<()>> Pieces<'t> for EachPiece<F> {
+    #[inline(always)]
+    fn piece(&mut self, piece: &'t str) -> Result<()> {
+        (self.0)(piece)
+    }
 }
 
 #[cfg(test)]

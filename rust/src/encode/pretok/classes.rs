@@ -347,6 +347,16 @@ pub(crate) fn scanned_piece(text: &str, start: usize, end: usize) -> Result<&str
     piece(text, start, end)
 }
 
+/// [`scanned_piece`] as bytes, for a caller that has proved `start` and `end` char boundaries
+/// (the bytes are not checked for that).
+#[inline(always)]
+pub(crate) fn scanned_bytes(text: &[u8], start: usize, end: usize) -> Result<&[u8]> {
+    if end <= start {
+        return Err(bad_boundary(start, end));
+    }
+    text.get(start..end).ok_or_else(|| bad_boundary(start, end))
+}
+
 /// `text[start..end]`, or an error instead of a panic for a bad boundary (a bug).
 #[inline(always)]
 pub(crate) fn piece(text: &str, start: usize, end: usize) -> Result<&str> {

@@ -17,6 +17,7 @@
 //! - everything else runs on fancy-regex, the reference.
 
 mod ascii_window;
+pub(crate) use ascii_window::{ascii_digits, each_piece, Pieces};
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod byte_masks;
 pub mod cl100k;
@@ -114,6 +115,20 @@ impl Splitter {
             Splitter::Cl100k(_) => "cl100k",
             Splitter::O200k(_) => "o200k",
             Splitter::General(_) => "general",
+        }
+    }
+
+    /// [`Splitter::for_each_piece`] into `sink`, which the three families' splitters hand the
+    /// pieces of 64 bytes of ASCII at once ([`Pieces::window`]).
+    #[inline]
+    pub(crate) fn scan<'t>(&self, text: &'t str, sink: &mut impl Pieces<'t>) -> Result<()> {
+        match self {
+            Splitter::R50k(s) => s.scan(text, sink),
+            Splitter::Cl100k(s) => s.scan(text, sink),
+            Splitter::O200k(s) => s.scan(text, sink),
+            Splitter::General(_) | Splitter::Regex(_) => {
+                self.for_each_piece(text, |p| sink.piece(p))
+            }
         }
     }
 
