@@ -47,7 +47,9 @@ pub mod unigram;
 mod word;
 pub mod wordpiece;
 
-use crate::encode::bpe::ShortFirst;
+use crate::encode::bpe::piece_cache::Local;
+use crate::encode::bpe::tables::BpeVocab;
+use crate::encode::bpe::{PieceStep, ShortFirst};
 use crate::encode::encoder::{Allowed, Encoder};
 use crate::error::Result;
 use crate::runtime::interrupt::Tick;
@@ -237,43 +239,14 @@ impl Pipeline {
                     return if model.on_engine() && re.covers_text() {
                         re.scan(
                             s,
-                            &mut ShortFirst {
-                                vocab,
-                                text,
-                                out,
-                                tick: Tick::default(),
-                                whole: |_| true,
-                                rest: |w: &[u8], out: &mut Vec<Rank>| {
-                                    model.encode_word_engine_out_of_line(
-                                        vocab,
-                                        text,
-                                        w,
-                                        &mut engine_cache,
-                                        out,
-                                    )
-                                },
-                            },
+                            &mut engine_words(model, vocab, text, &mut engine_cache, out),
                         )
                     } else if model.on_engine() {
                         each_word(re, s, |w| {
                             model.encode_word_engine(vocab, text, w, &mut engine_cache, out)
                         })
                     } else if model.words_by_vocab() && re.covers_text() {
-                        re.scan(
-                            s,
-                            &mut ShortFirst {
-                                vocab,
-                                text,
-                                out,
-                                tick: Tick::default(),
-                                whole: |id| model.whole_word_is(id),
-                                rest: |w: &[u8], out: &mut Vec<Rank>| {
-                                    model.encode_word_merging_out_of_line(
-                                        vocab, text, w, &mut cache, out,
-                                    )
-                                },
-                            },
-                        )
+                        re.scan(s, &mut merged_words(model, vocab, text, &mut cache, out))
                     } else {
                         each_word(re, s, |w| {
                             model.encode_word_merging(vocab, text, w, &mut cache, out)
@@ -286,10 +259,12 @@ impl Pipeline {
                     let vocab = &enc.vocab;
                     // The model's path chosen once a text, as above.
                     return if model.on_engine() {
-                        fused.for_each_piece(s, |a, b| {
-                            let w = &text[a..b];
-                            model.encode_word_engine(vocab, text, w, &mut engine_cache, out)
-                        })
+                        fused.scan(
+                            s,
+                            &mut engine_words(model, vocab, text, &mut engine_cache, out),
+                        )
+                    } else if model.words_by_vocab() {
+                        fused.scan(s, &mut merged_words(model, vocab, text, &mut cache, out))
                     } else {
                         fused.for_each_piece(s, |a, b| {
                             model.encode_word_merging(vocab, text, &text[a..b], &mut cache, out)
@@ -721,6 +696,48 @@ impl Pipeline {
         }
         v.extend(self.pretok.splitter_kinds());
         v
+    }
+}
+
+/// The pieces of `text` to `model`'s word step on ferrotok's engine, a short-table hit first
+/// (see [`ShortFirst`]).
+fn engine_words<'a, 'c>(
+    model: &'a HfBpe,
+    vocab: &'a BpeVocab,
+    text: &'a [u8],
+    cache: &'a mut Local<'c>,
+    out: &'a mut Vec<Rank>,
+) -> ShortFirst<'a, impl Fn(Rank) -> bool, impl PieceStep + use<'a, 'c>> {
+    ShortFirst {
+        vocab,
+        text,
+        out,
+        tick: Tick::default(),
+        whole: |_| true,
+        rest: move |w: &[u8], out: &mut Vec<Rank>| {
+            model.encode_word_engine_out_of_line(vocab, text, w, cache, out)
+        },
+    }
+}
+
+/// The pieces of `text` to `model`'s word step by HF's merging, a short-table hit first where
+/// the model takes a word that is a token as that token (see [`ShortFirst`]).
+fn merged_words<'a, 'c>(
+    model: &'a HfBpe,
+    vocab: &'a BpeVocab,
+    text: &'a [u8],
+    cache: &'a mut Local<'c>,
+    out: &'a mut Vec<Rank>,
+) -> ShortFirst<'a, impl Fn(Rank) -> bool + 'a, impl PieceStep + use<'a, 'c>> {
+    ShortFirst {
+        vocab,
+        text,
+        out,
+        tick: Tick::default(),
+        whole: |id| model.whole_word_is(id),
+        rest: move |w: &[u8], out: &mut Vec<Rank>| {
+            model.encode_word_merging_out_of_line(vocab, text, w, cache, out)
+        },
     }
 }
 

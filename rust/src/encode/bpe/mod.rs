@@ -190,10 +190,16 @@ pub struct ShortFirst<'a, W, R> {
     pub rest: R,
 }
 
+/// What [`ShortFirst`] calls for the pieces its fast path does not answer: appends the ids of
+/// a piece (given as bytes) to the ids so far.
+pub trait PieceStep: FnMut(&[u8], &mut Vec<Rank>) -> Result<()> {}
+
+impl<F: FnMut(&[u8], &mut Vec<Rank>) -> Result<()>> PieceStep for F {}
+
 impl<W, R> ShortFirst<'_, W, R>
 where
     W: Fn(Rank) -> bool,
-    R: FnMut(&[u8], &mut Vec<Rank>) -> Result<()>,
+    R: PieceStep,
 {
     #[inline(always)]
     fn one(&mut self, piece: &[u8]) -> Result<()> {
@@ -204,12 +210,35 @@ where
         }
         (self.rest)(piece, self.out)
     }
+
+    /// Takes the piece `text[start..end]`.
+    #[inline(always)]
+    pub fn take(&mut self, start: usize, end: usize) -> Result<()> {
+        self.tick.poll()?;
+        self.one(scanned_bytes(self.text, start, end)?)
+    }
+
+    /// Takes the pieces from `i`: one ends at `i + q` for each set bit `q` of `ends` (bit 0
+    /// clear), each starting where the one before ended. Returns where the last ended.
+    #[inline(always)]
+    pub fn take_window(&mut self, i: usize, ends: u64) -> Result<usize> {
+        self.tick.poll_after(ends.count_ones())?;
+        let mut rest = ends;
+        let mut from = i;
+        while rest != 0 {
+            let to = i + rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            self.one(scanned_bytes(self.text, from, to)?)?;
+            from = to;
+        }
+        Ok(from)
+    }
 }
 
 impl<'t, W, R> Pieces<'t> for ShortFirst<'_, W, R>
 where
     W: Fn(Rank) -> bool,
-    R: FnMut(&[u8], &mut Vec<Rank>) -> Result<()>,
+    R: PieceStep,
 {
     #[inline(always)]
     fn piece(&mut self, piece: &'t str) -> Result<()> {
@@ -217,19 +246,10 @@ where
         self.one(piece.as_bytes())
     }
 
+    /// `text` is the text `self` was made with.
     #[inline(always)]
-    fn window(&mut self, text: &'t str, i: usize, ends: u64) -> Result<usize> {
-        self.tick.poll_after(ends.count_ones())?;
-        let b = text.as_bytes();
-        let mut rest = ends;
-        let mut from = i;
-        while rest != 0 {
-            let to = i + rest.trailing_zeros() as usize;
-            rest &= rest - 1;
-            self.one(scanned_bytes(b, from, to)?)?;
-            from = to;
-        }
-        Ok(from)
+    fn window(&mut self, _text: &'t str, i: usize, ends: u64) -> Result<usize> {
+        self.take_window(i, ends)
     }
 }
 

@@ -156,11 +156,17 @@ impl DeepSeek {
         seg: &str,
         f: impl FnMut(usize, usize) -> Result<()>,
     ) -> Result<()> {
-        window::for_each_piece(
+        self.scan(seg, &mut window::EachCut(f))
+    }
+
+    /// [`Self::for_each_piece`] into `sink`, a window's pieces at once.
+    #[inline]
+    pub fn scan(&self, seg: &str, sink: &mut impl window::Cuts) -> Result<()> {
+        window::scan(
             seg.as_bytes(),
             |w| self.window(w),
             |b, i| self.piece_end(b, i),
-            f,
+            sink,
         )
     }
 

@@ -93,6 +93,18 @@ impl Fused {
             Fused::StarCoder(s) => s.for_each_piece(seg, f),
         }
     }
+
+    /// [`Fused::for_each_piece`] into `sink`, which the window scanners hand a window's pieces
+    /// at once.
+    #[inline]
+    pub fn scan(&self, seg: &str, sink: &mut impl window::Cuts) -> Result<()> {
+        match self {
+            Fused::Bert(b) => b.for_each_piece(seg, |a, z| sink.piece(a, z)),
+            Fused::DeepSeek(d) => d.scan(seg, sink),
+            Fused::Falcon(s) => s.scan(seg, sink),
+            Fused::StarCoder(s) => s.scan(seg, sink),
+        }
+    }
 }
 
 /// The steps of a `Sequence` pre-tokenizer.

@@ -116,7 +116,13 @@ impl StarCoder {
         seg: &str,
         f: impl FnMut(usize, usize) -> Result<()>,
     ) -> Result<()> {
-        window::for_each_piece(seg.as_bytes(), window, |b, i| self.piece_end(b, i), f)
+        self.scan(seg, &mut window::EachCut(f))
+    }
+
+    /// [`Self::for_each_piece`] into `sink`, a window's pieces at once.
+    #[inline]
+    pub fn scan(&self, seg: &str, sink: &mut impl window::Cuts) -> Result<()> {
+        window::scan(seg.as_bytes(), window, |b, i| self.piece_end(b, i), sink)
     }
 
     /// The class bits of the char at byte `k` of `b`, `END` past the end.

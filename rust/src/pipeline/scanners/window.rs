@@ -1,8 +1,8 @@
 //! The loop the fused scanners share: 64 bytes at a time where ASCII lies ahead, one piece
 //! at a time from the char path elsewhere.
 //!
-//! Invariant: [`for_each_piece`] calls `f(start, end)` with the pieces of `b` in order, none
-//! empty, given that each scanner's two paths are right from any piece start `i`:
+//! Invariant: [`scan`] hands `sink` the pieces of `b` in order, none empty, a window's at once
+//! ([`Cuts::window`]), given that each scanner's two paths are right from any piece start `i`:
 //! - `window(w)`, for the `WINDOW` bytes `w` from `i` (past the text's end, `0x80`, which no
 //!   window classifies), gives `(cuts, classified)`: bit `k` of `cuts` is set iff a piece of
 //!   the text ends at `i + k`, for every `k` up to the highest bit set (0 if it decides no
@@ -13,18 +13,69 @@
 //! not again before its first unclassified byte, so that text with little ASCII pays for
 //! about one window a non-ASCII stretch.
 
+use crate::encode::bpe::{PieceStep, ShortFirst};
 use crate::error::Result;
+use crate::vocab::Rank;
 
 /// The bytes a window reads.
 pub const WINDOW: usize = 64;
 
-/// Calls `f(start, end)` with each piece of `b` (see the module docs).
+/// Where [`scan`] hands the pieces, as byte ranges of the text: one at a time, or a window's
+/// all at once.
+pub trait Cuts {
+    /// Takes the piece `start..end` of the text.
+    fn piece(&mut self, start: usize, end: usize) -> Result<()>;
+
+    /// Takes the pieces from `i`: one ends at `i + k` for each set bit `k` of `cuts` (bit 0
+    /// clear), each starting where the one before ended. Returns where the last ended.
+    #[inline(always)]
+    fn window(&mut self, i: usize, cuts: u64) -> Result<usize> {
+        let mut rest = cuts;
+        let mut from = i;
+        while rest != 0 {
+            let to = i + rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            self.piece(from, to)?;
+            from = to;
+        }
+        Ok(from)
+    }
+}
+
+/// A closure `f(start, end)` as [`Cuts`].
+pub struct EachCut<F>(pub F);
+
+impl<F: FnMut(usize, usize) -> Result<()>> Cuts for EachCut<F> {
+    #[inline(always)]
+    fn piece(&mut self, start: usize, end: usize) -> Result<()> {
+        (self.0)(start, end)
+    }
+}
+
+/// The fused scanners' pieces to BPE (see [`ShortFirst`]).
+impl<W, R> Cuts for ShortFirst<'_, W, R>
+where
+    W: Fn(Rank) -> bool,
+    R: PieceStep,
+{
+    #[inline(always)]
+    fn piece(&mut self, start: usize, end: usize) -> Result<()> {
+        self.take(start, end)
+    }
+
+    #[inline(always)]
+    fn window(&mut self, i: usize, cuts: u64) -> Result<usize> {
+        self.take_window(i, cuts)
+    }
+}
+
+/// Hands `sink` each piece of `b` (see the module docs).
 #[inline(always)]
-pub fn for_each_piece(
+pub fn scan(
     b: &[u8],
     window: impl Fn(&[u8; WINDOW]) -> (u64, u32),
     piece_end: impl Fn(&[u8], usize) -> usize,
-    mut f: impl FnMut(usize, usize) -> Result<()>,
+    sink: &mut impl Cuts,
 ) -> Result<()> {
     let mut i = 0;
     let mut retry_at = 0;
@@ -41,15 +92,7 @@ pub fn for_each_piece(
             };
             retry_at = i + classified as usize;
             if got != 0 {
-                let mut rest = got;
-                let mut from = i;
-                while rest != 0 {
-                    let to = i + rest.trailing_zeros() as usize;
-                    rest &= rest - 1;
-                    f(from, to)?;
-                    from = to;
-                }
-                i = from;
+                i = sink.window(i, got)?;
                 if classified as usize == WINDOW {
                     retry_at = i;
                 }
@@ -57,7 +100,7 @@ pub fn for_each_piece(
             }
         }
         let end = piece_end(b, i);
-        f(i, end)?;
+        sink.piece(i, end)?;
         i = end;
     }
     Ok(())
