@@ -710,11 +710,16 @@ impl HfBpe {
     }
 
     /// Whether a word that is token `id` is that token, as far as known without its bytes:
-    /// with `ignore_merges` always; else if [`HfBpe::build_tables`] found BPE reaches `id`
-    /// (`false` before, and for an unreached id: the word step then asks itself).
+    /// with `ignore_merges` always; else if BPE reaches `id`, by [`HfBpe::build_tables`]'s
+    /// list or, before it, by the answer for `id` found at an earlier word (`false` where not
+    /// known yet: the word step then finds it).
     #[inline(always)]
     pub fn whole_word_is(&self, id: u32) -> bool {
-        self.ignore_merges || self.unreached.get().is_some_and(|ids| not_among(ids, id))
+        self.ignore_merges
+            || match self.unreached.get() {
+                Some(ids) => not_among(ids, id),
+                None => self.whole.known_yes(id),
+            }
     }
 
     /// Whether BPE on `w` (the bytes of token `id`) gives `id` alone.

@@ -126,3 +126,37 @@ fn merging_is_hf_rule_on_random_models() {
         }
     }
 }
+
+/// `whole_word_is` says yes only where BPE of a token's bytes is that token, and, before
+/// `build_tables`, only once that answer has been found at an earlier word.
+#[test]
+fn a_whole_word_is_taken_only_where_bpe_reaches_it() {
+    for (seed, shuffle) in [(5, false), (6, true)] {
+        let (m, merges) = model(seed, 400, shuffle);
+        let rank: FxHashMap<(&[u8], &[u8]), usize> = merges
+            .iter()
+            .enumerate()
+            .map(|(r, (a, b))| ((&a[..], &b[..]), r))
+            .collect();
+        let (bpe, _) = HfBpe::from_json(&m).expect("a valid model");
+        let tokens: Vec<(Vec<u8>, u32)> = merges
+            .iter()
+            .map(|(a, b)| [&a[..], &b[..]].concat())
+            .map(|t| {
+                let id = m["vocab"][text(&t)].as_u64().expect("a token") as u32;
+                (t, id)
+            })
+            .collect();
+        for (t, id) in &tokens {
+            assert!(!bpe.whole_word_is(*id), "not asked yet: {t:?}");
+        }
+        let mut unreached = 0;
+        for (t, id) in &tokens {
+            let reached = reference(t, &rank, &m["vocab"]) == [*id];
+            unreached += usize::from(!reached);
+            assert_eq!(bpe.reaches(*id, t), reached, "{t:?}");
+            assert_eq!(bpe.whole_word_is(*id), reached, "asked once: {t:?}");
+        }
+        assert!(unreached > 0, "the models have tokens BPE does not reach");
+    }
+}

@@ -28,6 +28,14 @@ impl Reached {
         Reached((0..n).map(|_| AtomicU8::new(0)).collect())
     }
 
+    /// Whether the answer for `id` is known, and yes.
+    #[inline(always)]
+    pub(super) fn known_yes(&self, id: u32) -> bool {
+        self.0
+            .get(id as usize)
+            .is_some_and(|slot| slot.load(Ordering::Relaxed) == 1)
+    }
+
     /// The answer for `id`, from `merge` (which appends the ids of the token's text) at its
     /// first need.
     pub(super) fn get(&self, id: u32, merge: impl FnOnce(&mut Vec<u32>)) -> bool {
