@@ -673,18 +673,19 @@ impl HfBpe {
         encode_piece_in_with(vocab, text, w, engine_cache, out, Some(&hf))
     }
 
-    /// [`HfBpe::encode_word_engine`] behind a call (see
-    /// [`ShortFirst`](crate::encode::bpe::ShortFirst)).
+    /// [`HfBpe::encode_word_engine`] behind a call, for a word whose short-table home slot
+    /// [`ShortFirst`](crate::encode::bpe::ShortFirst) found empty: the text around it is not
+    /// passed on, which turns that probe off in `encode_piece_in` (its fast path asks for
+    /// the word inside the text).
     #[inline(never)]
     pub fn encode_word_engine_out_of_line(
         &self,
         vocab: &BpeVocab,
-        text: &[u8],
         w: &[u8],
         engine_cache: &mut Local<'_>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        self.encode_word_engine(vocab, text, w, engine_cache, out)
+        self.encode_word_engine(vocab, &[], w, engine_cache, out)
     }
 
     /// [`HfBpe::encode_word_merging`] behind a call (see

@@ -715,7 +715,7 @@ fn engine_words<'a, 'c>(
         tick: Tick::default(),
         whole: |_| true,
         rest: move |w: &[u8], out: &mut Vec<Rank>| {
-            model.encode_word_engine_out_of_line(vocab, text, w, cache, out)
+            model.encode_word_engine_out_of_line(vocab, w, cache, out)
         },
     }
 }
