@@ -64,6 +64,15 @@ fn model(seed: u64, n_merges: usize, shuffle: bool) -> (Value, Vec<Merge>) {
     )
 }
 
+/// Each merge's line, by its pair.
+fn ranks(merges: &[Merge]) -> FxHashMap<(&[u8], &[u8]), usize> {
+    merges
+        .iter()
+        .enumerate()
+        .map(|(r, (a, b))| ((&a[..], &b[..]), r))
+        .collect()
+}
+
 /// HF's rule, stated plainly on strings (`rank`: a merge's line).
 fn reference(word: &[u8], rank: &FxHashMap<(&[u8], &[u8]), usize>, vocab: &Value) -> Vec<u32> {
     let mut syms: Vec<Vec<u8>> = word.iter().map(|&b| vec![b]).collect();
@@ -94,11 +103,7 @@ fn merging_is_hf_rule_on_random_models() {
         (4, 20_000, true),
     ] {
         let (m, merges) = model(seed, n, shuffle);
-        let rank: FxHashMap<(&[u8], &[u8]), usize> = merges
-            .iter()
-            .enumerate()
-            .map(|(r, (a, b))| ((&a[..], &b[..]), r))
-            .collect();
+        let rank = ranks(&merges);
         let (bpe, _) = HfBpe::from_json(&m).expect("a valid model");
         let mut rng = Rng(seed * 7919);
         for _ in 0..3000 {
@@ -133,11 +138,7 @@ fn merging_is_hf_rule_on_random_models() {
 fn a_whole_word_is_taken_only_where_bpe_reaches_it() {
     for (seed, shuffle) in [(5, false), (6, true)] {
         let (m, merges) = model(seed, 400, shuffle);
-        let rank: FxHashMap<(&[u8], &[u8]), usize> = merges
-            .iter()
-            .enumerate()
-            .map(|(r, (a, b))| ((&a[..], &b[..]), r))
-            .collect();
+        let rank = ranks(&merges);
         let (bpe, _) = HfBpe::from_json(&m).expect("a valid model");
         let tokens: Vec<(Vec<u8>, u32)> = merges
             .iter()
