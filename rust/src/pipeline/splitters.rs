@@ -26,7 +26,6 @@
 
 use crate::encode::pretok::classes::{CharClasses, N};
 use crate::encode::pretok::o200k::Tekken;
-
 use crate::encode::pretok::{ascii_digits, each_piece, Pieces, Splitter, CL100K_PATTERN};
 use crate::error::Result;
 

@@ -24,7 +24,8 @@
 //! multi-token pieces from the per-thread cache ([`Local`], a thread's share of a
 //! [`PieceCache`](piece_cache::PieceCache)), and cuts a long CJK piece into parts
 //! that no token spans ([`char_cuts`]); and in front of it, for pieces cut out of
-//! a text, [`encode_piece_in`] answers most short whole tokens with one compare.
+//! a text, [`encode_piece_in`] answers most short whole tokens with one compare, and
+//! [`ShortFirst`] does so for a scanner's window of pieces in one loop.
 
 pub mod backtrack;
 pub mod char_cuts;
@@ -248,7 +249,8 @@ where
 
     /// `text` is the text `self` was made with.
     #[inline(always)]
-    fn window(&mut self, _text: &'t str, i: usize, ends: u64) -> Result<usize> {
+    fn window(&mut self, text: &'t str, i: usize, ends: u64) -> Result<usize> {
+        debug_assert!(std::ptr::eq(text.as_bytes(), self.text), "the text scanned");
         self.take_window(i, ends)
     }
 }

@@ -1,7 +1,8 @@
 //! Class masks of a 64-byte window of text, one bit a byte: what the splitters' ASCII fast
 //! paths (`cl100k_block.rs`, `o200k_block.rs`, `r50k_block.rs`) compute their piece
 //! boundaries from. Also here: the rules two patterns share (digit groups, whitespace runs)
-//! as masks, and [`drive_windows`], which runs a window path with its scalar fallback.
+//! as masks, and [`drive_windows`], which runs a window path with its scalar fallback and
+//! hands the pieces to a [`Pieces`] sink, a window's at once.
 //!
 //! Invariant: for every byte `x < 0x80` at position `q`, bit `q` of each mask says whether `x`
 //! is in that class, exactly as the patterns' classes ([`super::classes`]) have it; bytes
