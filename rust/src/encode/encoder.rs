@@ -8,7 +8,7 @@
 
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
-use crate::encode::bpe::{encode_piece, encode_piece_in, encode_piece_out_of_line, ShortFirst};
+use crate::encode::bpe::{encode_piece, encode_piece_in, ShortFirst};
 use crate::encode::pretok::Splitter;
 use crate::encode::special::SpecialMatcher;
 use crate::error::{Error, Result};
@@ -159,16 +159,13 @@ impl Encoder {
         let vocab = &self.vocab;
         self.splitter.scan(
             text,
-            &mut ShortFirst {
+            &mut ShortFirst::new(
                 vocab,
-                text: text.as_bytes(),
+                text.as_bytes(),
                 out,
-                tick: Tick::default(),
-                whole: |_| true,
-                rest: |piece: &[u8], out: &mut Vec<Rank>| {
-                    encode_piece_out_of_line(vocab, piece, &mut cache, out)
-                },
-            },
+                |_| true,
+                |piece, out| encode_piece(vocab, piece, &mut cache, out),
+            ),
         )
     }
 

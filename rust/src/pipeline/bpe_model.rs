@@ -673,35 +673,6 @@ impl HfBpe {
         encode_piece_in_with(vocab, text, w, engine_cache, out, Some(&hf))
     }
 
-    /// [`HfBpe::encode_word_engine`] behind a call, for a word whose short-table home slot
-    /// [`ShortFirst`](crate::encode::bpe::ShortFirst) found empty: the text around it is not
-    /// passed on, which turns that probe off in `encode_piece_in` (its fast path asks for
-    /// the word inside the text).
-    #[inline(never)]
-    pub fn encode_word_engine_out_of_line(
-        &self,
-        vocab: &BpeVocab,
-        w: &[u8],
-        engine_cache: &mut Local<'_>,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        self.encode_word_engine(vocab, &[], w, engine_cache, out)
-    }
-
-    /// [`HfBpe::encode_word_merging`] behind a call (see
-    /// [`ShortFirst`](crate::encode::bpe::ShortFirst)).
-    #[inline(never)]
-    pub fn encode_word_merging_out_of_line(
-        &self,
-        vocab: &BpeVocab,
-        text: &[u8],
-        w: &[u8],
-        cache: &mut Local<'_>,
-        out: &mut Vec<u32>,
-    ) -> Result<()> {
-        self.encode_word_merging(vocab, text, w, cache, out)
-    }
-
     /// Whether [`HfBpe::encode_word_merging`] finds a word's whole token in the encoder's
     /// vocabulary (no suffix, and the vocabulary holds exactly the model's byte-level tokens:
     /// see [`Paths::vocab_lookup`]).

@@ -52,7 +52,6 @@ use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{PieceStep, ShortFirst};
 use crate::encode::encoder::{Allowed, Encoder};
 use crate::error::Result;
-use crate::runtime::interrupt::Tick;
 use crate::vocab::Rank;
 use added_tokens::{AddedVocab, Which};
 use bpe_model::{BpeJson, HfBpe};
@@ -700,7 +699,9 @@ impl Pipeline {
 }
 
 /// The pieces of `text` to `model`'s word step on ferrotok's engine, a short-table hit first
-/// (see [`ShortFirst`]).
+/// (see [`ShortFirst`]). The step gets no surrounding text, which turns off its own probe of
+/// the home slot (its fast path asks for the word inside the text): `ShortFirst` found that
+/// slot empty already.
 fn engine_words<'a, 'c>(
     model: &'a HfBpe,
     vocab: &'a BpeVocab,
@@ -708,16 +709,13 @@ fn engine_words<'a, 'c>(
     cache: &'a mut Local<'c>,
     out: &'a mut Vec<Rank>,
 ) -> ShortFirst<'a, impl Fn(Rank) -> bool, impl PieceStep + use<'a, 'c>> {
-    ShortFirst {
+    ShortFirst::new(
         vocab,
         text,
         out,
-        tick: Tick::default(),
-        whole: |_| true,
-        rest: move |w: &[u8], out: &mut Vec<Rank>| {
-            model.encode_word_engine_out_of_line(vocab, w, cache, out)
-        },
-    }
+        |_| true,
+        move |w, out| model.encode_word_engine(vocab, &[], w, cache, out),
+    )
 }
 
 /// The pieces of `text` to `model`'s word step by HF's merging, a short-table hit first where
@@ -729,16 +727,13 @@ fn merged_words<'a, 'c>(
     cache: &'a mut Local<'c>,
     out: &'a mut Vec<Rank>,
 ) -> ShortFirst<'a, impl Fn(Rank) -> bool + 'a, impl PieceStep + use<'a, 'c>> {
-    ShortFirst {
+    ShortFirst::new(
         vocab,
         text,
         out,
-        tick: Tick::default(),
-        whole: |id| model.whole_word_is(id),
-        rest: move |w: &[u8], out: &mut Vec<Rank>| {
-            model.encode_word_merging_out_of_line(vocab, text, w, cache, out)
-        },
-    }
+        |id| model.whole_word_is(id),
+        move |w, out| model.encode_word_merging(vocab, text, w, cache, out),
+    )
 }
 
 /// Calls `word` with the bytes of each piece `re` finds in `s` and of each gap between them

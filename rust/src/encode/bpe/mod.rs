@@ -116,17 +116,6 @@ pub fn encode_piece_in_with(
     encode_piece_with(vocab, piece, cache, out, hook)
 }
 
-/// [`encode_piece`] behind a call (see [`ShortFirst`]).
-#[inline(never)]
-pub fn encode_piece_out_of_line(
-    vocab: &BpeVocab,
-    piece: &[u8],
-    cache: &mut Local<'_>,
-    out: &mut Vec<Rank>,
-) -> Result<()> {
-    encode_piece_with(vocab, piece, cache, out, None)
-}
-
 /// The rank of `piece` (inside `text`) if it is a token in its short-table home slot, else
 /// `NO_RANK` (see [`encode_piece_in`]).
 #[inline(always)]
@@ -179,16 +168,23 @@ fn encode_piece_with(
 /// Why: a piece at a time, every piece paid a call of the scan's closure (which a scanner's
 /// three call sites keep out of line), a checked `&str` slice and a poll counter.
 pub struct ShortFirst<'a, W, R> {
-    pub vocab: &'a BpeVocab,
+    vocab: &'a BpeVocab,
     /// The text scanned: every piece is a slice of it (the fast path reads past a piece).
-    pub text: &'a [u8],
-    pub out: &'a mut Vec<Rank>,
-    pub tick: Tick,
+    text: &'a [u8],
+    out: &'a mut Vec<Rank>,
+    tick: Tick,
     /// Whether a piece that is token `r` is that token (`|_| true` for tiktoken's rule; a
     /// model whose BPE does not reach some tokens from their bytes says which).
-    pub whole: W,
-    /// Appends the ids of a piece the fast path did not answer.
-    pub rest: R,
+    whole: W,
+    /// Appends the ids of a piece the fast path did not answer (called out of line).
+    rest: R,
+}
+
+/// Calls `f` behind a call of its own: [`ShortFirst`]'s loop stays small enough to keep its
+/// state in registers, whatever `rest` inlines.
+#[inline(never)]
+fn out_of_line<T>(f: impl FnOnce() -> T) -> T {
+    f()
 }
 
 /// What [`ShortFirst`] calls for the pieces its fast path does not answer: appends the ids of
@@ -197,11 +193,28 @@ pub trait PieceStep: FnMut(&[u8], &mut Vec<Rank>) -> Result<()> {}
 
 impl<F: FnMut(&[u8], &mut Vec<Rank>) -> Result<()>> PieceStep for F {}
 
-impl<W, R> ShortFirst<'_, W, R>
+impl<'a, W, R> ShortFirst<'a, W, R>
 where
     W: Fn(Rank) -> bool,
     R: PieceStep,
 {
+    pub fn new(
+        vocab: &'a BpeVocab,
+        text: &'a [u8],
+        out: &'a mut Vec<Rank>,
+        whole: W,
+        rest: R,
+    ) -> Self {
+        ShortFirst {
+            vocab,
+            text,
+            out,
+            tick: Tick::default(),
+            whole,
+            rest,
+        }
+    }
+
     #[inline(always)]
     fn one(&mut self, piece: &[u8]) -> Result<()> {
         let r = short_home_in(self.vocab, self.text, piece);
@@ -209,7 +222,7 @@ where
             self.out.push(r);
             return Ok(());
         }
-        (self.rest)(piece, self.out)
+        out_of_line(|| (self.rest)(piece, self.out))
     }
 
     /// Takes the piece `text[start..end]`.
