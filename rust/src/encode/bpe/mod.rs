@@ -198,6 +198,7 @@ where
     W: Fn(Rank) -> bool,
     R: PieceStep,
 {
+    /// A sink that appends to `out` the ids of the pieces of `text` it is handed.
     pub fn new(
         vocab: &'a BpeVocab,
         text: &'a [u8],
