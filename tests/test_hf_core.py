@@ -518,9 +518,11 @@ def test_an_engine_model_missing_a_byte_drops_it_as_hf() -> None:
 
 
 def _conflict_patterns(model: str) -> list[str]:
-    """The words where tiktoken's rule and HF's pair merges may differ on an engine model:
-    a token t with splits (t[:k1], t[k1:]) and (t[:k2], t[k2:]) into listed merges, HF
-    ranking the k2 one first, t[k1:] == t[:k2], followed by t[k2:] (`choose_paths`)."""
+    """The words where tiktoken's rule and HF's pair merges would differ on an engine model
+    if both pairs of parts making one token t could stand side by side: a token t with
+    splits (t[:k1], t[k1:]) and (t[:k2], t[k2:]) into listed merges, HF ranking the k2 one
+    first, t[k1:] == t[:k2], followed by t[k2:]. `choose_paths` argues that they never do
+    (every pair making t at a time has one split)."""
     model_cfg = config(model)["model"]
     vocab: dict[str, int] = model_cfg["vocab"]
     rank = {
@@ -543,8 +545,8 @@ def _conflict_patterns(model: str) -> list[str]:
 
 @pytest.mark.parametrize("model", ["llama-bpe", "tekken_240911"])
 def test_engine_models_merge_conflict_words_as_hf(model: str) -> None:
-    # The engine serves these models but for words holding such a pattern, which HF's
-    # merging takes (when the engine's cache does not already hold the word).
+    # The engine serves these models on every word, these included: the words where a
+    # tie between two splits of one token could matter, were it ever met.
     patterns = _conflict_patterns(model)
     assert len(patterns) > 100
     texts = []

@@ -20,15 +20,13 @@
 //! alone), and each part is merged, and cached, on its own: parts repeat where sentences don't.
 
 use super::byte_level::{char_of, token_bytes};
-use super::long_words::LongWords;
 use super::merge_table::MergeTable;
 use super::normalizers::{bad, unsupported};
 use super::word::{scan_merge, Reached, Symbols};
 use crate::encode::bpe::char_cuts::CharCuts;
-use crate::encode::bpe::occurs::Occurs;
-use crate::encode::bpe::piece_cache::{Local, PieceCache, MAX_PIECE};
+use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
-use crate::encode::bpe::{encode_piece_in, encode_piece_in_with, ends_in_char_from_u1000};
+use crate::encode::bpe::{encode_piece_in, ends_in_char_from_u1000};
 use crate::error::Result;
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::short_table::key_in;
@@ -68,8 +66,6 @@ pub struct HfBpe {
     /// Per id: whether BPE of its bytes is the token itself.
     whole: Reached,
     cache: PieceCache,
-    /// The ids of long words HF's merging took on the engine's path.
-    long: LongWords,
     paths: Paths,
     /// The cuts of `paths.cuts` (see the module docs), built at the first word that needs them.
     cuts: ProcessOnce<Option<CharCuts>>,
@@ -86,10 +82,8 @@ pub struct HfBpe {
 struct Paths {
     /// The encoder's vocabulary table finds whole tokens (it holds exactly these tokens).
     vocab_lookup: bool,
-    /// ferrotok's engine (tiktoken's rule) gives HF's merges, except for words in which
-    /// `conflicts` finds a match.
+    /// ferrotok's engine (tiktoken's rule) gives HF's merges (see [`HfBpe::choose_paths`]).
     engine: bool,
-    conflicts: Option<Occurs>,
     /// With `vocab_lookup`: the model's tokens the encoder's table lacks (special added
     /// tokens that are also in the model's vocab).
     extra: FxHashMap<Box<[u8]>, u32>,
@@ -97,8 +91,6 @@ struct Paths {
     extra_first: [bool; 256],
     /// `extra` is not empty (most models have no such token: one flag, not a table, per word).
     has_extra: bool,
-    /// The length of the shortest `conflicts` pattern (shorter words cannot hold one).
-    conflict_min: usize,
     /// Long CJK words may be cut (see the module docs): the encoder's table holds exactly
     /// the tokens merges make (`vocab_lookup`, and no merge makes an `extra` token), and
     /// every byte is a symbol (no unknown-token runs).
@@ -110,11 +102,9 @@ impl Default for Paths {
         Paths {
             vocab_lookup: false,
             engine: false,
-            conflicts: None,
             extra: FxHashMap::default(),
             extra_first: [false; 256],
             has_extra: false,
-            conflict_min: usize::MAX,
             cuts: false,
         }
     }
@@ -314,7 +304,6 @@ impl HfBpe {
                 fuse_unk,
                 whole,
                 cache: PieceCache::new(),
-                long: LongWords::default(),
                 paths: Paths::default(),
                 cuts: ProcessOnce::new(),
                 whole_built: AtomicBool::new(false),
@@ -424,12 +413,17 @@ impl HfBpe {
         if vocab.byte_ranks.contains(&NO_RANK) {
             return Ok(());
         }
-        // tiktoken's rule gives HF's merges when (C1) every split of a token into two
-        // tokens is a listed merge (so the candidate pairs are the same), and (C2) merge
-        // ranks rise with the merged token's id (so the lowest-ranked pair makes the
-        // lowest-id token, as tiktoken picks). Then the two can differ only where pairs
-        // (p, q) and (q, r) both make one token t and HF ranks the right one first: its
-        // bytes t + r must be in the word, and such words take HF's merging.
+        // tiktoken's rule gives HF's merges on every word when (C1) every split of a token
+        // into two tokens is a listed merge (so the candidate pairs are the same) and (C2)
+        // merge ranks rise with the merged token's id (so HF's lowest-ranked pair makes the
+        // lowest-id token t, as tiktoken's does). The two rules also agree on which pair
+        // making t goes first, as every pair making t at a time has the same split: the
+        // bytes of two adjacent parts have been merged only inside, each merge the lowest and
+        // leftmost among their own pairs when made, so they went through BPE of t's bytes
+        // alone, whose one state of two parts they are in. HF's one merge for that split
+        // then takes the leftmost such pair, as tiktoken does. By induction on the merges,
+        // both make the same ones in the same order (and the splits of a token may be ranked
+        // in any order among themselves: `hf_merging_is_tiktokens_rule_where_c1_and_c2_hold`).
         let mut by_rank: Vec<(u32, u32)> = self.merges.values().copied().collect();
         by_rank.sort_unstable();
         if by_rank.windows(2).any(|w| w[1].1 < w[0].1) {
@@ -443,68 +437,28 @@ impl HfBpe {
         }) {
             return Ok(());
         }
-        // Per token (in parallel: a large vocabulary has 10^5-10^6 splits to look up), its
-        // conflict patterns, or `None` if C1 fails for it.
+        // C1, token by token (in parallel: a large vocabulary has 10^5-10^6 splits to look
+        // up). Where it fails, tiktoken would merge a pair HF does not.
         let tokens: Vec<(&[u8], u32)> = self.by_bytes.iter().map(|(t, &id)| (&t[..], id)).collect();
-        let per_token: Option<Vec<Vec<Vec<u8>>>> = crate::runtime::pool::parallel(|| {
+        let c1 = crate::runtime::pool::parallel(|| {
             use rayon::prelude::*;
-            tokens
-                .par_iter()
-                .map(|&(t, id)| {
-                    if t.len() < 2 || extra_ids.contains(&id) {
-                        return Some(Vec::new());
-                    }
-                    self.conflicts_of(vocab, t, id)
-                })
-                .collect()
+            tokens.par_iter().all(|&(t, id)| {
+                t.len() < 2 || extra_ids.contains(&id) || self.splits_are_merges(vocab, t, id)
+            })
         });
-        let Some(per_token) = per_token else {
-            return Ok(()); // C1 fails: tiktoken would merge a pair HF does not
-        };
-        let conflicts: Vec<Vec<u8>> = per_token.into_iter().flatten().collect();
-        self.paths.engine = true;
-        self.paths.conflict_min = conflicts.iter().map(Vec::len).min().unwrap_or(usize::MAX);
-        if !conflicts.is_empty() {
-            // A DFA: the patterns share their prefixes (runs of one char), a few thousand
-            // states, and the search runs on every word the engine merges.
-            self.paths.conflicts = Some(Occurs::new(&conflicts).ok_or_else(|| {
-                bad("the conflict patterns' automaton could not be built (too large)")
-            })?);
-        }
+        self.paths.engine = c1;
         Ok(())
     }
 
-    /// For token `t` (id `id`, at least 2 bytes): `None` if some split of it into two tokens
-    /// is not its listed merge (C1 fails), else the patterns where HF's merge order and
-    /// tiktoken's can differ on it (see [`HfBpe::choose_paths`]).
-    fn conflicts_of(&self, vocab: &Vocab, t: &[u8], id: u32) -> Option<Vec<Vec<u8>>> {
-        let n = t.len();
-        let mut splits: Vec<(usize, u32)> = Vec::new();
-        for k in 1..n {
-            let (Some(a), Some(b)) = (vocab.rank(&t[..k]), vocab.rank(&t[k..])) else {
-                continue;
-            };
-            match self.merges.get(&key(a, b)) {
-                Some(&(rank, new_id)) if new_id == id => splits.push((k, rank)),
-                _ => return None,
-            }
-        }
-        let mut out = Vec::new();
-        for &(k1, r1) in &splits {
-            let k2 = n - k1;
-            if k2 == k1 {
-                continue;
-            }
-            let Some(&(_, r2)) = splits.iter().find(|s| s.0 == k2) else {
-                continue;
-            };
-            if r2 < r1 && t[k1..] == t[..k2] {
-                let mut pat = t.to_vec();
-                pat.extend_from_slice(&t[k2..]);
-                out.push(pat);
-            }
-        }
-        Some(out)
+    /// Whether every split of token `t` (id `id`) into two tokens is a listed merge making it.
+    fn splits_are_merges(&self, vocab: &Vocab, t: &[u8], id: u32) -> bool {
+        (1..t.len()).all(|k| match (vocab.rank(&t[..k]), vocab.rank(&t[k..])) {
+            (Some(a), Some(b)) => self
+                .merges
+                .get(&key(a, b))
+                .is_some_and(|&(_, new_id)| new_id == id),
+            _ => true,
+        })
     }
 
     /// Appends the ids of word `w` to `out` (see the module docs). `text` holds `w` (the
@@ -624,11 +578,9 @@ impl HfBpe {
         }
     }
 
-    /// [`HfBpe::encode_word`] where ferrotok's engine gives HF's ids but for words that
-    /// hold a `conflicts` pattern (see [`HfBpe::choose_paths`]); `ignore_merges` holds.
-    /// The engine's cache serves every word: the patterns are looked for only in a word the
-    /// engine would merge (not a token, not in the cache), and such a word is merged HF's
-    /// way and cached like any other.
+    /// [`HfBpe::encode_word`] where ferrotok's engine gives HF's ids (see
+    /// [`HfBpe::choose_paths`]; `ignore_merges` holds): the model's extra tokens, then the
+    /// engine with its cache.
     #[inline(always)]
     pub fn encode_word_engine(
         &self,
@@ -644,33 +596,7 @@ impl HfBpe {
                 return Ok(());
             }
         }
-        let Some(ac) = &self.paths.conflicts else {
-            return encode_piece_in(vocab, text, w, engine_cache, out);
-        };
-        // Asked only of a word the engine would merge. A word too short to hold a pattern is
-        // turned away here, not before the engine: word lengths near the shortest pattern's
-        // are common, and a test on every word was a branch mispredicted on many.
-        // A word longer than the engine's cache holds is looked for among the long words
-        // merged before (all of which hold a pattern) before it is searched.
-        let hf = |p: &[u8], out: &mut Vec<u32>| {
-            if p.len() < self.paths.conflict_min {
-                return false;
-            }
-            let long = p.len() > MAX_PIECE;
-            if long && self.long.get(p, out) {
-                return true;
-            }
-            if !ac.in_text(p) {
-                return false;
-            }
-            let start = out.len();
-            self.merge(p, out, None);
-            if long {
-                self.long.put(p, &out[start..]);
-            }
-            true
-        };
-        encode_piece_in_with(vocab, text, w, engine_cache, out, Some(&hf))
+        encode_piece_in(vocab, text, w, engine_cache, out)
     }
 
     /// Whether [`HfBpe::encode_word_merging`] finds a word's whole token in the encoder's

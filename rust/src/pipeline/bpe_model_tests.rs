@@ -161,3 +161,92 @@ fn a_whole_word_is_taken_only_where_bpe_reaches_it() {
         assert!(unreached > 0, "the models have tokens BPE does not reach");
     }
 }
+
+/// tiktoken's rule on `word`: merge the adjacent pair whose concatenation has the lowest id,
+/// leftmost among equals, until no pair concatenates to a token.
+fn tiktoken_rule(word: &[u8], ids: &FxHashMap<Vec<u8>, u32>) -> Vec<u32> {
+    let mut parts: Vec<Vec<u8>> = word.iter().map(|&b| vec![b]).collect();
+    loop {
+        let best = (0..parts.len().saturating_sub(1))
+            .filter_map(|i| {
+                ids.get(&[&parts[i][..], &parts[i + 1][..]].concat())
+                    .map(|&r| (r, i))
+            })
+            .min();
+        let Some((_, i)) = best else { break };
+        let right = parts.remove(i + 1);
+        parts[i].extend_from_slice(&right);
+    }
+    parts.iter().map(|p| ids[p]).collect()
+}
+
+/// `choose_paths`'s claim: where every split of a token into two tokens is a listed merge
+/// (C1) and merge lines come in the order of the ids they make (C2), HF's merging is
+/// tiktoken's rule with ids as ranks on every word, however the splits of one token are
+/// ordered among themselves and even where a token ranks below its parts.
+#[test]
+fn hf_merging_is_tiktokens_rule_where_c1_and_c2_hold() {
+    let mut splits_apart = 0;
+    for seed in 0..60u64 {
+        let mut rng = Rng(seed * 104_729 + 17);
+        // Tokens made by joining two earlier ones, as BPE training does: many end up with
+        // several splits into two tokens (runs of one letter, periodic strings).
+        let mut made: Vec<Vec<u8>> = Vec::new();
+        let mut pool: Vec<Vec<u8>> = b"abc".iter().map(|&b| vec![b]).collect();
+        while made.len() < 40 {
+            let t = [
+                &pool[rng.below(pool.len())][..],
+                &pool[rng.below(pool.len())][..],
+            ]
+            .concat();
+            if t.len() <= 8 && !made.contains(&t) {
+                made.push(t.clone());
+                pool.push(t);
+            }
+        }
+        // Ids 256.. in a random order of the made tokens.
+        for i in (1..made.len()).rev() {
+            made.swap(i, rng.below(i + 1));
+        }
+        let mut ids: FxHashMap<Vec<u8>, u32> = (0..=255u8).map(|b| (vec![b], b as u32)).collect();
+        for (i, t) in made.iter().enumerate() {
+            ids.insert(t.clone(), 256 + i as u32);
+        }
+        // Every split of each token into two tokens, by the id made, a token's own splits
+        // shuffled.
+        let mut merges: Vec<Merge> = Vec::new();
+        for t in &made {
+            let mut own: Vec<Merge> = (1..t.len())
+                .filter(|&k| ids.contains_key(&t[..k]) && ids.contains_key(&t[k..]))
+                .map(|k| (t[..k].to_vec(), t[k..].to_vec()))
+                .collect();
+            for i in (1..own.len()).rev() {
+                own.swap(i, rng.below(i + 1));
+            }
+            splits_apart += usize::from(own.len() > 1);
+            merges.extend(own);
+        }
+        let vocab: serde_json::Map<String, Value> =
+            ids.iter().map(|(t, &id)| (text(t), json!(id))).collect();
+        let lines: Vec<Value> = merges
+            .iter()
+            .map(|(a, b)| json!(format!("{} {}", text(a), text(b))))
+            .collect();
+        let m = json!({"type": "BPE", "vocab": vocab, "merges": lines});
+        let (bpe, _) = HfBpe::from_json(&m).expect("a valid model");
+        for _ in 0..400 {
+            let len = 2 + rng.below(40);
+            let word: Vec<u8> = (0..len).map(|_| b"abc"[rng.below(3)]).collect();
+            let mut hf = Vec::new();
+            bpe.merge(&word, &mut hf, None);
+            assert_eq!(
+                hf,
+                tiktoken_rule(&word, &ids),
+                "seed {seed}, word {:?}",
+                String::from_utf8_lossy(&word)
+            );
+        }
+    }
+    // Not vacuous: tokens whose splits HF ranks apart.
+    assert!(splits_apart > 500, "{splits_apart}");
+}

@@ -20,8 +20,8 @@
 //!   whole pre-tokenizers of known models (DeepSeek LLM, Falcon, StarCoder, BERT) as one
 //!   scanner each, the same pieces in one pass;
 //! - the model, one of [`Model`]:
-//!   - [`bpe_model`], byte-level BPE with HF's merge-pair rule (`long_words`: its long
-//!     words' ids, kept per thread), behind a ByteLevel pre-tokenizer;
+//!   - [`bpe_model`], byte-level BPE with HF's merge-pair rule, behind a ByteLevel
+//!     pre-tokenizer;
 //!   - [`sentencepiece_bpe`], BPE over chars with byte fallback, where there is no
 //!     pre-tokenizer or only `Metaspace`; both BPE models merge through [`word`] (HF's `Word`);
 //!   - [`wordpiece`], BERT's greedy longest-match model;
@@ -32,7 +32,6 @@
 pub mod added_tokens;
 pub mod bpe_model;
 pub mod byte_level;
-mod long_words;
 mod merge_table;
 pub mod metaspace;
 pub mod normalizers;

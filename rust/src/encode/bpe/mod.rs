@@ -86,34 +86,12 @@ pub fn encode_piece_in(
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
 ) -> Result<()> {
-    encode_piece_in_with(vocab, text, piece, cache, out, None)
-}
-
-/// How a model whose rule differs from [`merge`] on a few pieces merges those: the hook is
-/// asked about each piece that is neither a whole token nor in the cache, merges it onto
-/// `out` if it is one of those and says whether it took it; [`merge`] takes the rest. What
-/// the hook gives is cached like what `merge` gives. A hook that takes a piece must take
-/// every piece holding it, as the parts of a cut piece are not shown to it. (HuggingFace's
-/// pair merges on a word holding a pattern where they differ from tiktoken's rule:
-/// `pipeline/bpe_model.rs`.)
-pub type MergeHook<'a> = Option<&'a dyn Fn(&[u8], &mut Vec<Rank>) -> bool>;
-
-/// [`encode_piece_in`] with a [`MergeHook`].
-#[inline(always)]
-pub fn encode_piece_in_with(
-    vocab: &BpeVocab,
-    text: &[u8],
-    piece: &[u8],
-    cache: &mut Local<'_>,
-    out: &mut Vec<Rank>,
-    hook: MergeHook<'_>,
-) -> Result<()> {
     let r = short_home_in(vocab, text, piece);
     if r != NO_RANK {
         out.push(r);
         return Ok(());
     }
-    encode_piece_with(vocab, piece, cache, out, hook)
+    encode_piece_inlined(vocab, piece, cache, out)
 }
 
 /// The rank of `piece` (inside `text`) if it is a token in its short-table home slot, else
@@ -141,23 +119,22 @@ pub fn encode_piece(
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
 ) -> Result<()> {
-    encode_piece_with(vocab, piece, cache, out, None)
+    encode_piece_inlined(vocab, piece, cache, out)
 }
 
-/// [`encode_piece`] with a [`MergeHook`].
+/// [`encode_piece`], inlined where [`encode_piece_in`] is (a scan's word step).
 #[inline(always)]
-fn encode_piece_with(
+fn encode_piece_inlined(
     vocab: &BpeVocab,
     piece: &[u8],
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
-    hook: MergeHook<'_>,
 ) -> Result<()> {
     debug_assert!(!piece.is_empty(), "an empty piece");
     if piece.len() > crate::vocab::short_table::MAX_LEN && ends_in_char_from_u1000(piece) {
-        return encode_one::<CUT_PIECE>(vocab, piece, cache, out, hook);
+        return encode_one::<CUT_PIECE>(vocab, piece, cache, out);
     }
-    encode_one::<PIECE>(vocab, piece, cache, out, hook)
+    encode_one::<PIECE>(vocab, piece, cache, out)
 }
 
 /// A scan's pieces to BPE, a scanner's window of them in one loop ([`Pieces::window`]): a
@@ -299,7 +276,6 @@ fn encode_one<const K: u8>(
     piece: &[u8],
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
-    hook: MergeHook<'_>,
 ) -> Result<()> {
     if piece.len() == 1 {
         let r = vocab.byte_ranks[piece[0] as usize];
@@ -329,7 +305,7 @@ fn encode_one<const K: u8>(
     // (Japanese and Chinese sentences are pieces of this kind, tens of bytes each; they are
     // cut first, and a whole token has no cut.)
     if piece.len() > piece_cache::MAX_PIECE && backtrack_finds_whole_token(vocab, piece) {
-        return cut_or_merge::<K>(vocab, piece, cache, out, hook).map(|_| ());
+        return cut_or_merge::<K>(vocab, piece, cache, out).map(|_| ());
     }
     let h = hash_bytes(piece);
     if piece.len() > crate::vocab::mid_table::MAX_LEN && !backtrack_finds_whole_token(vocab, piece)
@@ -346,27 +322,21 @@ fn encode_one<const K: u8>(
         return Ok(());
     }
     let start = out.len();
-    if !cut_or_merge::<K>(vocab, piece, cache, out, hook)? {
+    if !cut_or_merge::<K>(vocab, piece, cache, out)? {
         cache.put(piece, h, &out[start..]);
     }
     Ok(())
 }
 
-/// The piece merged by the hook if it takes it; else, for a [`CUT_PIECE`], the piece cut
-/// where no token spans if it has such a place (returns true), else [`merge`].
+/// For a [`CUT_PIECE`], the piece cut where no token spans if it has such a place (returns
+/// true), else [`merge`].
 #[inline(always)]
 fn cut_or_merge<const K: u8>(
     vocab: &BpeVocab,
     piece: &[u8],
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
-    hook: MergeHook<'_>,
 ) -> Result<bool> {
-    if let Some(take) = hook {
-        if take(piece, out) {
-            return Ok(false);
-        }
-    }
     if K == CUT_PIECE && cut(vocab, piece, cache, out)? {
         return Ok(true);
     }
@@ -382,7 +352,7 @@ fn cut(vocab: &BpeVocab, piece: &[u8], cache: &mut Local<'_>, out: &mut Vec<Rank
         return Ok(false);
     };
     cuts.encode(piece, out, |part, out| {
-        encode_one::<PART>(vocab, part, cache, out, None)
+        encode_one::<PART>(vocab, part, cache, out)
     })
 }
 

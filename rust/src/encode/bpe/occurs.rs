@@ -3,9 +3,9 @@
 //! Invariant: [`Occurs::in_text`] is true iff some string of the set is a substring of the
 //! text (an empty set holds in none).
 //!
-//! Why not `AhoCorasick::is_match`: the question is asked of most words an engine merges (the
-//! conflict patterns of a `tokenizer.json` model, the backtracking's guard), short texts where
-//! the general search's set-up is a good part of the cost. Here it is the automaton's own DFA
+//! Why not `AhoCorasick::is_match`: the question is asked of every piece the backtracking
+//! encoder takes (its guard, `backtrack.rs`), short texts where the general search's set-up
+//! is a good part of the cost. Here it is the automaton's own DFA
 //! stepped one byte at a time: one table load and one compare a byte.
 
 use aho_corasick::automaton::Automaton;
