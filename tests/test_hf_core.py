@@ -492,8 +492,41 @@ def test_fast_paths_are_taken() -> None:
     assert ours("tekken_240911")._core_bpe.hf_paths() == ["vocab_lookup", "engine", "split:tekken"]
     # Qwen2's pattern runs on cl100k's scanner too (numbers cut into digits).
     assert "split:qwen2" in ours("qwen2")._core_bpe.hf_paths()
-    # HF-trained vocabularies list one merge per token: the engine's rule would differ.
-    assert "engine" not in ours("gpt-2")._core_bpe.hf_paths()
+    # Vocabularies HF trained list one merge per token: where it is the one tiktoken's rule
+    # on the token's bytes ends in, the engine serves them too.
+    for model in ("gpt-2", "qwen2", "deepseek-llm"):
+        assert "engine" in ours(model)._core_bpe.hf_paths(), model
+    # GPT-NeoX lists merges of space runs that tiktoken's rule does not end in.
+    assert "engine" not in ours("gpt-neox")._core_bpe.hf_paths()
+
+
+def test_a_listed_merge_the_engine_would_not_make_keeps_a_model_off_it() -> None:
+    # GPT-2 with one token's merge replaced by another split of it into two tokens: the
+    # engine's rule still ends in the old split, so HF's merging serves the model, and words
+    # holding the token keep HF's ids.
+    cfg = copy.deepcopy(config("gpt-2"))
+    model = cfg["model"]
+    vocab: dict[str, int] = model["vocab"]
+    for i, line in enumerate(model["merges"]):
+        a, b = line.split(" ", 1) if isinstance(line, str) else line
+        t = a + b
+        other = next(
+            (k for k in range(1, len(t)) if k != len(a) and t[:k] in vocab and t[k:] in vocab),
+            None,
+        )
+        if len(t) >= 5 and t.startswith("\u0120") and other is not None:
+            new = [t[:other], t[other:]]
+            model["merges"][i] = " ".join(new) if isinstance(line, str) else new
+            break
+    text = json.dumps(cfg)
+    enc = ferrotok.Encoding._from_hf_json(text, "gpt-2, one merge replaced")
+    assert "engine" not in enc._core_bpe.hf_paths()
+    hf = Tokenizer.from_str(text)
+    word = t[1:]
+    texts = [f" {word}", f"a {word} b", f" {word}{word} {word}s", *sample_docs()[:4]]
+    for s in texts:
+        assert enc.encode_ordinary(s) == hf.encode(s, add_special_tokens=False).ids
+    assert ours("gpt-2").encode_ordinary(texts[0]) != enc.encode_ordinary(texts[0])
 
 
 def test_an_engine_model_missing_a_byte_drops_it_as_hf() -> None:

@@ -89,8 +89,9 @@ struct Paths {
     extra: FxHashMap<Box<[u8]>, u32>,
     /// The first bytes of the `extra` tokens.
     extra_first: [bool; 256],
-    /// `extra` is not empty (most models have no such token: one flag, not a table, per word).
-    has_extra: bool,
+    /// `extra` is not empty and a word that is a token is that token (`ignore_merges`): most
+    /// models have no such token, one flag, not a table, per word.
+    whole_extra: bool,
     /// Long CJK words may be cut (see the module docs): the encoder's table holds exactly
     /// the tokens merges make (`vocab_lookup`, and no merge makes an `extra` token), and
     /// every byte is a symbol (no unknown-token runs).
@@ -104,7 +105,7 @@ impl Default for Paths {
             engine: false,
             extra: FxHashMap::default(),
             extra_first: [false; 256],
-            has_extra: false,
+            whole_extra: false,
             cuts: false,
         }
     }
@@ -400,30 +401,36 @@ impl HfBpe {
         for b in extra.keys() {
             self.paths.extra_first[b[0] as usize] = true;
         }
-        self.paths.has_extra = !extra.is_empty();
+        self.paths.whole_extra = self.ignore_merges && !extra.is_empty();
         self.paths.extra = extra;
         self.paths.vocab_lookup = true;
         self.paths.cuts = self.byte_id.iter().all(|&id| id != NONE)
             && !self.merges.values().any(|(_, id)| extra_ids.contains(id));
-        if !self.ignore_merges {
-            return Ok(());
-        }
         // The engine has no rule for a byte without a token (HF drops it, or gives the
         // unknown token): every byte must be one of the engine's tokens.
         if vocab.byte_ranks.contains(&NO_RANK) {
             return Ok(());
         }
-        // tiktoken's rule gives HF's merges on every word when (C1) every split of a token
-        // into two tokens is a listed merge (so the candidate pairs are the same) and (C2)
-        // merge ranks rise with the merged token's id (so HF's lowest-ranked pair makes the
-        // lowest-id token t, as tiktoken's does). The two rules also agree on which pair
-        // making t goes first, as every pair making t at a time has the same split: the
-        // bytes of two adjacent parts have been merged only inside, each merge the lowest and
-        // leftmost among their own pairs when made, so they went through BPE of t's bytes
-        // alone, whose one state of two parts they are in. HF's one merge for that split
-        // then takes the leftmost such pair, as tiktoken does. By induction on the merges,
-        // both make the same ones in the same order (and the splits of a token may be ranked
-        // in any order among themselves: `hf_merging_is_tiktokens_rule_where_c1_and_c2_hold`).
+        // tiktoken's rule gives HF's merges on every word when (C2) merge ranks rise with
+        // the merged token's id and (C1) for every token t that tiktoken's rule reaches from
+        // t's bytes alone, its last merge there is a listed merge making t.
+        //
+        // Why: at any time, the bytes of two adjacent parts have been merged only inside,
+        // each merge the lowest and leftmost among their own pairs when made; so they went
+        // through tiktoken's rule on those bytes alone, and stand in its one state of two
+        // parts. Hence every pair of parts making t at a time is that state's pair: tiktoken
+        // only ever merges pairs that C1 lists, and all its pairs making t share one split.
+        // HF's candidates are listed merges (each makes the token its parts spell, also a
+        // candidate of tiktoken's), so in a state both have reached, tiktoken's lowest pair
+        // (making the lowest id, t) is listed, HF ranks it below every merge making a higher
+        // id (C2), and the pairs making t are one merge, of which both take the leftmost. By
+        // induction on the merges, both make the same ones in the same order. (The splits of
+        // a token may be ranked in any order among themselves:
+        // `hf_merging_is_tiktokens_rule_where_c1_and_c2_hold`.)
+        //
+        // Without `ignore_merges` a word that is a token t is HF's merging of its bytes,
+        // while the engine answers t: so every token must be reached (by either rule, the
+        // same), but the extra tokens, which the engine does not know.
         let mut by_rank: Vec<(u32, u32)> = self.merges.values().copied().collect();
         by_rank.sort_unstable();
         if by_rank.windows(2).any(|w| w[1].1 < w[0].1) {
@@ -437,28 +444,57 @@ impl HfBpe {
         }) {
             return Ok(());
         }
-        // C1, token by token (in parallel: a large vocabulary has 10^5-10^6 splits to look
-        // up). Where it fails, tiktoken would merge a pair HF does not.
+        // C1 (and reach), token by token, in parallel: tiktoken's rule on each token's bytes.
         let tokens: Vec<(&[u8], u32)> = self.by_bytes.iter().map(|(t, &id)| (&t[..], id)).collect();
         let c1 = crate::runtime::pool::parallel(|| {
             use rayon::prelude::*;
             tokens.par_iter().all(|&(t, id)| {
-                t.len() < 2 || extra_ids.contains(&id) || self.splits_are_merges(vocab, t, id)
+                t.len() < 2
+                    || extra_ids.contains(&id)
+                    || self.engine_reaches_as_listed(vocab, t, id)
             })
         });
         self.paths.engine = c1;
         Ok(())
     }
 
-    /// Whether every split of token `t` (id `id`) into two tokens is a listed merge making it.
-    fn splits_are_merges(&self, vocab: &Vocab, t: &[u8], id: u32) -> bool {
-        (1..t.len()).all(|k| match (vocab.rank(&t[..k]), vocab.rank(&t[k..])) {
-            (Some(a), Some(b)) => self
-                .merges
-                .get(&key(a, b))
-                .is_some_and(|&(_, new_id)| new_id == id),
-            _ => true,
-        })
+    /// Whether tiktoken's rule (the encoder's ranks) on the bytes of token `t` (id `id`)
+    /// makes `t` by a listed merge making it, or, with `ignore_merges`, does not make `t`.
+    fn engine_reaches_as_listed(&self, vocab: &Vocab, t: &[u8], id: u32) -> bool {
+        let pairs = &vocab.pairs;
+        let mut tok: Vec<u32> = t.iter().map(|&b| vocab.byte_ranks[b as usize]).collect();
+        let mut pair: Vec<u32> = t.windows(2).map(|w| pairs.byte_pair(w[0], w[1])).collect();
+        let look = |a: u32, b: u32| pairs.get(a, b).unwrap_or(NO_RANK);
+        loop {
+            // The leftmost lowest pair.
+            let mut at = 0;
+            for (i, &r) in pair.iter().enumerate() {
+                if r < pair[at] {
+                    at = i;
+                }
+            }
+            if pair[at] == NO_RANK {
+                return self.ignore_merges; // t is not reached
+            }
+            if tok.len() == 2 {
+                // The last merge: its parts spell t.
+                return self
+                    .merges
+                    .get(&key(tok[0], tok[1]))
+                    .is_some_and(|&(_, made)| made == id);
+            }
+            tok[at] = pair[at];
+            tok.remove(at + 1);
+            pair.remove(at);
+            if at + 1 < tok.len() {
+                pair[at] = look(tok[at], tok[at + 1]);
+            } else {
+                pair.truncate(at);
+            }
+            if at > 0 {
+                pair[at - 1] = look(tok[at - 1], tok[at]);
+            }
+        }
     }
 
     /// Appends the ids of word `w` to `out` (see the module docs). `text` holds `w` (the
@@ -579,8 +615,8 @@ impl HfBpe {
     }
 
     /// [`HfBpe::encode_word`] where ferrotok's engine gives HF's ids (see
-    /// [`HfBpe::choose_paths`]; `ignore_merges` holds): the model's extra tokens, then the
-    /// engine with its cache.
+    /// [`HfBpe::choose_paths`]): with `ignore_merges` the model's extra tokens (without, HF
+    /// merges such a word, as the engine does), then the engine with its cache.
     #[inline(always)]
     pub fn encode_word_engine(
         &self,
@@ -590,7 +626,7 @@ impl HfBpe {
         engine_cache: &mut Local<'_>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
-        if self.paths.has_extra && self.paths.extra_first[w[0] as usize] {
+        if self.paths.whole_extra && self.paths.extra_first[w[0] as usize] {
             if let Some(&id) = self.paths.extra.get(w) {
                 out.push(id);
                 return Ok(());
