@@ -518,6 +518,8 @@ def test_a_listed_merge_the_engine_would_not_make_keeps_a_model_off_it() -> None
             new = [t[:other], t[other:]]
             model["merges"][i] = " ".join(new) if isinstance(line, str) else new
             break
+    else:
+        raise AssertionError("no GPT-2 token with a second split")
     text = json.dumps(cfg)
     enc = ferrotok.Encoding._from_hf_json(text, "gpt-2, one merge replaced")
     assert "engine" not in enc._core_bpe.hf_paths()

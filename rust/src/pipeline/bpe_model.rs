@@ -488,8 +488,6 @@ impl HfBpe {
             pair.remove(at);
             if at + 1 < tok.len() {
                 pair[at] = look(tok[at], tok[at + 1]);
-            } else {
-                pair.truncate(at);
             }
             if at > 0 {
                 pair[at - 1] = look(tok[at - 1], tok[at]);
