@@ -493,11 +493,10 @@ def test_fast_paths_are_taken() -> None:
     # Qwen2's pattern runs on cl100k's scanner too (numbers cut into digits).
     assert "split:qwen2" in ours("qwen2")._core_bpe.hf_paths()
     # Vocabularies HF trained list one merge per token: where it is the one tiktoken's rule
-    # on the token's bytes ends in, the engine serves them too.
-    for model in ("gpt-2", "qwen2", "deepseek-llm"):
+    # on the token's bytes ends in (every shared one), the engine serves them too, those
+    # lacking bytes (Falcon, StarCoder2) included.
+    for model in ("gpt-2", "qwen2", "deepseek-llm", "gpt-neox", "falcon", "starcoder"):
         assert "engine" in ours(model)._core_bpe.hf_paths(), model
-    # GPT-NeoX lists merges of space runs that tiktoken's rule does not end in.
-    assert "engine" not in ours("gpt-neox")._core_bpe.hf_paths()
 
 
 def test_a_listed_merge_the_engine_would_not_make_keeps_a_model_off_it() -> None:
@@ -534,7 +533,7 @@ def test_a_listed_merge_the_engine_would_not_make_keeps_a_model_off_it() -> None
 def test_an_engine_model_missing_a_byte_drops_it_as_hf() -> None:
     # Llama 3's vocabulary without the byte 0xF1 and every token and merge holding it (as
     # StarCoder2's and Falcon's lack bytes): HF's BPE drops such a byte. The engine has no
-    # rule for it, so the model, provably the engine's but for that, stays off the engine.
+    # rule for it: a word holding one is merged HF's way, the others on the engine.
     cfg = copy.deepcopy(config("llama-bpe"))
     gone = bytes_to_unicode()[0xF1]
     model = cfg["model"]
@@ -546,7 +545,7 @@ def test_an_engine_model_missing_a_byte_drops_it_as_hf() -> None:
     cfg["added_tokens"] = []
     text = json.dumps(cfg)
     enc = ferrotok.Encoding._from_hf_json(text, "llama-bpe without 0xF1")
-    assert "engine" not in enc._core_bpe.hf_paths()
+    assert "engine" in enc._core_bpe.hf_paths()
     hf = Tokenizer.from_str(text)
     for t in ["\U00040000::", "a\U00040000:: b", "x \U00040000\U00040000!! 12", *sample_docs()[:4]]:
         assert enc.encode_ordinary(t) == hf.encode(t, add_special_tokens=False).ids

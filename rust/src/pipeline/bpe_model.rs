@@ -27,7 +27,7 @@ use crate::encode::bpe::char_cuts::CharCuts;
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{encode_piece_in, ends_in_char_from_u1000};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::short_table::key_in;
 use crate::vocab::token_table::hash_bytes;
@@ -407,10 +407,9 @@ impl HfBpe {
         self.paths.cuts = self.byte_id.iter().all(|&id| id != NONE)
             && !self.merges.values().any(|(_, id)| extra_ids.contains(id));
         // The engine has no rule for a byte without a token (HF drops it, or gives the
-        // unknown token): every byte must be one of the engine's tokens.
-        if vocab.byte_ranks.contains(&NO_RANK) {
-            return Ok(());
-        }
+        // unknown token): a word holding one is refused by the engine and merged HF's way
+        // (`encode_word_engine`). No token holds such a byte, so the argument below, on
+        // the words of the other bytes, is unchanged.
         // tiktoken's rule gives HF's merges on every word when (C2) merge ranks rise with
         // the merged token's id and (C1) for every token t that tiktoken's rule reaches from
         // t's bytes alone, its last merge there is a listed merge making t.
@@ -614,7 +613,8 @@ impl HfBpe {
 
     /// [`HfBpe::encode_word`] where ferrotok's engine gives HF's ids (see
     /// [`HfBpe::choose_paths`]): with `ignore_merges` the model's extra tokens (without, HF
-    /// merges such a word, as the engine does), then the engine with its cache.
+    /// merges such a word, as the engine does), then the engine with its cache; a word
+    /// holding a byte with no token, which the engine refuses, by HF's merging.
     #[inline(always)]
     pub fn encode_word_engine(
         &self,
@@ -630,7 +630,15 @@ impl HfBpe {
                 return Ok(());
             }
         }
-        encode_piece_in(vocab, text, w, engine_cache, out)
+        let start = out.len();
+        match encode_piece_in(vocab, text, w, engine_cache, out) {
+            Err(Error::MissingByte(_)) => {
+                out.truncate(start);
+                self.merge(w, out, None);
+                Ok(())
+            }
+            done => done,
+        }
     }
 
     /// Whether [`HfBpe::encode_word_merging`] finds a word's whole token in the encoder's
