@@ -34,6 +34,74 @@ struct Trie {
     /// Some token of the trie is not special. Kept, not computed per text: a model with
     /// hundreds of special tokens (Llama 3, Tekken) read all of them at every encode.
     has_ordinary: bool,
+    /// Set when every token of the trie is a run of one ASCII byte without flags.
+    runs: Option<Runs>,
+}
+
+/// Added tokens that are all runs of one ASCII byte, without `single_word`, `lstrip` or
+/// `rstrip` (GPT-NeoX's runs of 2-24 spaces). Leftmost-longest matching is then greedy
+/// along each run of that byte: at each place the longest token that fits in what is left
+/// of the run, until none does. Found with `memmem` for the shortest run, not by the
+/// automaton's step a byte: spaces are a sixth of most text, and GPT-NeoX's split read 22
+/// instructions a byte.
+struct Runs {
+    byte: u8,
+    /// The shortest token's bytes.
+    shortest: memchr::memmem::Finder<'static>,
+    /// By the bytes of the run left (up to the longest token's length): the longest token
+    /// that fits, as (its length, its index into `AddedVocab::tokens`).
+    fits: Vec<Option<(usize, usize)>>,
+}
+
+impl Runs {
+    /// `Runs` for `pats` (token `token[i]` for pattern `i`), if they are runs of one ASCII
+    /// byte and no token has a flag.
+    fn new(pats: &[String], token: &[usize], tokens: &[AddedToken]) -> Option<Runs> {
+        let byte = *pats.first()?.as_bytes().first()?;
+        let plain = |t: &AddedToken| !(t.single_word || t.lstrip || t.rstrip);
+        if !byte.is_ascii()
+            || !pats.iter().all(|p| p.bytes().all(|b| b == byte))
+            || !token.iter().all(|&i| plain(&tokens[i]))
+        {
+            return None;
+        }
+        let longest = pats.iter().map(String::len).max()?;
+        let mut fits = vec![None; longest + 1];
+        for (p, &i) in pats.iter().zip(token) {
+            fits[p.len()] = Some((p.len(), i));
+        }
+        for r in 1..=longest {
+            if fits[r].is_none() {
+                fits[r] = fits[r - 1];
+            }
+        }
+        let shortest = pats.iter().map(String::len).min()?;
+        let needle = vec![byte; shortest];
+        Some(Runs {
+            byte,
+            shortest: memchr::memmem::Finder::new(&needle).into_owned(),
+            fits,
+        })
+    }
+
+    /// The matches in `s` that leftmost-longest matching finds, in order: (start, end,
+    /// token index).
+    fn each_match(&self, s: &[u8], mut f: impl FnMut(usize, usize, usize)) {
+        let mut from = 0;
+        while let Some(k) = self.shortest.find(&s[from..]) {
+            let start = from + k;
+            let end = s[start..]
+                .iter()
+                .position(|&b| b != self.byte)
+                .map_or(s.len(), |n| start + n);
+            let mut at = start;
+            while let Some((len, ti)) = self.fits[(end - at).min(self.fits.len() - 1)] {
+                f(at, at + len, ti);
+                at += len;
+            }
+            from = end;
+        }
+    }
 }
 
 pub struct AddedVocab {
@@ -150,10 +218,12 @@ impl AddedVocab {
                 .build(&pats)
                 .map_err(|e| bad(&format!("added tokens: {e}")))?;
             let has_ordinary = token.iter().any(|&i| !tokens[i].special);
+            let runs = Runs::new(&pats, &token, &tokens);
             Ok(Some(Trie {
                 ac,
                 token,
                 has_ordinary,
+                runs,
             }))
         };
         let raw = build(false)?;
@@ -191,7 +261,10 @@ impl AddedVocab {
             Which::Raw => &self.raw,
             Which::Normalized => &self.normalized,
         };
-        trie.as_ref().is_some_and(|t| t.ac.is_match(s))
+        trie.as_ref().is_some_and(|t| match &t.runs {
+            Some(runs) => runs.shortest.find(s.as_bytes()).is_some(),
+            None => t.ac.is_match(s),
+        })
     }
 
     /// HF's `find_matches` (see the module docs). An empty `s` gives one empty text cut.
@@ -213,6 +286,49 @@ impl AddedVocab {
         }
         let mut cuts = Vec::new();
         let mut start_offset = 0;
+        if let Some(runs) = &trie.runs {
+            // Flags are off: a match is a cut as it stands.
+            runs.each_match(s.as_bytes(), |start, stop, ti| {
+                if !active(ti) {
+                    return;
+                }
+                if start_offset < start {
+                    cuts.push(Cut {
+                        token: None,
+                        start: start_offset,
+                        end: start,
+                    });
+                }
+                cuts.push(Cut {
+                    token: Some(ti),
+                    start,
+                    end: stop,
+                });
+                start_offset = stop;
+            });
+        } else {
+            self.split_matches(s, trie, active, &mut cuts, &mut start_offset);
+        }
+        if start_offset != s.len() {
+            cuts.push(Cut {
+                token: None,
+                start: start_offset,
+                end: s.len(),
+            });
+        }
+        cuts
+    }
+
+    /// [`AddedVocab::split`]'s cuts from the automaton's matches, up to the last match's end
+    /// (`start_offset`).
+    fn split_matches(
+        &self,
+        s: &str,
+        trie: &Trie,
+        active: &dyn Fn(usize) -> bool,
+        cuts: &mut Vec<Cut>,
+        start_offset: &mut usize,
+    ) {
         for m in trie.ac.find_iter(s) {
             let (mut start, mut stop) = (m.start(), m.end());
             let ti = trie.token[m.pattern().as_usize()];
@@ -231,16 +347,16 @@ impl AddedVocab {
                 // HF: `\s*$` on the text before; the previous match may have taken it.
                 let before = &s[..start];
                 let trimmed = before.trim_end_matches(char::is_whitespace).len();
-                start = trimmed.max(start_offset);
+                start = trimmed.max(*start_offset);
             }
             if t.rstrip {
                 let after = &s[stop..];
                 stop += after.len() - after.trim_start_matches(char::is_whitespace).len();
             }
-            if start_offset < start {
+            if *start_offset < start {
                 cuts.push(Cut {
                     token: None,
-                    start: start_offset,
+                    start: *start_offset,
                     end: start,
                 });
             }
@@ -253,15 +369,70 @@ impl AddedVocab {
                     end: stop,
                 });
             }
-            start_offset = stop;
+            *start_offset = stop;
         }
-        if start_offset != s.len() {
-            cuts.push(Cut {
-                token: None,
-                start: start_offset,
-                end: s.len(),
-            });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::Rng;
+    use serde_json::json;
+
+    /// The cuts as (token, start, end).
+    fn plain(cuts: &[Cut]) -> Vec<(Option<usize>, usize, usize)> {
+        cuts.iter().map(|c| (c.token, c.start, c.end)).collect()
+    }
+
+    #[test]
+    fn runs_of_one_byte_cut_as_the_automaton_cuts() {
+        let mut rng = Rng(0x3C6E_F372_FE94_F82B);
+        let mut fast = 0;
+        for round in 0..200 {
+            // Runs of a byte, of random lengths 1-12 (not all of them), as GPT-NeoX's spaces.
+            let byte = *rng.pick(&[' ', '-']);
+            let lens: Vec<usize> = (1..=12).filter(|_| rng.below(3) == 0).collect();
+            if lens.is_empty() {
+                continue;
+            }
+            let list: Vec<Value> = lens
+                .iter()
+                .map(|&n| json!({"content": byte.to_string().repeat(n), "special": false}))
+                .collect();
+            let v = AddedVocab::from_json(&json!(list), None, &Default::default()).unwrap();
+            let trie = v.raw.as_ref().unwrap();
+            assert!(trie.runs.is_some());
+            fast += 1;
+            let text: String = (0..1 + rng.below(80))
+                .map(|_| *rng.pick(&[' ', ' ', ' ', '-', '-', 'a', '\n', 'é']))
+                .collect();
+            // Every token, and every other one (the rest kept as text).
+            let every = |_: usize| true;
+            let some = |ti: usize| (ti + round) % 2 == 0;
+            for active in [&every as &dyn Fn(usize) -> bool, &some] {
+                let (mut by_automaton, mut end) = (Vec::new(), 0);
+                v.split_matches(&text, trie, active, &mut by_automaton, &mut end);
+                if end != text.len() {
+                    by_automaton.push(Cut {
+                        token: None,
+                        start: end,
+                        end: text.len(),
+                    });
+                }
+                let got = v.split(&text, Which::Raw, active);
+                assert_eq!(plain(&got), plain(&by_automaton), "{lens:?} {text:?}");
+            }
+            let occurs = v.occurs_in(&text, Which::Raw);
+            assert_eq!(occurs, trie.ac.is_match(&text), "{lens:?} {text:?}");
         }
-        cuts
+        assert!(fast > 150);
+        // A flag, or a second byte, keeps the automaton.
+        let flagged = json!([{"content": "  "}, {"content": "   ", "lstrip": true}]);
+        let v = AddedVocab::from_json(&flagged, None, &Default::default()).unwrap();
+        assert!(v.raw.as_ref().unwrap().runs.is_none());
+        let mixed = json!([{"content": "  "}, {"content": "--"}]);
+        let v = AddedVocab::from_json(&mixed, None, &Default::default()).unwrap();
+        assert!(v.raw.as_ref().unwrap().runs.is_none());
     }
 }
