@@ -23,6 +23,7 @@ use super::byte_level::{char_of, token_bytes};
 use super::merge_table::MergeTable;
 use super::normalizers::{bad, unsupported};
 use super::word::{scan_merge, Reached, Symbols};
+use crate::encode::bpe::backtrack::last_merge;
 use crate::encode::bpe::char_cuts::CharCuts;
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
@@ -31,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::short_table::key_in;
 use crate::vocab::token_table::hash_bytes;
-use crate::vocab::{Vocab, NO_RANK};
+use crate::vocab::Vocab;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -443,55 +444,34 @@ impl HfBpe {
         }) {
             return Ok(());
         }
-        // C1 (and reach), token by token, in parallel: tiktoken's rule on each token's bytes.
+        // C1 (and reach), token by token, in parallel: the last merge of tiktoken's rule on
+        // each token's bytes must be a listed merge making it; a token the rule does not
+        // reach is allowed only with `ignore_merges`. (Without the pair filter: the tables
+        // are built when encoding needs them, not at load.)
         let tokens: Vec<(&[u8], u32)> = self.by_bytes.iter().map(|(t, &id)| (&t[..], id)).collect();
         let c1 = crate::runtime::pool::parallel(|| {
             use rayon::prelude::*;
-            tokens.par_iter().all(|&(t, id)| {
-                t.len() < 2
-                    || extra_ids.contains(&id)
-                    || self.engine_reaches_as_listed(vocab, t, id)
-            })
+            tokens
+                .par_iter()
+                .map_init(
+                    || (Vec::new(), Vec::new()),
+                    |scratch, &(t, id)| {
+                        if t.len() < 2 || extra_ids.contains(&id) {
+                            return true;
+                        }
+                        match last_merge(vocab, None, t, scratch) {
+                            Some(Some((a, b))) => self
+                                .merges
+                                .get(&key(a, b))
+                                .is_some_and(|&(_, made)| made == id),
+                            _ => self.ignore_merges,
+                        }
+                    },
+                )
+                .all(|listed| listed)
         });
         self.paths.engine = c1;
         Ok(())
-    }
-
-    /// Whether tiktoken's rule (the encoder's ranks) on the bytes of token `t` (id `id`)
-    /// makes `t` by a listed merge making it, or, with `ignore_merges`, does not make `t`.
-    fn engine_reaches_as_listed(&self, vocab: &Vocab, t: &[u8], id: u32) -> bool {
-        let pairs = &vocab.pairs;
-        let mut tok: Vec<u32> = t.iter().map(|&b| vocab.byte_ranks[b as usize]).collect();
-        let mut pair: Vec<u32> = t.windows(2).map(|w| pairs.byte_pair(w[0], w[1])).collect();
-        let look = |a: u32, b: u32| pairs.get(a, b).unwrap_or(NO_RANK);
-        loop {
-            // The leftmost lowest pair.
-            let mut at = 0;
-            for (i, &r) in pair.iter().enumerate() {
-                if r < pair[at] {
-                    at = i;
-                }
-            }
-            if pair[at] == NO_RANK {
-                return self.ignore_merges; // t is not reached
-            }
-            if tok.len() == 2 {
-                // The last merge: its parts spell t.
-                return self
-                    .merges
-                    .get(&key(tok[0], tok[1]))
-                    .is_some_and(|&(_, made)| made == id);
-            }
-            tok[at] = pair[at];
-            tok.remove(at + 1);
-            pair.remove(at);
-            if at + 1 < tok.len() {
-                pair[at] = look(tok[at], tok[at + 1]);
-            }
-            if at > 0 {
-                pair[at - 1] = look(tok[at - 1], tok[at]);
-            }
-        }
     }
 
     /// Appends the ids of word `w` to `out` (see the module docs). `text` holds `w` (the

@@ -153,16 +153,17 @@ impl Spines {
 
 /// The last merge BPE makes on `bytes`, if BPE turns them into one token (`Some(None)` for a
 /// single byte); `None` if the bytes stay in several parts (the token is unreachable) or a
-/// byte has no token. Only ever run on single tokens, once each, with `scratch` reused.
+/// byte has no token. Only ever run on single tokens, once each, with `scratch` reused
+/// (here and by `pipeline::bpe_model`'s choice of the engine).
 ///
 /// The merges are `bpe::merge_scan`'s: the leftmost lowest-ranked pair each round, and after
 /// a merge only the two pairs beside it looked up again (the first pairs of bytes from the
 /// pair table's byte array), not every pair each round, which was most of `Backtrack::new`'s
-/// time. Most look-ups find no merge; `filter` settles those from L2 instead of the pair
-/// table.
-fn last_merge(
+/// time. Most look-ups find no merge; `filter` (where built) settles those from L2 instead
+/// of the pair table.
+pub(crate) fn last_merge(
     vocab: &Vocab,
-    filter: &PairFilter,
+    filter: Option<&PairFilter>,
     bytes: &[u8],
     scratch: &mut (Vec<Rank>, Vec<Rank>),
 ) -> Option<Option<(Rank, Rank)>> {
@@ -180,7 +181,7 @@ fn last_merge(
     pair.clear();
     pair.extend(bytes.windows(2).map(|w| vocab.pairs.byte_pair(w[0], w[1])));
     let lookup = |a: Rank, b: Rank| {
-        if filter.may_merge(a, b) {
+        if filter.is_none_or(|f| f.may_merge(a, b)) {
             vocab.pairs.get(a, b).unwrap_or(NO_RANK)
         } else {
             NO_RANK
@@ -275,7 +276,7 @@ fn last_merges(vocab: &BpeVocab) -> Vec<Option<(Rank, Rank)>> {
                 || (Vec::new(), Vec::new()),
                 |scratch, r| {
                     let bytes = vocab.ordinary_bytes(r)?;
-                    let last = last_merge(vocab, filter, bytes, scratch)?;
+                    let last = last_merge(vocab, Some(filter), bytes, scratch)?;
                     Some(last.unwrap_or((r, r)))
                 },
             )
@@ -564,7 +565,7 @@ mod tests {
             let bytes = vocab.ordinary_bytes(r).unwrap();
             let want = last_merge_by_rescan(&vocab, bytes);
             assert_eq!(
-                last_merge(&vocab, filter, bytes, &mut scratch),
+                last_merge(&vocab, Some(filter), bytes, &mut scratch),
                 want,
                 "{bytes:?}"
             );
@@ -574,7 +575,7 @@ mod tests {
         for text in [&b"aaaaaaabcdx"[..], b"abxabx", b"zz"] {
             let want = last_merge_by_rescan(&vocab, text);
             assert_eq!(
-                last_merge(&vocab, filter, text, &mut scratch),
+                last_merge(&vocab, Some(filter), text, &mut scratch),
                 want,
                 "{text:?}"
             );
@@ -596,7 +597,7 @@ mod tests {
             ] {
                 let want = last_merge_by_rescan(&vocab, &text);
                 assert_eq!(last_merge_heap(&vocab, &text), want);
-                assert_eq!(last_merge(&vocab, filter, &text, &mut scratch), want);
+                assert_eq!(last_merge(&vocab, Some(filter), &text, &mut scratch), want);
             }
         }
     }
