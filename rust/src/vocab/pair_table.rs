@@ -174,6 +174,19 @@ fn long_splits<'v>(
     }
 }
 
+/// The slot count for `n` pairs: a power of two, at most 60% full. Probe runs stay short at
+/// that load (a slot is 8 bytes, so a run of a few slots is one cache line), and the table is
+/// not doubled just past a power of two, as `next_power_of_two(2n)` would: Llama 3's 280,147
+/// pairs take 4 MiB at 53% instead of 8 MiB at 27%, less for a look-up to miss in the caches.
+fn slots_for(n: usize) -> usize {
+    let cap = n.next_power_of_two().max(16);
+    if n * 5 > cap * 3 {
+        cap * 2
+    } else {
+        cap
+    }
+}
+
 impl PairTable {
     /// `n_ids` is one past the largest id (at most [`MAX_IDS`], checked by the caller);
     /// `token_bytes(id)` gives an ordinary token's bytes (or `None`); `rank(bytes)` looks
@@ -201,7 +214,7 @@ impl PairTable {
                 .collect()
         });
         long_splits(n_ids, token_bytes, rank, &mut entries);
-        let cap = (entries.len() * 2).next_power_of_two().max(16);
+        let cap = slots_for(entries.len());
         debug_assert!(n_ids <= MAX_IDS);
         let mut table = PairTable {
             slots: vec![EMPTY; cap],
