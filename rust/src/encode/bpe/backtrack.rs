@@ -38,14 +38,17 @@ use crate::encode::bpe::occurs::Occurs;
 use crate::encode::bpe::pair_filter::PairFilter;
 use crate::encode::bpe::pair_memo::PairMemo;
 use crate::encode::bpe::prefix_trie::PrefixTrie;
+use crate::vocab::blocked_bloom::BlockedBloom;
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use rayon::prelude::*;
 
 pub struct Backtrack {
-    /// Every token at least this long is reachable, so for a piece at least this long that
-    /// is a whole token the walk itself returns that token: the caller may skip its separate
-    /// whole-token look-up (tiktoken's rule) — a cache miss for nearly every long piece.
-    pub whole_tokens_from: usize,
+    /// Every token at least this long is reachable (see [`Backtrack::returns_whole`]).
+    whole_tokens_from: usize,
+    /// The unreachable tokens, by [`ends_key`] (see [`Backtrack::returns_whole`]). Llama 3
+    /// has 844, 308 of them longer than 16 bytes: a filter of 1 KiB stays in L1, where a
+    /// look-up in the vocabulary's token table is a cache miss.
+    unreached: BlockedBloom,
     /// Longest-prefix search over the reachable tokens' bytes.
     trie: PrefixTrie,
     /// Per rank: the longest reachable token that is a strict prefix of it, or `NO_RANK`.
@@ -64,6 +67,22 @@ pub struct Backtrack {
     /// module docs): a piece holding one is refused. `None` for a vocabulary trained in
     /// rank order (all of OpenAI's).
     guard: Option<Occurs>,
+}
+
+/// A hash of `bytes`' length and its first and last (up to) 8 bytes: enough to tell a long
+/// piece from the few unreachable tokens, without reading the piece's middle.
+#[inline(always)]
+fn ends_key(bytes: &[u8]) -> u64 {
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    let n = bytes.len();
+    let (first, last) = (word(&bytes[..n.min(8)]), word(&bytes[n - n.min(8)..]));
+    let h = (first ^ (n as u64).rotate_left(56)).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ last;
+    let h = (h ^ (h >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h ^ (h >> 32)
 }
 
 /// The most tokens out of rank order a vocabulary may have and still be backtracked (with
@@ -306,11 +325,13 @@ impl Backtrack {
         let mut reachable: Vec<(&[u8], Rank)> = Vec::new();
         let mut guarded: Vec<&[u8]> = Vec::new();
         let mut whole_tokens_from = 1;
+        let mut unreached: Vec<u64> = Vec::new();
         for (r, m) in merges.iter().enumerate() {
             let r = r as Rank;
             let Some((a, b)) = *m else {
                 if let Some(bytes) = vocab.ordinary_bytes(r) {
                     whole_tokens_from = whole_tokens_from.max(bytes.len() + 1);
+                    unreached.push(ends_key(bytes));
                 }
                 continue;
             };
@@ -335,8 +356,13 @@ impl Backtrack {
         }
         let spines = (n <= SPINES_MAX_IDS)
             .then(|| Spines::new(vocab, &split, reachable.iter().map(|&(_, r)| r)));
+        let mut unreached_filter = BlockedBloom::new(unreached.len());
+        for k in unreached {
+            unreached_filter.insert(k);
+        }
         Some(Backtrack {
             whole_tokens_from,
+            unreached: unreached_filter,
             trie,
             next_prefix,
             split,
@@ -344,6 +370,15 @@ impl Backtrack {
             spines,
             guard,
         })
+    }
+
+    /// Whether the walk gives `piece`, if it is a token, back as that one token, so that the
+    /// caller may skip its own whole-token look-up (tiktoken's rule): a cache miss in the
+    /// token table for nearly every long piece. True unless the piece may be a token the
+    /// walk never proposes (an unreachable one); every reachable token is its own BPE.
+    #[inline(always)]
+    pub fn returns_whole(&self, piece: &[u8]) -> bool {
+        piece.len() >= self.whole_tokens_from || !self.unreached.may_hold(ends_key(piece))
     }
 
     /// Whether some piece is refused: the vocabulary has tokens out of rank order.
@@ -513,6 +548,7 @@ impl Backtrack {
             + self.memo.memory_bytes()
             + self.spines.as_ref().map_or(0, Spines::memory_bytes)
             + self.guard.as_ref().map_or(0, Occurs::memory_bytes)
+            + self.unreached.memory_bytes()
     }
 }
 
@@ -600,6 +636,35 @@ mod tests {
                 assert_eq!(last_merge(&vocab, Some(filter), &text, &mut scratch), want);
             }
         }
+    }
+
+    /// `returns_whole` is false for every unreachable token (the walk would split it, so the
+    /// caller must look it up whole) and true for the long reachable ones.
+    #[test]
+    fn only_unreachable_tokens_need_a_whole_look_up() {
+        let doubled: Vec<Vec<u8>> = (1..=5).map(|k| b"ab".repeat(1 << (k - 1))).collect();
+        let long = [&b"x"[..], &b"qr".repeat(19), b"y"].concat();
+        let unreached: [&[u8]; 3] = [b"pqrs", b"pqrqrqrqrqrqrqrqrs", &long];
+        let mut ranks: FxHashMap<Vec<u8>, Rank> =
+            (0..=255u8).map(|b| (vec![b], b as Rank)).collect();
+        for t in doubled
+            .iter()
+            .map(|t| &t[..])
+            .chain([&b"qr"[..]])
+            .chain(unreached)
+        {
+            let r = ranks.len() as Rank;
+            ranks.insert(t.to_vec(), r);
+        }
+        let vocab = BpeVocab::new(Vocab::new(ranks, Vec::new()).unwrap());
+        let bt = Backtrack::new(&vocab).unwrap();
+        for t in unreached {
+            assert!(!bt.returns_whole(t), "{:?}", String::from_utf8_lossy(t));
+        }
+        // 32 bytes: shorter than the longest unreachable token, so the filter answers.
+        assert!(bt.returns_whole(&doubled[4]));
+        // Longer than every unreachable token: no look-up whatever the bytes.
+        assert!(bt.returns_whole(&b"pq".repeat(21)));
     }
 
     /// Vocabularies with tokens out of rank order (each made by merging two earlier tokens,

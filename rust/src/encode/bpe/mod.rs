@@ -362,7 +362,7 @@ fn backtrack_finds_whole_token(vocab: &BpeVocab, piece: &[u8]) -> bool {
     piece.len() > SCAN_MAX
         && vocab
             .backtrack_if_built()
-            .is_some_and(|bt| piece.len() >= bt.whole_tokens_from)
+            .is_some_and(|bt| bt.returns_whole(piece))
 }
 
 /// Out of line: inlined into `encode_piece`, it moves the backtracking's branches about
