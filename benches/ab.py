@@ -9,7 +9,10 @@ data touched before every round (as another engine or another stage of a pipelin
 leave the caches), and prints the median of per-round speed ratios B/A and the total ratio.
 
     python benches/ab.py PYTHON_A PYTHON_B [--model cl100k|<tokenizer.json stem>] [--mb 10]
-        [--rounds 48] [--evict 32]
+        [--rounds 48] [--evict 32] [--model-b MODEL]
+
+`--model-b` gives B another model (the same Python twice compares two models on one build,
+e.g. Llama 3 against cl100k, each in a process of its own).
 
 A ratio above 1 means B is faster. Read a change from the medians of three runs.
 """
@@ -62,6 +65,7 @@ def main() -> None:
     parser.add_argument("python_a")
     parser.add_argument("python_b")
     parser.add_argument("--model", default="cl100k")
+    parser.add_argument("--model-b", help="B's model, if not --model's (two models, one build)")
     parser.add_argument("--mb", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=48)
     parser.add_argument("--evict", type=float, default=32.0, help="MB touched before a round")
@@ -71,11 +75,12 @@ def main() -> None:
     if args.worker:
         worker(args.model, args.mb, args.rounds, args.evict)
         return
-    work = [__file__, "a", "b", "--worker", "--model", args.model, "--mb", str(args.mb)]
+    work = [__file__, "a", "b", "--worker", "--mb", str(args.mb)]
     work += ["--rounds", str(args.rounds), "--evict", str(args.evict)]
+    models = {"a": args.model, "b": args.model_b or args.model}
     procs = {
         ab: subprocess.Popen(
-            ["taskset", "-c", args.cpu, python, *work],
+            ["taskset", "-c", args.cpu, python, *work, "--model", models[ab]],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -98,10 +103,8 @@ def main() -> None:
         p.wait()
     ratios = [a / b for a, b in zip(times["a"], times["b"])]
     total = sum(times["a"]) / sum(times["b"])
-    print(
-        f"{args.model}: B/A speed, median of rounds {statistics.median(ratios):.3f}, "
-        f"total {total:.3f}"
-    )
+    name = models["a"] if models["a"] == models["b"] else f"{models['a']} / {models['b']}"
+    print(f"{name}: B/A speed, median of rounds {statistics.median(ratios):.3f}, total {total:.3f}")
 
 
 if __name__ == "__main__":
