@@ -20,6 +20,13 @@ interleaved round by round in rotating order in one process. Speeds are totals; 
 machine disturbs less. Ids are checked against HF on every document timed. One JSON line
 per model goes to benches/results/hf.jsonl.
 
+Then, where gigatoken loads, the two numpy engines go head to head (`numpy_of_gigatoken_alone`):
+only `ferrotok_numpy` and `gigatoken`, alternating, on other documents neither has met. In the
+rotation each engine starts its turn with caches the others filled (HF's above all); alone,
+each keeps its own warm, as in a stream through one tokenizer, and there gigatoken's caches
+(which grow with everything it has read) gain the most. The target counts only if both
+ratios reach it.
+
     python benches/hf.py [--mb 1.0] [--rounds 8] [--models llama-bpe,qwen2]
 """
 
@@ -95,7 +102,12 @@ def git_commit() -> str:
 
 
 def bench_model(
-    name: str, docs: list[str], warm_docs: list[str], rounds: int, cl100k: Any
+    name: str,
+    docs: list[str],
+    warm_docs: list[str],
+    head_docs: list[str],
+    rounds: int,
+    cl100k: Any,
 ) -> dict[str, Any]:
     import ferrotok
     import ferrotok.hf
@@ -157,28 +169,41 @@ def bench_model(
         row[f"{engine}_mbps"] = round(nbytes / sum(per_round[engine]) / 1e6, 2)
     row["bytes"] = nbytes
 
+    head: dict[str, list[float]] = {"ferrotok_numpy": [], "gigatoken": []}
+    if "gigatoken" in engines:
+        for r in range(rounds):
+            chunk = head_docs[r::rounds]
+            for engine in list(head)[:: 1 if r % 2 == 0 else -1]:
+                head[engine].append(timed(engines[engine], chunk))
+
     # Exactness on every document timed, after the clock (ids of the timed instance).
     row["docs"] = len(docs)
     row["mismatches"] = sum(
         1 for d in docs if enc_list.encode_ordinary(d) != hf.encode(d, add_special_tokens=False).ids
     )
 
-    def ratio(a: str, b: str) -> float:
+    def ratio(a: str, b: str, times: dict[str, list[float]] = per_round) -> float:
         # The median over rounds of b's time / a's time on the same chunk: a busy machine
         # slows whole rounds, which a ratio taken within the round mostly cancels.
-        return statistics.median(tb / ta for ta, tb in zip(per_round[a], per_round[b]))
+        return statistics.median(tb / ta for ta, tb in zip(times[a], times[b]))
 
     row["x_hf"] = round(ratio("ferrotok", "hf"), 1)
     row["of_cl100k"] = round(ratio("ferrotok", "cl100k"), 3)
     row["hf_face_x_hf"] = round(ratio("hf_face", "hf"), 1)
     if "gigatoken" in engines:
         row["numpy_of_gigatoken"] = round(ratio("ferrotok_numpy", "gigatoken"), 3)
+        row["numpy_of_gigatoken_alone"] = round(ratio("ferrotok_numpy", "gigatoken", head), 3)
     target = TARGETS.get(name)
     row["targets_met"] = {
         "x50_hf": row["x_hf"] >= 50,
         **({"of_cl100k": row["of_cl100k"] >= target} if target else {}),
         **(
-            {"numpy_ge_gigatoken": row["numpy_of_gigatoken"] >= 1.0}
+            {
+                "numpy_ge_gigatoken": min(
+                    row["numpy_of_gigatoken"], row["numpy_of_gigatoken_alone"]
+                )
+                >= 1.0
+            }
             if "numpy_of_gigatoken" in row
             else {}
         ),
@@ -200,6 +225,7 @@ def main() -> None:
 
     docs = documents(args.mb)
     warm_docs = documents(args.mb / 10, at=0.25)
+    head_docs = documents(args.mb, at=0.7)
     cl100k = ferrotok.get_encoding("cl100k_base")
     cl100k.build_tables()
     meta = {
@@ -221,7 +247,7 @@ def main() -> None:
     )
     for name in names:
         try:
-            row = bench_model(name, docs, warm_docs, args.rounds, cl100k)
+            row = bench_model(name, docs, warm_docs, head_docs, args.rounds, cl100k)
         except ValueError as e:  # a model ferrotok refuses: named
             print(f"{name}: not loaded: {str(e)[:100]}")
             continue
