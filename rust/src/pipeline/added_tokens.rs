@@ -289,22 +289,9 @@ impl AddedVocab {
         if let Some(runs) = &trie.runs {
             // Flags are off: a match is a cut as it stands.
             runs.each_match(s.as_bytes(), |start, stop, ti| {
-                if !active(ti) {
-                    return;
+                if active(ti) {
+                    push_match(&mut cuts, &mut start_offset, start, stop, ti);
                 }
-                if start_offset < start {
-                    cuts.push(Cut {
-                        token: None,
-                        start: start_offset,
-                        end: start,
-                    });
-                }
-                cuts.push(Cut {
-                    token: Some(ti),
-                    start,
-                    end: stop,
-                });
-                start_offset = stop;
             });
         } else {
             self.split_matches(s, trie, active, &mut cuts, &mut start_offset);
@@ -353,25 +340,30 @@ impl AddedVocab {
                 let after = &s[stop..];
                 stop += after.len() - after.trim_start_matches(char::is_whitespace).len();
             }
-            if *start_offset < start {
-                cuts.push(Cut {
-                    token: None,
-                    start: *start_offset,
-                    end: start,
-                });
-            }
-            // A match inside the whitespace a previous match's rstrip took is empty here, and
-            // HF drops empty splits: no token.
-            if start < stop {
-                cuts.push(Cut {
-                    token: Some(ti),
-                    start,
-                    end: stop,
-                });
-            }
-            *start_offset = stop;
+            push_match(cuts, start_offset, start, stop, ti);
         }
     }
+}
+
+/// Appends the cuts of a match of token `ti` at `start..stop`: the text since the last match
+/// (`start_offset`), then the token, and moves `start_offset` past it. A match inside the
+/// whitespace a previous match's rstrip took is empty, and HF drops empty splits: no token.
+fn push_match(cuts: &mut Vec<Cut>, start_offset: &mut usize, start: usize, stop: usize, ti: usize) {
+    if *start_offset < start {
+        cuts.push(Cut {
+            token: None,
+            start: *start_offset,
+            end: start,
+        });
+    }
+    if start < stop {
+        cuts.push(Cut {
+            token: Some(ti),
+            start,
+            end: stop,
+        });
+    }
+    *start_offset = stop;
 }
 
 #[cfg(test)]
