@@ -8,7 +8,7 @@
 
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
-use crate::encode::bpe::{encode_piece, encode_piece_in, ShortFirst};
+use crate::encode::bpe::{encode_piece, encode_piece_in, encode_piece_keyed, ShortFirst};
 use crate::encode::pretok::Splitter;
 use crate::encode::special::SpecialMatcher;
 use crate::error::{Error, Result};
@@ -164,7 +164,7 @@ impl Encoder {
                 text.as_bytes(),
                 out,
                 |_| true,
-                |piece, out| encode_piece(vocab, piece, &mut cache, out),
+                |piece, key, out| encode_piece_keyed(vocab, piece, key, &mut cache, out),
             ),
         )
     }

@@ -27,7 +27,7 @@ use crate::encode::bpe::backtrack::last_merge;
 use crate::encode::bpe::char_cuts::CharCuts;
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
-use crate::encode::bpe::{encode_piece_in, ends_in_char_from_u1000};
+use crate::encode::bpe::{encode_piece_in, encode_piece_keyed, ends_in_char_from_u1000};
 use crate::error::{Error, Result};
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::short_table::key_in;
@@ -604,6 +604,36 @@ impl HfBpe {
         engine_cache: &mut Local<'_>,
         out: &mut Vec<u32>,
     ) -> Result<()> {
+        self.on_engine_or_merged(w, out, |out| {
+            encode_piece_in(vocab, text, w, engine_cache, out)
+        })
+    }
+
+    /// [`HfBpe::encode_word_engine`] for a word whose short-table home slot was found empty
+    /// already, with its key (`short_table::key_in` its text) if it has one.
+    #[inline(always)]
+    pub fn encode_word_keyed(
+        &self,
+        vocab: &BpeVocab,
+        w: &[u8],
+        key: Option<u64>,
+        engine_cache: &mut Local<'_>,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        self.on_engine_or_merged(w, out, |out| {
+            encode_piece_keyed(vocab, w, key, engine_cache, out)
+        })
+    }
+
+    /// `engine` (the engine's ids of `w`) around the word steps' common ends: an extra token
+    /// first, and HF's merging for a word with a byte the engine has no token for.
+    #[inline(always)]
+    fn on_engine_or_merged(
+        &self,
+        w: &[u8],
+        out: &mut Vec<u32>,
+        engine: impl FnOnce(&mut Vec<u32>) -> Result<()>,
+    ) -> Result<()> {
         if self.paths.whole_extra && self.paths.extra_first[w[0] as usize] {
             if let Some(&id) = self.paths.extra.get(w) {
                 out.push(id);
@@ -611,7 +641,7 @@ impl HfBpe {
             }
         }
         let start = out.len();
-        match encode_piece_in(vocab, text, w, engine_cache, out) {
+        match engine(out) {
             Err(Error::MissingByte(_)) => {
                 out.truncate(start);
                 self.merge(w, out, None);

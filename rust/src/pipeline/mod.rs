@@ -698,9 +698,8 @@ impl Pipeline {
 }
 
 /// The pieces of `text` to `model`'s word step on ferrotok's engine, a short-table hit first
-/// (see [`ShortFirst`]). The step gets no surrounding text, which turns off its own probe of
-/// the home slot (its fast path asks for the word inside the text): `ShortFirst` found that
-/// slot empty already.
+/// (see [`ShortFirst`]), then the word's key on to the step, which skips the home slot
+/// `ShortFirst` found empty already.
 fn engine_words<'a, 'c>(
     model: &'a HfBpe,
     vocab: &'a BpeVocab,
@@ -713,7 +712,7 @@ fn engine_words<'a, 'c>(
         text,
         out,
         |_| true,
-        move |w, out| model.encode_word_engine(vocab, &[], w, cache, out),
+        move |w, key, out| model.encode_word_keyed(vocab, w, key, cache, out),
     )
 }
 
@@ -731,7 +730,7 @@ fn merged_words<'a, 'c>(
         text,
         out,
         |id| model.whole_word_is(id),
-        move |w, out| model.encode_word_merging(vocab, text, w, cache, out),
+        move |w, _, out| model.encode_word_merging(vocab, text, w, cache, out),
     )
 }
 

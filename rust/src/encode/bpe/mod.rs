@@ -41,7 +41,8 @@ use crate::encode::pretok::classes::scanned_bytes;
 use crate::encode::pretok::Pieces;
 use crate::error::{Error, Result};
 use crate::runtime::interrupt::Tick;
-use crate::vocab::token_table::hash_bytes;
+use crate::vocab::short_table::key_in;
+use crate::vocab::token_table::{hash_bytes, hash_key};
 use crate::vocab::{Rank, Vocab, NO_RANK};
 use piece_cache::Local;
 use std::cmp::Reverse;
@@ -74,7 +75,8 @@ pub const HEAP_THRESHOLD: usize = 32;
 /// piece. Here the key is the 8 bytes at the piece's start, masked to its length, which
 /// `text` can give without a length test whenever 8 bytes remain. The short table holds the
 /// lowest ranks (the most frequent tokens) in their home slots, so one compare settles most
-/// pieces; anything else, a piece of over 8 bytes included, goes to `encode_piece`.
+/// pieces; anything else goes to [`encode_piece_keyed`] with the key (a piece of over 8 bytes,
+/// or near the end of `text`, without).
 /// `piece` should be a subslice of `text` (every splitter's pieces are). The fast path is
 /// right for any `piece` anyway: it is taken only if `piece` starts at some byte `off` of
 /// `text` with 8 bytes from there on, and then `piece`'s first 1-8 bytes are those bytes.
@@ -86,22 +88,66 @@ pub fn encode_piece_in(
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
 ) -> Result<()> {
-    let r = short_home_in(vocab, text, piece);
-    if r != NO_RANK {
+    let key = key_in(text, piece);
+    if let Some(key) = key {
+        let r = vocab.short_home(key, piece.len());
+        if r != NO_RANK {
+            out.push(r);
+            return Ok(());
+        }
+    }
+    encode_piece_keyed(vocab, piece, key, cache, out)
+}
+
+/// [`encode_piece`] of a piece whose [`key_in`] its text is `key` (`None` if it has none):
+/// with a key, the short piece's path, else `encode_piece`'s.
+#[inline(always)]
+pub fn encode_piece_keyed(
+    vocab: &BpeVocab,
+    piece: &[u8],
+    key: Option<u64>,
+    cache: &mut Local<'_>,
+    out: &mut Vec<Rank>,
+) -> Result<()> {
+    match key {
+        Some(key) => encode_short_piece(vocab, piece, key, cache, out),
+        None => encode_piece_inlined(vocab, piece, cache, out),
+    }
+}
+
+/// [`encode_piece`] of a piece of 1 to 8 bytes whose [`key_in`] its text is `key`: the short
+/// table, the cache, then BPE, with no branch on the piece's length on the way to BPE.
+///
+/// Why: a quarter of the pieces of English miss their home slot (pieces of several tokens,
+/// tokens out of their home slot); on the general path each paid five or six tests of its
+/// length (the short table's load, the cut and mid-table tests, the hash, the cache's byte
+/// compare), which text does not predict.
+#[inline(always)]
+fn encode_short_piece(
+    vocab: &BpeVocab,
+    piece: &[u8],
+    key: u64,
+    cache: &mut Local<'_>,
+    out: &mut Vec<Rank>,
+) -> Result<()> {
+    let n = piece.len();
+    if let Some(r) = vocab.short_rank_key(key, n) {
         out.push(r);
         return Ok(());
     }
-    encode_piece_inlined(vocab, piece, cache, out)
-}
-
-/// The rank of `piece` (inside `text`) if it is a token in its short-table home slot, else
-/// `NO_RANK` (see [`encode_piece_in`]).
-#[inline(always)]
-pub fn short_home_in(vocab: &BpeVocab, text: &[u8], piece: &[u8]) -> Rank {
-    match crate::vocab::short_table::key_in(text, piece) {
-        Some(key) => vocab.short_home(key, piece.len()),
-        None => NO_RANK,
+    if n == 1 {
+        return Err(Error::MissingByte(piece[0]));
     }
+    // As `encode_one` for a piece this short (under `mid_table::MIN_LEN` bytes: no cut, no
+    // other table); its hash is `hash_bytes(piece)`.
+    let h = hash_key(key, n);
+    if cache.get_short(h, n, out) {
+        return Ok(());
+    }
+    let start = out.len();
+    merge(vocab, piece, out)?;
+    cache.put(piece, h, &out[start..]);
+    Ok(())
 }
 
 /// Encode one piece, appending its tokens to `out`. `cache` remembers multi-token pieces.
@@ -140,7 +186,7 @@ fn encode_piece_inlined(
 /// A scan's pieces to BPE, a scanner's window of them in one loop ([`Pieces::window`]): a
 /// piece that is a token in its short-table home slot ([`encode_piece_in`]'s fast path) is
 /// pushed there, any other handed to `rest` (the rest of `encode_piece_in`, or a model's word
-/// step), one call out of the loop. Ctrl-C is polled every ~4,096 pieces.
+/// step) with its key, one call out of the loop. Ctrl-C is polled every ~4,096 pieces.
 ///
 /// Why: a piece at a time, every piece paid a call of the scan's closure (which a scanner's
 /// three call sites keep out of line), a checked `&str` slice and a poll counter.
@@ -165,10 +211,10 @@ fn out_of_line<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// What [`ShortFirst`] calls for the pieces its fast path does not answer: appends the ids of
-/// a piece (given as bytes) to the ids so far.
-pub trait PieceStep: FnMut(&[u8], &mut Vec<Rank>) -> Result<()> {}
+/// a piece (given as bytes, with its [`key_in`] the text if it has one) to the ids so far.
+pub trait PieceStep: FnMut(&[u8], Option<u64>, &mut Vec<Rank>) -> Result<()> {}
 
-impl<F: FnMut(&[u8], &mut Vec<Rank>) -> Result<()>> PieceStep for F {}
+impl<F: FnMut(&[u8], Option<u64>, &mut Vec<Rank>) -> Result<()>> PieceStep for F {}
 
 impl<'a, W, R> ShortFirst<'a, W, R>
 where
@@ -195,12 +241,15 @@ where
 
     #[inline(always)]
     fn one(&mut self, piece: &[u8]) -> Result<()> {
-        let r = short_home_in(self.vocab, self.text, piece);
-        if r != NO_RANK && (self.whole)(r) {
-            self.out.push(r);
-            return Ok(());
+        let key = key_in(self.text, piece);
+        if let Some(key) = key {
+            let r = self.vocab.short_home(key, piece.len());
+            if r != NO_RANK && (self.whole)(r) {
+                self.out.push(r);
+                return Ok(());
+            }
         }
-        out_of_line(|| (self.rest)(piece, self.out))
+        out_of_line(|| (self.rest)(piece, key, self.out))
     }
 
     /// Takes the piece `text[start..end]`.

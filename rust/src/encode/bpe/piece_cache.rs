@@ -46,6 +46,22 @@ struct Entry {
     ids: [u32; MAX_IDS],
 }
 
+impl Entry {
+    /// Appends the entry's ids to `out`.
+    #[inline(always)]
+    fn push_ids(&self, out: &mut Vec<u32>) {
+        if self.n_ids & NARROW == 0 {
+            // All the slots, then cut back: a copy of fixed size is a few vector moves, where
+            // one of `n_ids` was a call to `memcpy`.
+            let end = out.len() + self.n_ids as usize;
+            out.extend_from_slice(&self.ids);
+            out.truncate(end);
+        } else {
+            push_narrow(&self.ids, (self.n_ids & !NARROW) as usize, out);
+        }
+    }
+}
+
 const EMPTY: Entry = Entry {
     hash: 0,
     len: 0,
@@ -170,15 +186,33 @@ impl Local<'_> {
         let set = &slots.sets[i];
         for e in &set.0 {
             if e.hash == h && e.len as usize == piece.len() && same_bytes(&e.bytes, piece) {
-                if e.n_ids & NARROW == 0 {
-                    // All the slots, then cut back: a copy of fixed size is a few vector
-                    // moves, where one of `n_ids` was a call to `memcpy`.
-                    let end = out.len() + e.n_ids as usize;
-                    out.extend_from_slice(&e.ids);
-                    out.truncate(end);
-                } else {
-                    push_narrow(&e.ids, (e.n_ids & !NARROW) as usize, out);
-                }
+                e.push_ids(out);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// [`Local::get`] for a piece of 1 to 8 bytes, by its hash `h` and length `n` alone:
+    /// `h` must be [`hash_bytes`](crate::vocab::token_table::hash_bytes) of the piece, under
+    /// which two pieces of such a length share a hash only if they are the same bytes
+    /// ([`hash_key`](crate::vocab::token_table::hash_key)).
+    ///
+    /// Why: the byte compare branches on the length, which the pieces of text do not
+    /// predict; a caller that has the piece's key hashes it without such a branch too.
+    #[inline(always)]
+    pub fn get_short(&mut self, h: u64, n: usize, out: &mut Vec<u32>) -> bool {
+        debug_assert!((1..=8).contains(&n));
+        let Some(slots) = self.slots() else {
+            return false;
+        };
+        let i = (h as usize) % SLOTS / 2;
+        if !slots.tags[i].contains(&tag(h)) {
+            return false;
+        }
+        for e in &slots.sets[i].0 {
+            if e.hash == h && e.len as usize == n {
+                e.push_ids(out);
                 return true;
             }
         }
