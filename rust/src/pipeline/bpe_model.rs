@@ -609,8 +609,8 @@ impl HfBpe {
         })
     }
 
-    /// [`HfBpe::encode_word_engine`] for a word whose short-table home slot was found empty
-    /// already, with its key (`short_table::key_in` its text) if it has one.
+    /// [`HfBpe::encode_word_engine`] for a word whose short-table home slot was looked at
+    /// already and did not answer, with its key (`short_table::key_in` its text) if it has one.
     #[inline(always)]
     pub fn encode_word_keyed(
         &self,
