@@ -18,22 +18,22 @@ const K: u64 = 0x9E37_79B9_7F4A_7C15;
 #[inline(always)]
 pub fn hash_bytes(b: &[u8]) -> u64 {
     let n = b.len();
-    let x = if n > 8 {
-        let mut h = n as u64;
-        let mut chunks = b.chunks_exact(8);
-        for c in &mut chunks {
-            let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            h = (h ^ v).wrapping_mul(K).rotate_left(29);
-        }
-        let t = &b[n - 8..];
-        let v = u64::from_le_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]);
-        h ^ v
-    } else if n > 0 {
-        return hash_key(short_table::load(b), n);
-    } else {
-        0
-    };
-    finish(x)
+    if n <= 8 {
+        return if n == 0 {
+            finish(0)
+        } else {
+            hash_key(short_table::load(b), n)
+        };
+    }
+    let mut h = n as u64;
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h ^ v).wrapping_mul(K).rotate_left(29);
+    }
+    let t = &b[n - 8..];
+    let v = u64::from_le_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]);
+    finish(h ^ v)
 }
 
 /// [`hash_bytes`] of the 1 to 8 bytes whose [`short_table::load`] is `key`, `n` of them.

@@ -88,15 +88,22 @@ pub fn encode_piece_in(
     cache: &mut Local<'_>,
     out: &mut Vec<Rank>,
 ) -> Result<()> {
-    let key = key_in(text, piece);
-    if let Some(key) = key {
-        let r = vocab.short_home(key, piece.len());
-        if r != NO_RANK {
-            out.push(r);
-            return Ok(());
-        }
+    let (key, r) = short_home_in(vocab, text, piece);
+    if r != NO_RANK {
+        out.push(r);
+        return Ok(());
     }
     encode_piece_keyed(vocab, piece, key, cache, out)
+}
+
+/// `piece`'s [`key_in`] `text` (if it has one), and the rank in its short-table home slot if
+/// it is the token there, else `NO_RANK` (see [`encode_piece_in`]).
+#[inline(always)]
+fn short_home_in(vocab: &BpeVocab, text: &[u8], piece: &[u8]) -> (Option<u64>, Rank) {
+    match key_in(text, piece) {
+        Some(key) => (Some(key), vocab.short_home(key, piece.len())),
+        None => (None, NO_RANK),
+    }
 }
 
 /// [`encode_piece`] of a piece whose [`key_in`] its text is `key` (`None` if it has none):
@@ -241,13 +248,10 @@ where
 
     #[inline(always)]
     fn one(&mut self, piece: &[u8]) -> Result<()> {
-        let key = key_in(self.text, piece);
-        if let Some(key) = key {
-            let r = self.vocab.short_home(key, piece.len());
-            if r != NO_RANK && (self.whole)(r) {
-                self.out.push(r);
-                return Ok(());
-            }
+        let (key, r) = short_home_in(self.vocab, self.text, piece);
+        if r != NO_RANK && (self.whole)(r) {
+            self.out.push(r);
+            return Ok(());
         }
         out_of_line(|| (self.rest)(piece, key, self.out))
     }

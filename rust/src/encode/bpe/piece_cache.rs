@@ -176,21 +176,9 @@ impl Local<'_> {
         if piece.len() > MAX_PIECE {
             return false;
         }
-        let Some(slots) = self.slots() else {
-            return false;
-        };
-        let i = (h as usize) % SLOTS / 2;
-        if !slots.tags[i].contains(&tag(h)) {
-            return false;
-        }
-        let set = &slots.sets[i];
-        for e in &set.0 {
-            if e.hash == h && e.len as usize == piece.len() && same_bytes(&e.bytes, piece) {
-                e.push_ids(out);
-                return true;
-            }
-        }
-        false
+        self.find(h, out, |e| {
+            e.len as usize == piece.len() && same_bytes(&e.bytes, piece)
+        })
     }
 
     /// [`Local::get`] for a piece of 1 to 8 bytes, by its hash `h` and length `n` alone:
@@ -203,6 +191,13 @@ impl Local<'_> {
     #[inline(always)]
     pub fn get_short(&mut self, h: u64, n: usize, out: &mut Vec<u32>) -> bool {
         debug_assert!((1..=8).contains(&n));
+        self.find(h, out, |e| e.len as usize == n)
+    }
+
+    /// Appends the ids of the entry of hash `h` that `is_piece` accepts, if the set holds
+    /// one; false on a miss.
+    #[inline(always)]
+    fn find(&mut self, h: u64, out: &mut Vec<u32>, is_piece: impl Fn(&Entry) -> bool) -> bool {
         let Some(slots) = self.slots() else {
             return false;
         };
@@ -211,7 +206,7 @@ impl Local<'_> {
             return false;
         }
         for e in &slots.sets[i].0 {
-            if e.hash == h && e.len as usize == n {
+            if e.hash == h && is_piece(e) {
                 e.push_ids(out);
                 return true;
             }
