@@ -8,7 +8,7 @@
 //! - [`W`] iff `[\p{Ll}\p{Lm}\p{Lo}\p{M}]` matches c,
 //! - [`NL`] iff c is `\r` or `\n`;
 //!
-//! and for every three-byte char c (U+0800 to U+FFFF), its bit in `letter3` is set iff c has
+//! for every code point c below U+0800, `class2[c]` is `of(c)`; and for every three-byte char c (U+0800 to U+FFFF), its bit in `letter3` is set iff c has
 //! [`L`], in `upper_lower3` iff c has both [`U`] and [`W`].
 //!
 //! Why this holds: the table is built at first use from the class ranges that
@@ -70,6 +70,10 @@ pub(crate) struct CharClasses {
     index: Box<[u16]>,
     /// The distinct blocks, `BLOCK` entries each.
     blocks: Box<[u8]>,
+    /// The class bits of every code point below U+0800 (ASCII and the two-byte chars: Latin-1
+    /// and Latin Extended, Greek, Cyrillic, Armenian, Hebrew, Arabic, ...), 2 KiB: a two-byte
+    /// char's class is one load, with no call and no block index.
+    class2: Box<[u8; 0x800]>,
     /// Three-byte chars (U+0800 to U+FFFF) in `\p{L}`, one bit a code point (8 KiB).
     pub(crate) letter3: Box<Bits3>,
     /// Three-byte chars in both U and W (`\p{Lm}`, `\p{Lo}`, `\p{M}`: CJK, kana, Hangul),
@@ -95,6 +99,7 @@ impl CharClasses {
         }
         loop {
             if bit == L {
+                k = run2_end(b, k, &self.class2, L);
                 k = run3_end(b, k, &self.letter3);
             }
             let (d, l) = self.at(b, k);
@@ -177,8 +182,11 @@ impl CharClasses {
             }
             bits
         };
+        let mut class2 = Box::new([0u8; 0x800]);
+        class2.copy_from_slice(&flat[..0x800]);
         CharClasses {
             ascii,
+            class2,
             letter3: bits3(L),
             upper_lower3: bits3(U | W),
             index: index.into_boxed_slice(),
@@ -217,6 +225,12 @@ impl CharClasses {
         match b.get(i) {
             None => (END, 0),
             Some(&x) if x < 0x80 => (self.ascii[x as usize], 1),
+            // A two-byte char: `decode_multibyte`'s code point (below U+0800 whatever `b`
+            // holds), looked up in `class2`, which equals `of_u32` there.
+            Some(&x) if x < 0xE0 => {
+                let cont = b.get(i + 1).copied().unwrap_or(0x80);
+                (self.class2[two_byte_cp(x, cont)], 2)
+            }
             Some(&x) => self.at_multibyte(b, i, x),
         }
     }
@@ -226,6 +240,31 @@ impl CharClasses {
         let (cp, len) = decode_multibyte(b, i, b0);
         (self.of_u32(cp), len)
     }
+}
+
+/// The code point of a two-byte char from its lead byte `b0` and continuation byte `b1`
+/// (below U+0800 for any two bytes, so an index of `class2`).
+#[inline(always)]
+fn two_byte_cp(b0: u8, b1: u8) -> usize {
+    (b0 as usize & 0x1F) << 6 | (b1 as usize & 0x3F)
+}
+
+/// Skips the two-byte chars from char boundary `k` on whose class has `bit` (`class2` is
+/// [`CharClasses`]' table of them): returns the first position at or after `k` that does not
+/// start such a char.
+///
+/// Why: a Russian, Greek, Hebrew or Arabic word is a run of two-byte chars, each of which
+/// [`CharClasses::at`] would take with a branch on its length; here the loop knows the length
+/// (as [`run3_end`] does for CJK).
+#[inline(always)]
+fn run2_end(b: &[u8], mut k: usize, class2: &[u8; 0x800], bit: u8) -> usize {
+    while let Some(&[b0, b1]) = b.get(k..).and_then(|w| w.first_chunk::<2>()) {
+        if b0 & 0xE0 != 0xC0 || class2[two_byte_cp(b0, b1)] & bit == 0 {
+            break;
+        }
+        k += 2;
+    }
+    k
 }
 
 /// Skips the three-byte chars from char boundary `k` on whose bit is set in `bits`: returns
@@ -438,6 +477,26 @@ mod tests {
                 assert_eq!(t.of_u32(cp) & NL != 0, cp == 10 || cp == 13);
             }
         }
+    }
+
+    #[test]
+    fn two_byte_chars_take_the_table_classes() {
+        let t = CharClasses::get();
+        let mut buf = [0u8; 4];
+        for c in (0x80u32..0x800).filter_map(char::from_u32) {
+            let s = c.encode_utf8(&mut buf).as_bytes();
+            assert_eq!(t.at(s, 0), (t.of(c), 2), "{c:?}");
+            let letter = run2_end(s, 0, &t.class2, L) == 2;
+            assert_eq!(letter, t.of(c) & L != 0, "{c:?}");
+        }
+        // A run stops at the first char without the bit, and at a char of another length.
+        assert_eq!(run2_end("Слово,".as_bytes(), 0, &t.class2, L), 10);
+        assert_eq!(run2_end("éa".as_bytes(), 0, &t.class2, L), 2);
+        assert_eq!(run2_end("й中".as_bytes(), 0, &t.class2, L), 2);
+        assert_eq!(run2_end(&"ё".as_bytes()[..1], 0, &t.class2, L), 0);
+        // U+0483, a combining mark inside the Cyrillic block, is not a letter.
+        assert_eq!(run2_end("ж\u{483}ж".as_bytes(), 0, &t.class2, L), 2);
+        assert_eq!(t.run_end("мир\u{483}".as_bytes(), 0, L), 6);
     }
 
     #[test]
