@@ -1254,6 +1254,15 @@ def test_a_match_inside_whitespace_a_previous_rstrip_took_gives_no_token() -> No
     assert enc._encode_hf_detail(text) == (want.ids, want.offsets, want.word_ids)
 
 
+def test_a_whitespace_token_matched_in_part_of_a_char_normalized_is_that_whitespace() -> None:
+    # Under NFKC "\u00b8" (cedilla) is " \u0327": "  " (lstrip) matches the space before it
+    # and the space it begins with. HF's token text is the two spaces, not the cedilla's mark.
+    texts = ["'s \u00b8", " \u00a8x", "a  \u00b4 \u02d8"]
+    check_face("whitespace-tokens", texts, pairs=False)
+    _, face, _, _ = family("whitespace-tokens")
+    assert "  " in face.encode(texts[0]).tokens
+
+
 def test_normalized_added_tokens_with_one_normalized_text_are_refused() -> None:
     # " " and "\u00a0" are both " " under NFKC: HF 0.23 builds the trie from a hash map, and
     # which id a space gives changes from load to load. Refused rather than guessed.
