@@ -25,6 +25,9 @@ pub type PredSet = (fn(char) -> bool, u8);
 
 pub struct Classes {
     ascii: [u8; 128],
+    /// The bits of every code point below U+0800 (ASCII and the two-byte chars), 2 KiB: a
+    /// Cyrillic, Greek, Hebrew or Arabic char's bits are one load, not an index and a block.
+    class2: Box<[u8; 0x800]>,
     /// The block number of each 256-code-point block (`INDEX_LEN` entries).
     index: Box<[u16; INDEX_LEN]>,
     /// The distinct blocks.
@@ -57,6 +60,8 @@ impl Classes {
         }
         let mut ascii = [0u8; 128];
         ascii.copy_from_slice(&flat[..128]);
+        let mut class2 = Box::new([0u8; 0x800]);
+        class2.copy_from_slice(&flat[..0x800]);
         let mut seen: FxHashMap<&[u8; BLOCK], u16> = FxHashMap::default();
         let mut blocks: Vec<[u8; BLOCK]> = Vec::new();
         let mut index = Box::new([0u16; INDEX_LEN]);
@@ -72,6 +77,7 @@ impl Classes {
         }
         Classes {
             ascii,
+            class2,
             index,
             blocks: blocks.into_boxed_slice(),
         }
@@ -102,6 +108,14 @@ impl Classes {
         let b0 = b[i];
         if b0 < 0x80 {
             return (self.ascii[b0 as usize], 1);
+        }
+        if b0 < 0xE0 {
+            // `decode`'s code point of two bytes, below U+0800 whatever they are.
+            let cont = b.get(i + 1).copied().unwrap_or(0);
+            return (
+                self.class2[(b0 as usize & 0x1F) << 6 | (cont as usize & 0x3F)],
+                2,
+            );
         }
         let (cp, n) = decode(b, i, b0);
         (self.of_u32(cp), n)
@@ -172,6 +186,17 @@ mod tests {
             assert_eq!(t.at(b, i), (want, c.len_utf8()), "{c:?}");
             assert_eq!(t.of(c), want);
             i += c.len_utf8();
+        }
+        // Every two-byte char, which `at` takes from its own table.
+        let mut buf = [0u8; 4];
+        for c in (0x80..0x800u32).filter_map(char::from_u32) {
+            let want = u8::from(set.iter().any(|&(lo, hi)| lo <= c && c <= hi))
+                | (u8::from(c.is_numeric()) << 1);
+            assert_eq!(
+                t.at(c.encode_utf8(&mut buf).as_bytes(), 0),
+                (want, 2),
+                "{c:?}"
+            );
         }
         for cp in (0..=0x10FFFFu32).step_by(97) {
             if let Some(c) = char::from_u32(cp) {
