@@ -8,8 +8,9 @@
 //! - [`W`] iff `[\p{Ll}\p{Lm}\p{Lo}\p{M}]` matches c,
 //! - [`NL`] iff c is `\r` or `\n`;
 //!
-//! for every code point c below U+0800, `class2[c]` is `of(c)`; and for every three-byte char c (U+0800 to U+FFFF), its bit in `letter3` is set iff c has
-//! [`L`], in `upper_lower3` iff c has both [`U`] and [`W`].
+//! for every code point c below U+0800, `class2[c]` is `of(c)`; and for every three-byte
+//! char c (U+0800 to U+FFFF), its bit in `letter3` is set iff c has [`L`], in `upper_lower3`
+//! iff c has both [`U`] and [`W`].
 //!
 //! Why this holds: the table is built at first use from the class ranges that
 //! `regex-syntax` produces for exactly those class expressions, and fancy-regex
