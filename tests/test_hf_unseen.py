@@ -1227,14 +1227,18 @@ def test_random_split_patterns_are_hfs_or_refused(
             continue
         try:
             got = enc.encode_ordinary(t)
+            offsets = enc._encode_hf_detail(t)[1]
         except ValueError as e:
             # fancy-regex's backtracking limit, where Oniguruma finds its way (a nested
-            # repeat before a lookaround, say `.{1,3}+(?<!\s)x`): refused by name, not split
-            # differently.
-            assert "backtracking" in str(e), (pattern, t, e)
+            # repeat before a lookaround, say `.{1,3}+(?<!\s)x`), or the CPU-time limit on a
+            # pattern that backtracks or rescans the text: refused by name, not split
+            # differently. Which limit a pattern meets first, and on which of the two calls,
+            # depends on the machine's speed (`(?:(?:a)?+\S(?:a?+a?)?)+a` met the time limit
+            # on one machine and the count on another).
+            assert "backtrack" in str(e), (pattern, t, e)
             continue
         assert got == want.ids, (pattern, t)
-        assert enc._encode_hf_detail(t)[1] == want.offsets, (pattern, t)
+        assert offsets == want.offsets, (pattern, t)
 
 
 def test_a_match_inside_whitespace_a_previous_rstrip_took_gives_no_token() -> None:
