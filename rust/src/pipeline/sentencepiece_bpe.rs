@@ -21,11 +21,12 @@
 //! the pending one. So the segment is cut there into words (`▁the`, `▁▁▁▁if`), each merged
 //! once and then found in the piece cache, as a byte-level model's pre-tokens are.
 //!
-//! A word too long for the piece cache (a line of CJK text has no spaces) is cut further, by
-//! the same argument, between two chars `a`, `b` that both are tokens where no token holds
-//! `ab`: the symbols beside the cut are `a`'s and `b`'s tokens, and a merge across it would
-//! make a token holding `ab`. (Next to a char that is no token, whose bytes or unknown token
-//! stand for it, nothing is cut.) Its parts merge as it would, and repeat where it does not.
+//! A word too long for the piece cache (a line of CJK text has no spaces), and one the cache
+//! does not hold, is cut further, by the same argument, between two chars `a`, `b` that both
+//! are tokens where no token holds `ab`: the symbols beside the cut are `a`'s and `b`'s
+//! tokens, and a merge across it would make a token holding `ab`. (Next to a char that is no
+//! token, whose bytes or unknown token stand for it, nothing is cut.) Its parts merge as it
+//! would, and repeat where it does not (`▁word,` is `▁word` and `,`).
 
 use super::merge_table::{MergeTable, NONE};
 use super::normalizers::bad;
@@ -369,6 +370,18 @@ impl SentencePieceBpe {
         if w.len() <= MAX_PIECE || self.suffix.is_some() {
             return self.encode_part(w, cache, out);
         }
+        let mut start = 0;
+        self.each_cut(w, |i| {
+            self.encode_uncut(&w[start..i], cache, out);
+            start = i;
+        });
+        self.encode_uncut(&w[start..], cache, out);
+    }
+
+    /// Calls `cut` with each boundary of `w` (UTF-8) that no token spans, in order: between
+    /// two chars that both are tokens where no token holds the two (see the module docs).
+    #[inline]
+    fn each_cut(&self, w: &[u8], mut cut: impl FnMut(usize)) {
         let pairs = self.pairs.get_or_init(|| {
             let mut set = rustc_hash::FxHashSet::default();
             for t in self.by_text.keys() {
@@ -383,7 +396,6 @@ impl SentencePieceBpe {
             }
             set
         });
-        let mut start = 0;
         let mut prev: Option<char> = None;
         let mut i = 0;
         while i < w.len() {
@@ -401,14 +413,12 @@ impl SentencePieceBpe {
             let known = self.char_token(c) != NONE;
             if let Some(p) = prev {
                 if known && !pairs.contains(&pair_key(p, c)) {
-                    self.encode_part(&w[start..i], cache, out);
-                    start = i;
+                    cut(i);
                 }
             }
             prev = known.then_some(c);
             i += len;
         }
-        self.encode_part(&w[start..], cache, out);
     }
 
     /// The id of char `c`'s token, or `NONE`.
@@ -421,10 +431,59 @@ impl SentencePieceBpe {
         }
     }
 
-    /// Appends the ids of `w`, a word or a part of one: a token BPE reaches is itself, else
-    /// the cache's ids, else merged and cached.
+    /// Appends the ids of `w`, a word of at most [`MAX_PIECE`] bytes: a token BPE reaches is
+    /// itself, else the cache's ids, else its parts between the boundaries no token spans
+    /// (each as [`SentencePieceBpe::encode_uncut`]), or merged if it has none; then cached.
+    ///
+    /// Why cut a word the cache does not hold: with punctuation and brackets attached
+    /// (`▁word,`, `▁(see`), words repeat less than their parts. In 0.5 MB of the shared
+    /// English, Llama 2's words hold 12,565 distinct ones of several tokens, their parts 7,204
+    /// (code 8,393 and 2,945; the multilingual text 13,531 and 10,184), and every one of those
+    /// is merged at its first meeting.
     #[inline]
     fn encode_part(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
+        if self.suffix.is_some() {
+            return self.encode_uncut(w, cache, out);
+        }
+        if let Some(&id) = self.by_text.get(w) {
+            if self.reaches(id, w) {
+                out.push(id);
+                return;
+            }
+        }
+        let h = hash_bytes(w);
+        if cache.get(w, h, out) {
+            return;
+        }
+        let start = out.len();
+        let mut cuts = [0u8; MAX_PIECE];
+        let mut n = 0;
+        self.each_cut(w, |i| {
+            // At most `w.len() - 1 < MAX_PIECE` boundaries, each below `MAX_PIECE`. (A cut
+            // left out would only leave a longer part, merged as exactly.)
+            if let (Some(slot), Ok(i)) = (cuts.get_mut(n), u8::try_from(i)) {
+                *slot = i;
+                n += 1;
+            }
+        });
+        if n == 0 {
+            self.merge(w, out, None);
+        } else {
+            let mut from = 0;
+            for &c in &cuts[..n] {
+                self.encode_uncut(&w[from..c as usize], cache, out);
+                from = c as usize;
+            }
+            self.encode_uncut(&w[from..], cache, out);
+        }
+        cache.put(w, h, &out[start..]);
+    }
+
+    /// Appends the ids of `w`, a word with no boundary that no token spans or a part of one
+    /// between such boundaries: a token BPE reaches is itself, else the cache's ids, else
+    /// merged and cached.
+    #[inline]
+    fn encode_uncut(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
         // (With a suffix the token a word may be whole is another: merged once, then cached.)
         if let Some(&id) = self.by_text.get(w).filter(|_| self.suffix.is_none()) {
             if self.reaches(id, w) {
