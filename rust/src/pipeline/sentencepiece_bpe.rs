@@ -445,16 +445,9 @@ impl SentencePieceBpe {
         if self.suffix.is_some() {
             return self.encode_uncut(w, cache, out);
         }
-        if let Some(&id) = self.by_text.get(w) {
-            if self.reaches(id, w) {
-                out.push(id);
-                return;
-            }
-        }
-        let h = hash_bytes(w);
-        if cache.get(w, h, out) {
+        let Some(h) = self.token_or_cached(w, cache, out) else {
             return;
-        }
+        };
         let start = out.len();
         let mut cuts = [0u8; MAX_PIECE];
         let mut n = 0;
@@ -484,20 +477,30 @@ impl SentencePieceBpe {
     /// merged and cached.
     #[inline]
     fn encode_uncut(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
+        let Some(h) = self.token_or_cached(w, cache, out) else {
+            return;
+        };
+        let start = out.len();
+        self.merge(w, out, None);
+        cache.put(w, h, &out[start..]);
+    }
+
+    /// Appends `w`'s ids if `w` is a token BPE reaches or the cache holds it (returns
+    /// `None`), else appends nothing and returns `w`'s hash for the cache.
+    #[inline]
+    fn token_or_cached(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) -> Option<u64> {
         // (With a suffix the token a word may be whole is another: merged once, then cached.)
         if let Some(&id) = self.by_text.get(w).filter(|_| self.suffix.is_none()) {
             if self.reaches(id, w) {
                 out.push(id);
-                return;
+                return None;
             }
         }
         let h = hash_bytes(w);
         if cache.get(w, h, out) {
-            return;
+            return None;
         }
-        let start = out.len();
-        self.merge(w, out, None);
-        cache.put(w, h, &out[start..]);
+        Some(h)
     }
 
     /// Whether BPE on `w` (the text of token `id`) gives `id` alone; kept per token.
