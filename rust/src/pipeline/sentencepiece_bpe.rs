@@ -487,7 +487,7 @@ impl SentencePieceBpe {
 
     /// Appends `w`'s ids if `w` is a token BPE reaches or the cache holds it (returns
     /// `None`), else appends nothing and returns `w`'s hash for the cache.
-    #[inline]
+    #[inline(always)]
     fn token_or_cached(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) -> Option<u64> {
         // (With a suffix the token a word may be whole is another: merged once, then cached.)
         if let Some(&id) = self.by_text.get(w).filter(|_| self.suffix.is_none()) {
