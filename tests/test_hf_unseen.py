@@ -1232,9 +1232,9 @@ def test_random_split_patterns_are_hfs_or_refused(
             # fancy-regex's backtracking limit, where Oniguruma finds its way (a nested
             # repeat before a lookaround, say `.{1,3}+(?<!\s)x`), or the CPU-time limit on a
             # pattern that backtracks or rescans the text: refused by name, not split
-            # differently. Which limit a pattern meets first, and on which of the two calls,
-            # depends on the machine's speed (`(?:(?:a)?+\S(?:a?+a?)?)+a` met the time limit
-            # on one machine and the count on another).
+            # differently. Which limit a pattern meets first depends on the machine's speed
+            # (`(?:(?:a)?+\S(?:a?+a?)?)+a` met the time limit here), and a draw may meet the
+            # count only in the offsets call.
             assert "backtrack" in str(e), (pattern, t, e)
             continue
         assert got == want.ids, (pattern, t)

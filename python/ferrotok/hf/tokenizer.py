@@ -182,16 +182,6 @@ def _ws_run(s: str, reverse: bool) -> int:
     return n
 
 
-def _non_ws_run(s: str) -> int:
-    """How many of `s`'s last chars are not whitespace (Rust's `char::is_whitespace`)."""
-    n = 0
-    for c in reversed(s):
-        if c in WHITE_SPACE:
-            break
-        n += 1
-    return n
-
-
 def _stripped_text(content: str, matched: str, normalize: Callable[[str], str]) -> str:
     """HF's text of a normalized, stripping added token: the normalized text it matched, its
     normalized `content` within the whitespace runs the match covers (normalized: one char a
@@ -200,9 +190,9 @@ def _stripped_text(content: str, matched: str, normalize: Callable[[str], str]) 
     if not content.strip(_WHITE_SPACE_STR):
         # The match is a run of whitespace in the normalized text; the original chars it
         # covers may normalize to more, after it: "¸" is " \u0327" under NFKC, whose space
-        # alone a match of spaces takes. Those extra chars are not whitespace.
+        # alone a match of spaces takes. The match is the whitespace run they begin with.
         whole = normalize(matched)
-        return whole[: len(whole) - _non_ws_run(whole)]
+        return whole[: _ws_run(whole, False)]
     # The content's own edge whitespace is in the whitespace runs the match covers (or was
     # taken by the match before): the core, then the runs as matched.
     lead, trail = _ws_run(matched, False), _ws_run(matched, True)

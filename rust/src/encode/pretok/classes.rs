@@ -246,7 +246,7 @@ impl CharClasses {
 /// The code point of a two-byte char from its lead byte `b0` and continuation byte `b1`
 /// (below U+0800 for any two bytes, so an index of `class2`).
 #[inline(always)]
-fn two_byte_cp(b0: u8, b1: u8) -> usize {
+pub(crate) fn two_byte_cp(b0: u8, b1: u8) -> usize {
     (b0 as usize & 0x1F) << 6 | (b1 as usize & 0x3F)
 }
 

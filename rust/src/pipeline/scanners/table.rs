@@ -9,6 +9,7 @@
 //! version), and the predicates are the very functions the generic pre-tokenizer steps call
 //! (`char::is_numeric`, HF's `is_punc`), evaluated once for every char.
 
+use crate::encode::pretok::classes::two_byte_cp;
 use rustc_hash::FxHashMap;
 
 const BLOCK_BITS: u32 = 8;
@@ -112,10 +113,7 @@ impl Classes {
         if b0 < 0xE0 {
             // `decode`'s code point of two bytes, below U+0800 whatever they are.
             let cont = b.get(i + 1).copied().unwrap_or(0);
-            return (
-                self.class2[(b0 as usize & 0x1F) << 6 | (cont as usize & 0x3F)],
-                2,
-            );
+            return (self.class2[two_byte_cp(b0, cont)], 2);
         }
         let (cp, n) = decode(b, i, b0);
         (self.of_u32(cp), n)
