@@ -95,6 +95,20 @@ def test_corpus_vectors_of_sentencepiece(name: str) -> None:
         assert enc.encode(row["text"], allowed_special="all") == row["ids"], row["text"][:80]
 
 
+@pytest.mark.parametrize("name", SENTENCEPIECE)
+def test_build_tables_builds_the_models_own_tables(name: str) -> None:
+    # A fresh instance: the shared one may have built them by encoding.
+    enc = ferrotok.Encoding.from_hf(model_path(name))
+    before = dict(enc._core_bpe.tables_built())
+    assert {"spm char pairs", "spm whole tokens"} <= before.keys(), before
+    assert not any(before.values()), before
+    enc.build_tables()
+    after = dict(enc._core_bpe.tables_built())
+    assert after.keys() == before.keys() and all(after.values()), after
+    hf = tokenizers.Tokenizer.from_file(str(model_path(name)))
+    check_all(enc, hf, ferrotok.hf.Tokenizer(enc), EDGE_TEXTS + sample_all(3, 1))
+
+
 def test_without_a_dummy_prefix(tmp_path: Path) -> None:
     # Gemma's layout on Llama 2's vocabulary: spaces made `▁` but none put in front, and a
     # decoder without `Strip`. The words then come from the normalized copy (not the raw text).

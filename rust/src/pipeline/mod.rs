@@ -664,8 +664,10 @@ impl Pipeline {
     /// Builds now what the pipeline otherwise builds at its first need (see
     /// `Encoder::build_tables`): the model's tables and the pre-tokenizer's DFAs.
     pub fn build_tables(&self, vocab: &crate::encode::bpe::tables::BpeVocab) {
-        if let Model::ByteLevel(m) = &self.model {
-            m.build_tables(vocab);
+        match &self.model {
+            Model::ByteLevel(m) => m.build_tables(vocab),
+            Model::SentencePiece(m) => m.build_tables(),
+            Model::WordPiece(_) | Model::Unigram(_) => {}
         }
         self.pretok.build_tables();
     }
@@ -674,7 +676,8 @@ impl Pipeline {
     pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
         let mut v = match &self.model {
             Model::ByteLevel(m) => m.tables_built(),
-            Model::SentencePiece(_) | Model::WordPiece(_) | Model::Unigram(_) => Vec::new(),
+            Model::SentencePiece(m) => m.tables_built(),
+            Model::WordPiece(_) | Model::Unigram(_) => Vec::new(),
         };
         v.extend(self.pretok.tables_built());
         v

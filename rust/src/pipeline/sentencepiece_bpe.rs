@@ -37,6 +37,7 @@ use crate::error::Result;
 use crate::runtime::process_once::ProcessOnce;
 use crate::vocab::token_table::hash_bytes;
 use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// SentencePiece's meta symbol for a space, `▁` (U+2581), as UTF-8.
 const META: &[u8] = "\u{2581}".as_bytes();
@@ -64,6 +65,8 @@ pub struct SentencePieceBpe {
     token_lens: Box<[u32]>,
     /// Per id: whether BPE on the token's text gives the token.
     whole: Reached,
+    /// Set once [`SentencePieceBpe::build_tables`] has filled `whole` for every token.
+    whole_built: AtomicBool,
     /// Whether the segment may be cut before each `▁` that follows another char (see the
     /// module docs).
     cut_at_meta: bool,
@@ -71,7 +74,7 @@ pub struct SentencePieceBpe {
     /// pieces, each a word whatever the vocabulary.
     split_all: bool,
     /// Each pair of adjacent chars within a token, as `(a << 32) | b`: where a long word may
-    /// not be cut. Built at the first long word.
+    /// not be cut. Built at the first word that may be cut, or by `build_tables`.
     pairs: ProcessOnce<rustc_hash::FxHashSet<u64>>,
     cache: PieceCache,
     /// `end_of_word_suffix` (HerBERT's and OpenAI GPT's `</w>`): the last char of a word is
@@ -194,6 +197,7 @@ impl SentencePieceBpe {
             table,
             token_lens,
             whole: Reached::new(max_id as usize + 1),
+            whole_built: AtomicBool::new(false),
             cut_at_meta,
             split_all,
             pairs: ProcessOnce::new(),
@@ -218,6 +222,55 @@ impl SentencePieceBpe {
             v.push("split_all");
         }
         v
+    }
+
+    /// Builds now what encoding otherwise builds at its first need: the pairs of chars
+    /// within tokens (where long words are cut) and, for every token, whether BPE on its
+    /// text gives it (`whole`), in parallel. Like `HfBpe::build_tables`: for a program that
+    /// forks workers, and for benchmarks that time encoding, not these first needs.
+    pub fn build_tables(&self) {
+        if self.suffix.is_some() {
+            // Words are merged whole, then cached: neither is asked.
+            return;
+        }
+        self.pairs();
+        let tokens: Vec<(&[u8], u32)> = self.by_text.iter().map(|(t, &id)| (&t[..], id)).collect();
+        crate::runtime::pool::parallel(|| {
+            use rayon::prelude::*;
+            tokens.par_iter().for_each(|&(t, id)| {
+                self.reaches(id, t);
+            });
+        });
+        self.whole_built.store(true, Ordering::Relaxed);
+    }
+
+    /// Which of [`SentencePieceBpe::build_tables`]'s tables are built.
+    pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
+        if self.suffix.is_some() {
+            return Vec::new();
+        }
+        vec![
+            ("spm char pairs", self.pairs.get().is_some()),
+            ("spm whole tokens", self.whole_built.load(Ordering::Relaxed)),
+        ]
+    }
+
+    /// Each pair of adjacent chars within a token (see the field), built at its first need.
+    fn pairs(&self) -> &rustc_hash::FxHashSet<u64> {
+        self.pairs.get_or_init(|| {
+            let mut set = rustc_hash::FxHashSet::default();
+            for t in self.by_text.keys() {
+                let t = std::str::from_utf8(t).unwrap_or_default();
+                let mut prev: Option<char> = None;
+                for c in t.chars() {
+                    if let Some(p) = prev {
+                        set.insert(pair_key(p, c));
+                    }
+                    prev = Some(c);
+                }
+            }
+            set
+        })
     }
 
     /// Calls `f` with each word of segment `s` (the whole segment if it may not be cut).
@@ -382,20 +435,7 @@ impl SentencePieceBpe {
     /// two chars that both are tokens where no token holds the two (see the module docs).
     #[inline]
     fn each_cut(&self, w: &[u8], mut cut: impl FnMut(usize)) {
-        let pairs = self.pairs.get_or_init(|| {
-            let mut set = rustc_hash::FxHashSet::default();
-            for t in self.by_text.keys() {
-                let t = std::str::from_utf8(t).unwrap_or_default();
-                let mut prev: Option<char> = None;
-                for c in t.chars() {
-                    if let Some(p) = prev {
-                        set.insert(pair_key(p, c));
-                    }
-                    prev = Some(c);
-                }
-            }
-            set
-        });
+        let pairs = self.pairs();
         let mut prev: Option<char> = None;
         let mut i = 0;
         while i < w.len() {
