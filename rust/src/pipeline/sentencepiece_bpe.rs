@@ -47,6 +47,33 @@ fn pair_key(a: char, b: char) -> u64 {
     (u64::from(a) << 32) | u64::from(b)
 }
 
+/// The piece cache's key for `w`, a word of over [`MAX_PIECE`] bytes that starts with `▁`:
+/// a byte 0xFF, the count of `▁`s it starts with, then the rest, where that fits in
+/// `MAX_PIECE` bytes (`buf`); else `None`.
+///
+/// Why: `▁` is three bytes, so code's indented words (`▁▁▁▁▁▁▁▁▁▁▁▁return`) are too long for
+/// the cache by their text, and no token-free boundary cuts them: each was merged at every
+/// meeting. In 0.5 MB of the shared code, 8,991 of 30,222 words are over 32 bytes, 5,752 of
+/// them (2,018 distinct) with a key.
+///
+/// Distinct words have distinct keys, and no key is the text of a word: 0xFF is in no UTF-8
+/// text, and a key gives back the count of `▁`s and the rest.
+fn compact_key<'a>(w: &[u8], buf: &'a mut [u8; MAX_PIECE]) -> Option<&'a [u8]> {
+    let mut k = 0;
+    while w[k * META.len()..].starts_with(META) {
+        k += 1;
+    }
+    let rest = &w[k * META.len()..];
+    let n = 2 + rest.len();
+    if k == 0 || n > MAX_PIECE {
+        return None;
+    }
+    buf[0] = 0xFF;
+    buf[1] = u8::try_from(k).ok()?;
+    buf[2..n].copy_from_slice(rest);
+    Some(&buf[..n])
+}
+
 pub struct SentencePieceBpe {
     /// Token text (UTF-8) -> id.
     by_text: FxHashMap<Box<[u8]>, u32>,
@@ -417,12 +444,29 @@ impl SentencePieceBpe {
     }
 
     /// Appends the ids of word `w` (UTF-8, cut at `▁` as the module docs say); one too long
-    /// for the cache is cut into parts first.
+    /// for the cache is cut into parts first, and cached whole under its [`compact_key`]
+    /// where it has one.
     #[inline]
     fn encode_word(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
         if w.len() <= MAX_PIECE || self.suffix.is_some() {
             return self.encode_part(w, cache, out);
         }
+        let mut buf = [0u8; MAX_PIECE];
+        let Some(key) = compact_key(w, &mut buf) else {
+            return self.encode_long(w, cache, out);
+        };
+        let h = hash_bytes(key);
+        if cache.get(key, h, out) {
+            return;
+        }
+        let start = out.len();
+        self.encode_long(w, cache, out);
+        cache.put(key, h, &out[start..]);
+    }
+
+    /// Appends the ids of `w`, a word of over [`MAX_PIECE`] bytes: its parts between the
+    /// boundaries no token spans, each as [`SentencePieceBpe::encode_uncut`].
+    fn encode_long(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
         let mut start = 0;
         self.each_cut(w, |i| {
             self.encode_uncut(&w[start..i], cache, out);
