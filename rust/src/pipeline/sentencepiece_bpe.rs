@@ -569,20 +569,25 @@ impl SentencePieceBpe {
         cache.put(w, h, &out[start..]);
     }
 
-    /// Appends `w`'s ids if `w` is a token BPE reaches or the cache holds it (returns
+    /// Appends `w`'s ids if the cache holds it or `w` is a token BPE reaches (returns
     /// `None`), else appends nothing and returns `w`'s hash for the cache.
+    ///
+    /// Why the cache first, whole tokens cached too: most words are whole tokens, and the
+    /// cache answers one from its entry's line (its tags in L1/L2), where the vocabulary's
+    /// map reads a bucket and then the token's boxed text.
     #[inline(always)]
     fn token_or_cached(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) -> Option<u64> {
+        let h = hash_bytes(w);
+        if cache.get(w, h, out) {
+            return None;
+        }
         // (With a suffix the token a word may be whole is another: merged once, then cached.)
         if let Some(&id) = self.by_text.get(w).filter(|_| self.suffix.is_none()) {
             if self.reaches(id, w) {
                 out.push(id);
+                cache.put(w, h, &[id]);
                 return None;
             }
-        }
-        let h = hash_bytes(w);
-        if cache.get(w, h, out) {
-            return None;
         }
         Some(h)
     }
