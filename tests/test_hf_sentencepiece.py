@@ -97,15 +97,17 @@ def test_corpus_vectors_of_sentencepiece(name: str) -> None:
 
 @pytest.mark.parametrize("name", SENTENCEPIECE)
 def test_long_indented_words_met_again(name: str) -> None:
-    # A word of over 32 bytes that starts with `▁`s is cached under a key of one byte a `▁`
-    # (spaces and literal `▁`s alike, as the normalizers make them one): met again, it gives
-    # what it gave at first, through both faces, whatever its count of `▁`s.
+    # A word of over 32 bytes that starts with `▁`s (spaces and literal `▁`s alike, as the
+    # normalizers make them one) is cached under a key of 0xFF, its count of `▁`s and the
+    # rest, where that fits in 32 bytes: met again, it gives what it gave at first, through
+    # both faces, whatever its count of `▁`s (the last word's rest does not fit).
     hf = tokenizers.Tokenizer.from_file(str(model_path(name)))
     enc = ferrotok.Encoding.from_hf(model_path(name))
     face = ferrotok.hf.Tokenizer(enc)
     texts = []
     for n in (8, 10, 11, 12, 20, 27, 31, 32, 33):
-        for word in ("return", "x", "print(a)", "東京", "self.assertEqual(a,", "🎉"):
+        words = ("return", "x", "print(a)", "東京", "self.assertEqual(a,", "🎉", "y" * 31)
+        for word in words:
             texts += ["def f():\n" + " " * n + word, "x\n" + "▁" * n + word + " y"]
     for _ in range(2):
         check_all(enc, hf, face, texts)

@@ -26,7 +26,9 @@
 //! are tokens where no token holds `ab`: the symbols beside the cut are `a`'s and `b`'s
 //! tokens, and a merge across it would make a token holding `ab`. (Next to a char that is no
 //! token, whose bytes or unknown token stand for it, nothing is cut.) Its parts merge as it
-//! would, and repeat where it does not (`▁word,` is `▁word` and `,`).
+//! would, and repeat where it does not (`▁word,` is `▁word` and `,`). A long word that starts
+//! with `▁`s (code's indented words) is also cached whole, under a shorter key
+//! ([`compact_key`]); whole-token words are cached too, so the cache answers most words.
 
 use super::merge_table::{MergeTable, NONE};
 use super::normalizers::bad;
