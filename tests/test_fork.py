@@ -141,3 +141,24 @@ def test_tables_built_before_a_fork_are_the_childs_without_building(
             special_tokens={},
         )
     assert ids == reference.encode_ordinary(LONG)
+
+
+@pytest.mark.parametrize("model", ["llama-spm", "qwen2"])
+def test_a_tokenizer_json_models_tables_built_before_a_fork_are_the_childs(model: str) -> None:
+    # SentencePiece BPE (char pairs, whole-token answers) and byte-level BPE (cut tables,
+    # whole-token answers, the Split's tables): built in the parent, the child has them
+    # without building, and encodes as the parent does.
+    from test_hf_parity import model_path
+
+    enc = ferrotok.Encoding.from_hf(model_path(model))
+    enc.build_tables()
+    built = enc._core_bpe.tables_built()
+    assert built and all(b for _, b in built), built
+    text = LONG + " def f():\n" + " " * 16 + "return x\n"
+
+    def work() -> tuple[list[tuple[str, bool]], list[int]]:
+        return enc._core_bpe.tables_built(), enc.encode_ordinary(text)
+
+    in_child, ids = in_forked_child(work)
+    assert in_child == built
+    assert ids == enc.encode_ordinary(text)
