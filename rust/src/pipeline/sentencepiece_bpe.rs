@@ -467,14 +467,30 @@ impl SentencePieceBpe {
     }
 
     /// Appends the ids of `w`, a word of over [`MAX_PIECE`] bytes: its parts between the
-    /// boundaries no token spans, each as [`SentencePieceBpe::encode_uncut`].
+    /// boundaries no token spans, or the whole word, each as
+    /// [`SentencePieceBpe::encode_uncut`].
     fn encode_long(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
-        let mut start = 0;
+        if !self.encode_cut(w, cache, out) {
+            self.encode_uncut(w, cache, out);
+        }
+    }
+
+    /// Appends the ids of `w`'s parts between the boundaries no token spans, each as
+    /// [`SentencePieceBpe::encode_uncut`]; `false`, with nothing appended, where `w` has no
+    /// such boundary.
+    #[inline]
+    fn encode_cut(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) -> bool {
+        // No boundary comes before the first char, so `from` stays 0 only without one.
+        let mut from = 0;
         self.each_cut(w, |i| {
-            self.encode_uncut(&w[start..i], cache, out);
-            start = i;
+            self.encode_uncut(&w[from..i], cache, out);
+            from = i;
         });
-        self.encode_uncut(&w[start..], cache, out);
+        if from == 0 {
+            return false;
+        }
+        self.encode_uncut(&w[from..], cache, out);
+        true
     }
 
     /// Calls `cut` with each boundary of `w` (UTF-8) that no token spans, in order: between
@@ -535,25 +551,8 @@ impl SentencePieceBpe {
             return;
         };
         let start = out.len();
-        let mut cuts = [0u8; MAX_PIECE];
-        let mut n = 0;
-        self.each_cut(w, |i| {
-            // At most `w.len() - 1 < MAX_PIECE` boundaries, each below `MAX_PIECE`. (A cut
-            // left out would only leave a longer part, merged as exactly.)
-            if let (Some(slot), Ok(i)) = (cuts.get_mut(n), u8::try_from(i)) {
-                *slot = i;
-                n += 1;
-            }
-        });
-        if n == 0 {
+        if !self.encode_cut(w, cache, out) {
             self.merge(w, out, None);
-        } else {
-            let mut from = 0;
-            for &c in &cuts[..n] {
-                self.encode_uncut(&w[from..c as usize], cache, out);
-                from = c as usize;
-            }
-            self.encode_uncut(&w[from..], cache, out);
         }
         cache.put(w, h, &out[start..]);
     }
