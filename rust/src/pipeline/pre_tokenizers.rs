@@ -17,7 +17,7 @@ use super::byte_level::char_of;
 use super::normalizers::{bad, unsupported};
 use super::onig_checks;
 use super::scanners::Fused;
-use super::splitters::PieceSplitter;
+use super::splitters::{PieceSplitter, OPENAI_EXPORTS};
 use crate::encode::pretok::{Splitter, R50K_PATTERN};
 use crate::error::Result;
 use serde_json::Value;
@@ -315,9 +315,15 @@ impl PreTokenizer {
                 let re = if let Some(s) = pattern.get("String").and_then(Value::as_str) {
                     escape(s)
                 } else if let Some(r) = pattern.get("Regex").and_then(Value::as_str) {
-                    let fancy = onig_to_fancy(r);
-                    onig_checks::refuse_unsupported(r, &fancy)?;
-                    fancy
+                    match OPENAI_EXPORTS.iter().find(|(written, _)| *written == r) {
+                        // ferrotok's own export of an OpenAI pattern: the pattern itself.
+                        Some((_, openai)) => (*openai).to_owned(),
+                        None => {
+                            let fancy = onig_to_fancy(r);
+                            onig_checks::refuse_unsupported(r, &fancy)?;
+                            fancy
+                        }
+                    }
                 } else {
                     return Err(bad("Split pattern is neither String nor Regex"));
                 };

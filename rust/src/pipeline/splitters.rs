@@ -26,7 +26,9 @@
 
 use crate::encode::pretok::classes::{CharClasses, N};
 use crate::encode::pretok::o200k::Tekken;
-use crate::encode::pretok::{ascii_digits, each_piece, Pieces, Splitter, CL100K_PATTERN};
+use crate::encode::pretok::{
+    ascii_digits, each_piece, Pieces, Splitter, CL100K_PATTERN, R50K_PATTERN,
+};
 use crate::error::Result;
 
 pub const LLAMA3_PATTERN: &str = concat!(
@@ -44,6 +46,29 @@ pub const TEKKEN_PATTERN: &str = concat!(
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|",
     r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
+
+/// The `Split` regexes ferrotok's `Encoding.to_hf` writes for OpenAI's patterns
+/// (`ferrotok.hf.regex.to_oniguruma` of each: possessives as atomic groups, `$` as `\z`), with
+/// the pattern each stands for. `to_oniguruma` promises that Oniguruma splits a text with the
+/// written regex as fancy-regex splits it with the pattern, so a `tokenizer.json` ferrotok
+/// wrote runs on the pattern's own scanner (o200k's pattern has no possessive and is written
+/// as it is). `test_hf_export.py` checks the strings against `to_oniguruma`.
+pub const OPENAI_EXPORTS: [(&str, &str); 2] = [
+    (
+        concat!(
+            r"'(?:[sdmt]|ll|ve|re)| ?(?>\p{L}+)| ?(?>\p{N}+)| ?(?>[^\s\p{L}\p{N}]+)|",
+            r"(?>\s+)\z|\s+(?!\S)|\s"
+        ),
+        R50K_PATTERN,
+    ),
+    (
+        concat!(
+            r"'(?i:[sdmt]|ll|ve|re)|(?>[^\r\n\p{L}\p{N}]?)(?>\p{L}+)|(?>\p{N}{1,3})|",
+            r" ?(?>[^\s\p{L}\p{N}]+)(?>[\r\n]*)|(?>\s+)\z|\s*[\r\n]|\s+(?!\S)|\s"
+        ),
+        CL100K_PATTERN,
+    ),
+];
 
 pub enum PieceSplitter {
     Plain(Splitter),
