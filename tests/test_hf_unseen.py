@@ -820,6 +820,17 @@ def test_family_matches_hf_on_corpus(name: str) -> None:
     check_decode(name, docs)
 
 
+def test_tiktokens_cl100k_pattern_runs_on_cl100ks_scanner() -> None:
+    # tiktoken's cl100k pattern copied verbatim (as transformers' TikTokenConverter writes it)
+    # ran on fancy-regex's backtracking, ~4x HF; Oniguruma's reading of it is cl100k's pieces
+    # with digit runs whole, which cl100k's scanner gives (the tests above check the ids).
+    enc = family("tiktoken-cl100k-pattern")[0]
+    assert "split:cl100k-digit-runs" in enc._core_bpe.hf_paths()
+    assert enc.decode(enc.encode_ordinary(" 2021 12345678")) == " 2021 12345678"
+    ids = family("tiktoken-cl100k-pattern")[2].encode(" 1234567", add_special_tokens=False).ids
+    assert enc.encode_ordinary(" 1234567") == ids
+
+
 @functools.cache
 def _vocab_texts(name: str) -> list[str]:
     """Texts that are exactly a vocab entry (decoded), for hypothesis to draw from."""

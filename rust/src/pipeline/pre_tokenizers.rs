@@ -385,6 +385,7 @@ impl PreTokenizer {
                     "llama3" => "split:llama3",
                     "qwen2" => "split:qwen2",
                     "tekken" => "split:tekken",
+                    "cl100k-digit-runs" => "split:cl100k-digit-runs",
                     "general" => "split:general",
                     "fancy-regex" => "split:fancy-regex",
                     "cl100k" => "split:cl100k",

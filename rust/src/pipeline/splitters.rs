@@ -23,6 +23,14 @@
 //! Mistral's Tekken pattern is o200k_base's without the contraction that ends o200k's two
 //! letter alternatives, and with `\p{N}` for `\p{N}{1,3}`: it runs on o200k's scanner with
 //! those two rules switched (`pretok/o200k.rs` argues both).
+//!
+//! cl100k_base's own pattern copied into a `Split` (as transformers' `TikTokenConverter` writes
+//! it) is read by Oniguruma with `\p{N}{1,3}+` as `(?:\p{N}{1,3})+`, which takes a whole run
+//! of `\p{N}` chars; its other possessives mean what they mean to fancy-regex, and `\s++$`
+//! cannot match before a `\n` (the run would hold it), so `$` is the end of the text there as
+//! in cl100k. As for Qwen2, a `\p{N}` char only ever starts a numbers piece, so a run of them
+//! is one piece here where cl100k cuts it every three chars: cl100k's pieces with adjacent
+//! numbers pieces joined are that reading's (`PieceSplitter::DigitRuns`).
 
 use crate::encode::pretok::classes::{CharClasses, N};
 use crate::encode::pretok::o200k::Tekken;
@@ -30,6 +38,8 @@ use crate::encode::pretok::{
     ascii_digits, each_piece, Pieces, Splitter, CL100K_PATTERN, R50K_PATTERN,
 };
 use crate::error::Result;
+use crate::pipeline::pre_tokenizers::onig_to_fancy;
+use std::sync::OnceLock;
 
 pub const LLAMA3_PATTERN: &str = concat!(
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|",
@@ -78,6 +88,16 @@ pub enum PieceSplitter {
     Qwen2(Splitter),
     /// Tekken's pattern, by o200k's scanner without contractions, one digit a piece.
     Tekken(Tekken),
+    /// cl100k's pattern as Oniguruma reads it: cl100k's pieces, each run of numbers pieces
+    /// one piece (see the module docs).
+    DigitRuns(Splitter),
+}
+
+/// The pattern [`PieceSplitter::DigitRuns`] stands for: cl100k's as Oniguruma reads it,
+/// in fancy-regex's syntax.
+fn cl100k_as_oniguruma_reads_it() -> &'static str {
+    static READING: OnceLock<String> = OnceLock::new();
+    READING.get_or_init(|| onig_to_fancy(CL100K_PATTERN))
 }
 
 impl PieceSplitter {
@@ -90,6 +110,9 @@ impl PieceSplitter {
         }
         if pattern == TEKKEN_PATTERN {
             return Ok(PieceSplitter::Tekken(Tekken::new()));
+        }
+        if pattern == cl100k_as_oniguruma_reads_it() {
+            return Ok(PieceSplitter::DigitRuns(Splitter::new(CL100K_PATTERN)?));
         }
         Ok(PieceSplitter::Plain(Splitter::new(pattern)?))
     }
@@ -116,6 +139,7 @@ impl PieceSplitter {
             PieceSplitter::Llama3(_) => "llama3",
             PieceSplitter::Qwen2(_) => "qwen2",
             PieceSplitter::Tekken(_) => "tekken",
+            PieceSplitter::DigitRuns(_) => "cl100k-digit-runs",
         }
     }
 
@@ -151,6 +175,7 @@ impl PieceSplitter {
                     f(p)
                 })
             }
+            PieceSplitter::DigitRuns(s) => digit_runs(s, text, f),
         }
     }
 
@@ -203,6 +228,41 @@ impl<'t, S: Pieces<'t>> Pieces<'t> for NumbersApart<'_, S> {
         // Bits up to the last end (`ends` is not empty: a window ends at least one piece).
         let upto = u64::MAX.checked_shr(ends.leading_zeros()).unwrap_or(0);
         self.sink.window(text, i, ends | (digits << 1) & upto)
+    }
+}
+
+/// [`PieceSplitter::DigitRuns`]'s pieces of `text`: cl100k's scanner's, a numbers piece held
+/// back until the piece after it shows whether the run goes on.
+fn digit_runs<'t>(
+    s: &Splitter,
+    text: &'t str,
+    mut f: impl FnMut(&'t str) -> Result<()>,
+) -> Result<()> {
+    // `\p{N}` as the scanners' tables have it (regex-syntax's Unicode tables).
+    let t = CharClasses::get();
+    let base = text.as_ptr() as usize;
+    // The run of numbers pieces not yet handed on, as a byte range of `text`.
+    let mut run: Option<(usize, usize)> = None;
+    s.for_each_piece(text, |p| {
+        let start = p.as_ptr() as usize - base;
+        if t.at(p.as_bytes(), 0).0 & N != 0 {
+            if let Some((_, end)) = run.as_mut().filter(|(_, end)| *end == start) {
+                *end = start + p.len();
+                return Ok(());
+            }
+            if let Some((a, b)) = run.replace((start, start + p.len())) {
+                f(&text[a..b])?;
+            }
+            return Ok(());
+        }
+        if let Some((a, b)) = run.take() {
+            f(&text[a..b])?;
+        }
+        f(p)
+    })?;
+    match run {
+        Some((a, b)) => f(&text[a..b]),
+        None => Ok(()),
     }
 }
 
@@ -344,6 +404,33 @@ mod tests {
                 }
             }
             assert_eq!(pieces(&fast, &t), pieces(&reference, &t), "{t:?}");
+        }
+    }
+
+    /// cl100k's pattern as Oniguruma reads it (`onig_to_fancy`), run by the reference engine,
+    /// against cl100k's scanner with its numbers pieces joined: digit runs of every length
+    /// beside the chars where the rules turn (`\u{661}` and `\u{bd}` are `\p{N}`), texts
+    /// ending in whitespace with and without newlines.
+    #[test]
+    fn digit_runs_equal_cl100ks_pattern_as_oniguruma_reads_it() {
+        let reading = onig_to_fancy(CL100K_PATTERN);
+        assert_ne!(
+            reading, CL100K_PATTERN,
+            "Oniguruma reads `{{1,3}}+` otherwise"
+        );
+        let fast = PieceSplitter::new(&reading).unwrap();
+        assert_eq!(fast.kind(), "cl100k-digit-runs");
+        assert!(fast.covers_text());
+        let reference = PieceSplitter::Plain(Splitter::reference(&reading).unwrap());
+        assert_eq!(
+            pieces(&fast, " 2021 1234567x"),
+            [" ", "2021", " ", "1234567", "x"]
+        );
+        let alphabet: Vec<char> = "ab1234 '\n\r\t\u{a0}\u{661}\u{bd}x.!é中".chars().collect();
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        for round in 0..3000 {
+            let text = random_text(&alphabet, 1 + round % 70, &mut rng);
+            assert_eq!(pieces(&fast, &text), pieces(&reference, &text), "{text:?}");
         }
     }
 
