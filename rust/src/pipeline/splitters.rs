@@ -62,7 +62,8 @@ pub const TEKKEN_PATTERN: &str = concat!(
 /// the pattern each stands for. `to_oniguruma` promises that Oniguruma splits a text with the
 /// written regex as fancy-regex splits it with the pattern, so a `tokenizer.json` ferrotok
 /// wrote runs on the pattern's own scanner (o200k's pattern has no possessive and is written
-/// as it is). `test_hf_export.py` checks the strings against `to_oniguruma`.
+/// as it is). `test_hf_export.py` loads each encoding's export and checks that it runs on the
+/// scanner, which holds only while these are the strings `to_oniguruma` writes.
 pub const OPENAI_EXPORTS: [(&str, &str); 2] = [
     (
         concat!(
@@ -132,7 +133,8 @@ impl PieceSplitter {
         }
     }
 
-    /// Which path splits: the `Splitter` kind, or `"llama3"`, `"qwen2"`, `"tekken"`.
+    /// Which path splits: the `Splitter` kind, or `"llama3"`, `"qwen2"`, `"tekken"`,
+    /// `"cl100k-digit-runs"`.
     pub fn kind(&self) -> &'static str {
         match self {
             PieceSplitter::Plain(s) => s.kind(),
