@@ -23,6 +23,7 @@
 //!
 //! - [`bert`]: BERT's `BertPreTokenizer` (whitespace removed, punctuation isolated);
 //! - [`deepseek`]: DeepSeek LLM's five Splits, Digits and ByteLevel;
+//! - [`deepseek_v3`]: DeepSeek V3's three Splits and ByteLevel (a char path only);
 //! - [`falcon`]: Falcon's Punctuation, ByteLevel (GPT-2's regex), Digits and Split;
 //! - [`starcoder`]: StarCoder's Digits and ByteLevel (GPT-2's regex);
 //!
@@ -31,6 +32,7 @@
 
 pub mod bert;
 pub mod deepseek;
+pub mod deepseek_v3;
 pub mod falcon;
 pub mod starcoder;
 pub mod table;
@@ -43,6 +45,7 @@ use serde_json::Value;
 pub enum Fused {
     Bert(bert::Bert),
     DeepSeek(deepseek::DeepSeek),
+    DeepSeekV3(deepseek_v3::DeepSeekV3),
     Falcon(falcon::Falcon),
     StarCoder(starcoder::StarCoder),
 }
@@ -60,6 +63,9 @@ impl Fused {
         if let Some(d) = deepseek::DeepSeek::recognise(steps)? {
             return Ok(Some(Fused::DeepSeek(d)));
         }
+        if let Some(d) = deepseek_v3::DeepSeekV3::recognise(steps)? {
+            return Ok(Some(Fused::DeepSeekV3(d)));
+        }
         if let Some(f) = falcon::Falcon::recognise(steps)? {
             return Ok(Some(Fused::Falcon(f)));
         }
@@ -74,6 +80,7 @@ impl Fused {
         match self {
             Fused::Bert(_) => "scan:bert",
             Fused::DeepSeek(_) => "scan:deepseek-llm",
+            Fused::DeepSeekV3(_) => "scan:deepseek-v3",
             Fused::Falcon(_) => "scan:falcon",
             Fused::StarCoder(_) => "scan:starcoder",
         }
@@ -89,6 +96,7 @@ impl Fused {
         match self {
             Fused::Bert(b) => b.for_each_piece(seg, f),
             Fused::DeepSeek(d) => d.for_each_piece(seg, f),
+            Fused::DeepSeekV3(d) => d.for_each_piece(seg, f),
             Fused::Falcon(s) => s.for_each_piece(seg, f),
             Fused::StarCoder(s) => s.for_each_piece(seg, f),
         }
@@ -101,6 +109,7 @@ impl Fused {
         match self {
             Fused::Bert(b) => b.for_each_piece(seg, |a, z| sink.piece(a, z)),
             Fused::DeepSeek(d) => d.scan(seg, sink),
+            Fused::DeepSeekV3(d) => d.for_each_piece(seg, |a, z| sink.piece(a, z)),
             Fused::Falcon(s) => s.scan(seg, sink),
             Fused::StarCoder(s) => s.scan(seg, sink),
         }
