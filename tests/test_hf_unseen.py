@@ -831,6 +831,15 @@ def test_tiktokens_cl100k_pattern_runs_on_cl100ks_scanner() -> None:
     assert enc.encode_ordinary(" 1234567") == ids
 
 
+def test_deepseek_v3_runs_on_its_fused_scanner() -> None:
+    # Its three Splits ran step by step on the general path; one pass makes the same pieces
+    # (the tests above check the ids against HF).
+    enc, _, hf_tok, _ = family("deepseek-v3")
+    assert enc._core_bpe.hf_paths() == ["scan:deepseek-v3"]
+    text = "日本語123テスト!abc 12345 \u0661\u0662\u0663\u0664 e\u0301  \r\n $\u20ac  "
+    assert enc.encode_ordinary(text) == hf_tok.encode(text, add_special_tokens=False).ids
+
+
 @functools.cache
 def _vocab_texts(name: str) -> list[str]:
     """Texts that are exactly a vocab entry (decoded), for hypothesis to draw from."""
