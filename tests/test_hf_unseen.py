@@ -835,9 +835,30 @@ def test_deepseek_v3_runs_on_its_fused_scanner() -> None:
     # Its three Splits ran step by step on the general path; one pass makes the same pieces
     # (the tests above check the ids against HF).
     enc, _, hf_tok, _ = family("deepseek-v3")
-    assert enc._core_bpe.hf_paths() == ["scan:deepseek-v3"]
+    assert enc._core_bpe.hf_paths() == ["vocab_lookup", "engine", "scan:deepseek-v3"]
     text = "日本語123テスト!abc 12345 \u0661\u0662\u0663\u0664 e\u0301  \r\n $\u20ac  "
     assert enc.encode_ordinary(text) == hf_tok.encode(text, add_special_tokens=False).ids
+
+
+@pytest.mark.parametrize("name", ["codegen", "whisper", "olmo1"])
+def test_added_tokens_outside_the_vocab_leave_the_model_on_the_engine(name: str) -> None:
+    # Non-special added tokens the model's vocab lacks (Phi-2's runs of spaces, Whisper's
+    # timestamps, OLMo's placeholders) are found before the model, which never gives their
+    # ids: as ordinary tokens they had turned the engine off. Their ids decode to their text
+    # and count in the vocabulary's size.
+    enc, face, hf_tok, text = family(name)
+    assert enc._core_bpe.hf_paths()[:2] == ["vocab_lookup", "engine"]
+    model_ids = set(json.loads(text)["model"]["vocab"].values())
+    outside = [t for t in json.loads(text)["added_tokens"] if t["id"] not in model_ids]
+    assert any(not t["special"] for t in outside)
+    assert enc.n_vocab == hf_tok.get_vocab_size(with_added_tokens=True)
+    for t in outside:
+        doc = f"a{t['content']}b  {t['content']}\n"
+        want = hf_tok.encode(doc, add_special_tokens=False).ids
+        assert enc.encode(doc, allowed_special="all") == want
+        assert enc.decode([t["id"]]) == hf_tok.decode([t["id"]], skip_special_tokens=False)
+        if not t["special"]:
+            assert enc.encode_ordinary(doc) == want
 
 
 @functools.cache

@@ -181,7 +181,11 @@ class Encoding:
         max_rank = core.max_ordinary_rank()
         if max_rank is None:
             raise ValueError("mergeable_ranks is empty: an encoding needs at least one token")
-        self.max_token_value = max(max_rank, max(special_tokens.values(), default=0))
+        # Every id with bytes counts, decode-only ones too (`from_hf`'s non-special added
+        # tokens outside the model's vocab, which the special tokens do not list).
+        self.max_token_value = max(
+            core.max_token_id() or max_rank, max(special_tokens.values(), default=0)
+        )
         if explicit_n_vocab:
             assert core.n_ordinary() + len(special_tokens) == explicit_n_vocab
             assert self.max_token_value == explicit_n_vocab - 1

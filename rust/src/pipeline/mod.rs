@@ -920,6 +920,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
 
     // The ids' bytes: ordinary tokens from the vocab (byte-level strings), special added
     // tokens as their text; non-special added tokens outside the vocab as their text.
+    // The ordinary tokens are the model's alone, so the engine's tables are built from the
+    // model's vocabulary (`HfBpe::choose_paths` checks it).
     let special_ids: FxHashMap<u32, &str> = added
         .tokens
         .iter()
@@ -952,14 +954,13 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             shared_bytes.push((text, id));
         }
     }
+    // A non-special added token outside the vocab (Phi-2's runs of spaces, Whisper's
+    // timestamps) is found by the added-token step, before the model, which cannot give its
+    // id: it only decodes to its text. As an ordinary token the engine would merge into it.
+    let model_ids: rustc_hash::FxHashSet<u32> = vocab.values().copied().collect();
     for t in added.tokens.iter().filter(|t| !t.special) {
-        if !seen_ids.contains(&t.id) && !vocab.values().any(|&v| v == t.id) {
-            let bytes = t.content.as_bytes().to_vec();
-            if let std::collections::hash_map::Entry::Vacant(e) = ranks.entry(bytes) {
-                e.insert(t.id);
-            } else {
-                shared_bytes.push((t.content.clone(), t.id));
-            }
+        if !model_ids.contains(&t.id) {
+            shared_bytes.push((t.content.clone(), t.id));
         }
     }
     let mut specials: Vec<(String, Rank)> = Vec::new();

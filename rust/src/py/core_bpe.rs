@@ -335,6 +335,12 @@ impl PyCoreBPE {
             .find(|&r| vocab.ordinary_bytes(r).is_some())
     }
 
+    /// The largest id with bytes: an ordinary, special or decode-only token's (`from_hf`'s
+    /// non-special added tokens outside the model's vocab are decode-only).
+    fn max_token_id(&self) -> Option<Rank> {
+        self.inner.vocab.max_id()
+    }
+
     fn count(
         &self,
         py: Python<'_>,

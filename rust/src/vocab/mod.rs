@@ -385,6 +385,16 @@ impl Vocab {
         copied
     }
 
+    /// The largest id with bytes, of any kind (ordinary, special or decode-only).
+    pub fn max_id(&self) -> Option<Rank> {
+        let near = (0..self.n_ids() as Rank)
+            .rev()
+            .find(|&r| self.token_bytes(r).is_some());
+        near.into_iter()
+            .chain(self.far_specials.keys().copied())
+            .max()
+    }
+
     /// One past the largest id.
     pub fn n_ids(&self) -> usize {
         self.offsets.len() - 1
