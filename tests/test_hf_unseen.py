@@ -861,6 +861,20 @@ def test_added_tokens_outside_the_vocab_leave_the_model_on_the_engine(name: str)
             assert enc.encode_ordinary(doc) == want
 
 
+@pytest.mark.parametrize("name", ["roberta", "whitespace-tokens"])
+def test_a_prefix_space_runs_on_the_scanner(name: str) -> None:
+    # ByteLevel's prefix space: each segment between added tokens scanned with a space in
+    # front where it has none (HF prepends it, then splits), not step by step.
+    enc, _, hf_tok, _ = family(name)
+    assert "scan:prefixed" in enc._core_bpe.hf_paths()
+    texts = ["", " ", "a", " a", "  a", "\na", "\ta", "Hello world", "x<mask> y</s>z <s>"]
+    texts += ["<mask>", " <mask>a", "a\n\n b", "\u00e9t\u00e9 2021!", "  \n"]
+    for t in texts:
+        want = hf_tok.encode(t, add_special_tokens=False).ids
+        assert enc.encode(t, allowed_special="all") == want, t
+        assert enc.encode_ordinary(t) == enc.encode(t, disallowed_special=()), t
+
+
 @functools.cache
 def _vocab_texts(name: str) -> list[str]:
     """Texts that are exactly a vocab entry (decoded), for hypothesis to draw from."""

@@ -159,6 +159,7 @@ impl Pipeline {
         let active = |ti: usize| self.active(ti, allowed);
         let raw = self.raw_sentencepiece && !self.normalized_matters(allowed);
         let mut meta_buf = String::new();
+        let mut prefixed = String::new();
         // `at_start`: whether the segment starts the text (Metaspace's `first` scheme).
         let mut segment = |s: &str, at_start: bool, out: &mut Vec<Rank>| -> Result<()> {
             if let (true, Model::SentencePiece(sp)) = (raw, &self.model) {
@@ -229,7 +230,18 @@ impl Pipeline {
                         };
                     }
                 };
-                if let Some(re) = self.pretok.single_scan() {
+                let scan = match self.pretok.prefixed_scan() {
+                    // A prefix space and GPT-2's regex: the scan of the segment with its space.
+                    Some(re) if !s.is_empty() && !s.starts_with(' ') => {
+                        prefixed.clear();
+                        prefixed.push(' ');
+                        prefixed.push_str(s);
+                        Some((re, prefixed.as_str()))
+                    }
+                    Some(re) if !s.is_empty() => Some((re, s)),
+                    _ => self.pretok.single_scan().map(|re| (re, s)),
+                };
+                if let Some((re, s)) = scan {
                     // One isolating scan, then bytes: the pieces straight from the scanner, to
                     // the model's path chosen once a text, not once a word.
                     let text = s.as_bytes();
@@ -694,6 +706,9 @@ impl Pipeline {
         };
         if self.raw_sentencepiece {
             v.push("raw_words");
+        }
+        if self.pretok.prefixed_scan().is_some() {
+            v.push("scan:prefixed");
         }
         v.extend(self.pretok.splitter_kinds());
         v

@@ -443,6 +443,20 @@ impl PreTokenizer {
         }
     }
 
+    /// The splitter when the whole pre-tokenizer is a lone `ByteLevel` with its regex and a
+    /// prefix space: the pieces of a segment are then the regex's pieces of it with a space
+    /// put in front where it does not start with one (HF prepends it before the split).
+    #[inline]
+    pub fn prefixed_scan(&self) -> Option<&PieceSplitter> {
+        match self.steps.as_slice() {
+            [Step::ByteLevel {
+                prefix_space: true,
+                regex: Some(_),
+            }] => self.byte_level_scan.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Whether there is no step at all (`null` in the file): a segment is one piece.
     pub fn is_none(&self) -> bool {
         self.steps.is_empty()
