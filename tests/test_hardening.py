@@ -139,6 +139,38 @@ def test_a_long_special_token_builds_in_linear_time() -> None:
     assert out.strip() == "ok"
 
 
+def test_long_added_tokens_in_a_tokenizer_json_load_in_linear_time() -> None:
+    # The added tokens' automaton was built as the automatic choice builds it: a DFA for up
+    # to 100 tokens, whose build took 42 s for one token of 100,000 `Z`s.
+    out = run(
+        """
+        import json, ferrotok
+        from ferrotok.hf.export import bytes_to_unicode
+        z, y = 'Z' * 2_000_000, 'Y' * 1_000_000
+        b2u = bytes_to_unicode()
+        added = [
+            {'id': 256, 'content': z, 'special': True},
+            {'id': 257, 'content': y, 'special': False},
+        ]
+        for t in added:
+            t.update(single_word=False, lstrip=False, rstrip=False, normalized=False)
+        doc = {
+            'added_tokens': added,
+            'pre_tokenizer': {'type': 'ByteLevel', 'add_prefix_space': False,
+                              'trim_offsets': True, 'use_regex': True},
+            'decoder': {'type': 'ByteLevel'},
+            'model': {'type': 'BPE', 'vocab': {b2u[b]: b for b in range(256)}, 'merges': []},
+        }
+        enc = ferrotok.Encoding._from_hf_json(json.dumps(doc), 'long')
+        assert enc.encode('a' + z + 'b', allowed_special='all') == [97, 256, 98]
+        assert enc.encode_ordinary('a' + y + 'b') == [97, 257, 98]
+        assert enc.encode_ordinary('a' + y[:-1])[-1] == 89
+        print('ok')
+        """
+    )
+    assert out.strip() == "ok"
+
+
 # Row 4: encode_with_unstable on a long whitespace tail.
 
 

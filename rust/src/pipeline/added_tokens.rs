@@ -213,10 +213,8 @@ impl AddedVocab {
             if pats.is_empty() {
                 return Ok(None);
             }
-            let ac = AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&pats)
-                .map_err(|e| bad(&format!("added tokens: {e}")))?;
+            let ac = crate::encode::special::searcher(&pats, MatchKind::LeftmostLongest)
+                .ok_or_else(|| bad("added tokens: no automaton could be built for them"))?;
             let has_ordinary = token.iter().any(|&i| !tokens[i].special);
             let runs = Runs::new(&pats, &token, &tokens);
             Ok(Some(Trie {
