@@ -29,10 +29,13 @@ pub fn searcher<S: AsRef<[u8]>>(tokens: &[S], kind: MatchKind) -> Option<AhoCora
             .build(tokens)
             .ok()
     };
-    if longest.saturating_mul(total) > DFA_WORK_LIMIT {
-        return build(AhoCorasickKind::ContiguousNFA);
-    }
-    build(AhoCorasickKind::DFA).or_else(|| build(AhoCorasickKind::ContiguousNFA))
+    // Each kind's build can fail only on its own limits; the next one is tried then, as the
+    // automatic choice does (the noncontiguous NFA last).
+    let dfa = (longest.saturating_mul(total) <= DFA_WORK_LIMIT)
+        .then(|| build(AhoCorasickKind::DFA))
+        .flatten();
+    dfa.or_else(|| build(AhoCorasickKind::ContiguousNFA))
+        .or_else(|| build(AhoCorasickKind::NoncontiguousNFA))
 }
 
 pub struct SpecialMatcher {
