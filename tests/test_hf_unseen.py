@@ -840,12 +840,12 @@ def test_deepseek_v3_runs_on_its_fused_scanner() -> None:
     assert enc.encode_ordinary(text) == hf_tok.encode(text, add_special_tokens=False).ids
 
 
-@pytest.mark.parametrize("name", ["codegen", "whisper", "olmo1"])
+@pytest.mark.parametrize("name", ["qwen3", "qwen2.5", "olmo2", "codegen", "whisper", "olmo1"])
 def test_added_tokens_outside_the_vocab_leave_the_model_on_the_engine(name: str) -> None:
-    # Non-special added tokens the model's vocab lacks (Phi-2's runs of spaces, Whisper's
-    # timestamps, OLMo's placeholders) are found before the model, which never gives their
-    # ids: as ordinary tokens they had turned the engine off. Their ids decode to their text
-    # and count in the vocabulary's size.
+    # Non-special added tokens the model's vocab lacks (Qwen3's `<think>`, Phi-2's runs of
+    # spaces, Whisper's timestamps, OLMo's placeholders) are found before the model, which
+    # never gives their ids: as ordinary tokens they had turned the engine off. Their ids
+    # decode to their text and count in the vocabulary's size.
     enc, face, hf_tok, text = family(name)
     assert enc._core_bpe.hf_paths()[:2] == ["vocab_lookup", "engine"]
     model_ids = set(json.loads(text)["model"]["vocab"].values())
