@@ -846,7 +846,7 @@ def test_added_tokens_outside_the_vocab_leave_the_model_on_the_engine(name: str)
     # spaces, Whisper's timestamps, OLMo's placeholders) are found before the model, which
     # never gives their ids: as ordinary tokens they had turned the engine off. Their ids
     # decode to their text and count in the vocabulary's size.
-    enc, face, hf_tok, text = family(name)
+    enc, _, hf_tok, text = family(name)
     assert enc._core_bpe.hf_paths()[:2] == ["vocab_lookup", "engine"]
     model_ids = set(json.loads(text)["model"]["vocab"].values())
     outside = [t for t in json.loads(text)["added_tokens"] if t["id"] not in model_ids]
@@ -872,7 +872,8 @@ def test_a_prefix_space_runs_on_the_scanner(name: str) -> None:
     for t in texts:
         want = hf_tok.encode(t, add_special_tokens=False).ids
         assert enc.encode(t, allowed_special="all") == want, t
-        assert enc.encode_ordinary(t) == enc.encode(t, disallowed_special=()), t
+        if not any(s in t for s in enc.special_tokens_set):
+            assert enc.encode_ordinary(t) == want, t
 
 
 @functools.cache
