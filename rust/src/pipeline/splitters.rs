@@ -188,16 +188,57 @@ impl PieceSplitter {
         match self {
             PieceSplitter::Plain(s) => s.scan(text, sink),
             PieceSplitter::Llama3(s) if !ends_in_space(text) => s.scan(text, sink),
+            PieceSplitter::Llama3(s) => s.scan(text, &mut LastPieceCut::new(text, sink)),
             PieceSplitter::Tekken(s) => s.scan(text, sink),
-            PieceSplitter::Qwen2(s) if !ends_in_space(text) => s.scan(
-                text,
-                &mut NumbersApart {
+            PieceSplitter::Qwen2(s) => {
+                let mut numbers = NumbersApart {
                     t: CharClasses::get(),
                     sink,
-                },
-            ),
-            _ => self.for_each_piece(text, |p| sink.piece(p)),
+                };
+                if ends_in_space(text) {
+                    s.scan(text, &mut LastPieceCut::new(text, &mut numbers))
+                } else {
+                    s.scan(text, &mut numbers)
+                }
+            }
+            PieceSplitter::DigitRuns(_) => self.for_each_piece(text, |p| sink.piece(p)),
         }
+    }
+}
+
+/// Llama 3's pieces from cl100k's scanner for a text that ends in whitespace other than a
+/// newline (see [`llama3_pieces`]): cl100k's pieces, the last one cut by
+/// [`llama3_last_piece`]. A window's pieces go on as they are, so such a text keeps the
+/// scanner's 64-byte path (a chat turn's text cut at special tokens often ends in a space).
+struct LastPieceCut<'s, S> {
+    /// Where the text ends, as an address: the last piece is the one that ends there.
+    end: usize,
+    sink: &'s mut S,
+}
+
+impl<'s, S> LastPieceCut<'s, S> {
+    fn new(text: &str, sink: &'s mut S) -> Self {
+        LastPieceCut {
+            end: text.as_ptr() as usize + text.len(),
+            sink,
+        }
+    }
+}
+
+impl<'t, S: Pieces<'t>> Pieces<'t> for LastPieceCut<'_, S> {
+    #[inline(always)]
+    fn piece(&mut self, p: &'t str) -> Result<()> {
+        if p.as_ptr() as usize + p.len() == self.end {
+            return llama3_last_piece(p, &mut |q| self.sink.piece(q));
+        }
+        self.sink.piece(p)
+    }
+
+    /// A window's pieces go on as they are: each of its ends is where a piece the window saw
+    /// starts (the blocks' `starts`), so none is the end of the text.
+    #[inline(always)]
+    fn window(&mut self, text: &'t str, i: usize, ends: u64) -> Result<usize> {
+        self.sink.window(text, i, ends)
     }
 }
 
@@ -529,9 +570,52 @@ mod tests {
             // round has none.
             let ascii = &alphabet[..alphabet.len() - 2 * (round % 2)];
             let text = random_text(ascii, 60 + round % 200, &mut rng);
+            // And the text ending in whitespace after a newline, where Llama 3's and Qwen2's
+            // last piece is not cl100k's (a window may end just before it).
+            for text in [
+                text.clone(),
+                format!("{text}\n \t"),
+                format!("{text}.\n\n  "),
+            ] {
+                for (fast, reference) in &cases {
+                    let want = pieces(reference, &text);
+                    assert_eq!(scanned(fast, &text), want, "{} {text:?}", fast.kind());
+                }
+            }
+        }
+    }
+
+    /// `scan` against each pattern's reference on texts of under 64 bytes and on what is
+    /// left of longer ones after their last full window: the rest of a text goes to the
+    /// blocks followed by bytes that are not the text's, whose boundaries must be the
+    /// pattern's at the end of the text (a contraction cut short, a whitespace run or a
+    /// number that ends it, a letter run that reaches it).
+    #[test]
+    fn scan_equals_the_patterns_on_short_texts() {
+        let alphabet: Vec<char> = "ab's ltdmrevLLVE' 12345 \n\t\r.!?é中".chars().collect();
+        let cases = [
+            LLAMA3_PATTERN,
+            QWEN2_PATTERN,
+            TEKKEN_PATTERN,
+            CL100K_PATTERN,
+            crate::encode::pretok::O200K_PATTERN,
+            crate::encode::pretok::R50K_PATTERN,
+        ]
+        .map(|p| {
+            (
+                PieceSplitter::new(p).unwrap(),
+                PieceSplitter::Plain(Splitter::reference(p).unwrap()),
+            )
+        });
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        for round in 0..3000 {
+            // Every third text has no non-ASCII char, so whole rests go to the blocks.
+            let ascii = &alphabet[..alphabet.len() - 2 * usize::from(round % 3 == 0)];
+            let text = random_text(ascii, 20 + round % 110, &mut rng);
             for (fast, reference) in &cases {
                 let want = pieces(reference, &text);
                 assert_eq!(scanned(fast, &text), want, "{} {text:?}", fast.kind());
+                assert_eq!(pieces(fast, &text), want, "{} {text:?}", fast.kind());
             }
         }
     }
