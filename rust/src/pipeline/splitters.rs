@@ -264,7 +264,7 @@ impl<'t, S: Pieces<'t>> Pieces<'t> for NumbersApart<'_, S> {
     #[inline(always)]
     fn window(&mut self, text: &'t str, i: usize, ends: u64) -> Result<usize> {
         let Some(w) = text.as_bytes().get(i..).and_then(|r| r.first_chunk()) else {
-            // Not met: a scanner hands over a window only where 64 bytes lie ahead.
+            // The rest of a text, under 64 bytes (`drive_windows`): a piece at a time.
             return each_piece(self, text, i, ends);
         };
         let digits = ascii_digits(w);
@@ -531,7 +531,8 @@ mod tests {
         }
     }
 
-    /// The pieces `scan` hands a sink, a window's at once where 64 bytes of ASCII lie ahead.
+    /// The pieces `scan` hands a sink, a window's at once where 64 bytes of ASCII lie ahead
+    /// (or a text's ASCII rest).
     fn scanned(s: &PieceSplitter, text: &str) -> Vec<String> {
         struct Collect(Vec<String>);
         impl Pieces<'_> for Collect {

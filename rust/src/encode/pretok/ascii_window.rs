@@ -335,7 +335,8 @@ macro_rules! splitter_type {
             }
 
             /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie
-            /// ahead, from the block rules all at once, else one by one.
+            /// ahead (or the last 24-63 bytes of the text), from the block rules all at once,
+            /// else one by one.
             /// (`|w| boundaries(w)`, not `boundaries`: see `ascii_window::drive_windows`.)
             #[inline]
             pub fn for_each_piece<'t>(
