@@ -546,12 +546,9 @@ mod tests {
         sink.0
     }
 
-    /// `scan` against each pattern's reference, on texts long and ASCII enough for windows,
-    /// numbers among them (Qwen2 cuts a window's numbers into digits).
-    #[test]
-    fn scan_equals_the_patterns_on_texts_with_windows() {
-        let alphabet: Vec<char> = "ab 12345 x'sY.\n\t\r!?é中".chars().collect();
-        let cases = [
+    /// The six scanned patterns' splitters, each with its pattern on the reference engine.
+    fn scanners_and_references() -> [(PieceSplitter, PieceSplitter); 6] {
+        [
             LLAMA3_PATTERN,
             QWEN2_PATTERN,
             TEKKEN_PATTERN,
@@ -564,7 +561,15 @@ mod tests {
                 PieceSplitter::new(p).unwrap(),
                 PieceSplitter::Plain(Splitter::reference(p).unwrap()),
             )
-        });
+        })
+    }
+
+    /// `scan` against each pattern's reference, on texts long and ASCII enough for windows,
+    /// numbers among them (Qwen2 cuts a window's numbers into digits).
+    #[test]
+    fn scan_equals_the_patterns_on_texts_with_windows() {
+        let alphabet: Vec<char> = "ab 12345 x'sY.\n\t\r!?é中".chars().collect();
+        let cases = scanners_and_references();
         let mut rng = Rng(0x5851_F42D_4C95_7F2D);
         for round in 0..600 {
             // Mostly ASCII: a non-ASCII char is 2 in 16 of the alphabet, and every other
@@ -594,20 +599,7 @@ mod tests {
     #[test]
     fn scan_equals_the_patterns_on_short_texts() {
         let alphabet: Vec<char> = "ab's ltdmrevLLVE' 12345 \n\t\r.!?é中".chars().collect();
-        let cases = [
-            LLAMA3_PATTERN,
-            QWEN2_PATTERN,
-            TEKKEN_PATTERN,
-            CL100K_PATTERN,
-            crate::encode::pretok::O200K_PATTERN,
-            crate::encode::pretok::R50K_PATTERN,
-        ]
-        .map(|p| {
-            (
-                PieceSplitter::new(p).unwrap(),
-                PieceSplitter::Plain(Splitter::reference(p).unwrap()),
-            )
-        });
+        let cases = scanners_and_references();
         let mut rng = Rng(0x2545_F491_4F6C_DD1D);
         for round in 0..3000 {
             // Every third text has no non-ASCII char, so whole rests go to the blocks.
