@@ -36,7 +36,8 @@ echo "== building and installing the wheel"
 # The release build (`maturin build --release`, a manylinux wheel), as users get it from PyPI;
 # scripts/test-wheel.sh builds the same way and so reuses this build.
 wheel_dir=$(mktemp -d)
-trap 'rm -rf "$wheel_dir"' EXIT
+empty_dir=$(mktemp -d)
+trap 'rm -rf "$wheel_dir" "$empty_dir"' EXIT
 wheel=$(bash scripts/build-wheel.sh "$PY" "$wheel_dir")
 "$PY" -m pip install -q --force-reinstall --no-deps "$wheel"
 
@@ -49,10 +50,12 @@ echo "== python: ruff, vermin, mypy, pytest"
   --no-tips --exclude-regex '\.pyi$' python/ferrotok benches examples
 # Type-check the installed package (from outside the source tree, so not python/): checks the
 # annotations users see, the _core.pyi stub included, with --strict (pyproject's [tool.mypy]).
-# mypy 2.4 itself runs on Python >= 3.10.
+# From an empty directory: mypy looks for modules in its working directory first, and a stray
+# `stat.py` in /tmp once stood in for the standard library's there. mypy 2.4 itself runs on
+# Python >= 3.10.
 if "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   config="$PWD/pyproject.toml"
-  (cd /tmp && "$PY" -m mypy --config-file "$config" -p ferrotok)
+  (cd "$empty_dir" && "$PY" -m mypy --config-file "$config" -p ferrotok)
 else
   echo "mypy not run: it needs Python >= 3.10"
 fi
