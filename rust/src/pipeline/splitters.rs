@@ -209,7 +209,7 @@ impl PieceSplitter {
 /// Llama 3's pieces from cl100k's scanner for a text that ends in whitespace other than a
 /// newline (see [`llama3_pieces`]): cl100k's pieces, the last one cut by
 /// [`llama3_last_piece`]. A window's pieces go on as they are, so such a text keeps the
-/// scanner's 64-byte path (a chat turn's text cut at special tokens often ends in a space).
+/// scanner's 64-byte path (a text cut at special tokens, a chat turn's, may end in one).
 struct LastPieceCut<'s, S> {
     /// Where the text ends, as an address: the last piece is the one that ends there.
     end: usize,
