@@ -34,9 +34,7 @@
 
 use crate::encode::pretok::classes::{CharClasses, N};
 use crate::encode::pretok::o200k::Tekken;
-use crate::encode::pretok::{
-    ascii_digits, each_piece, Pieces, Splitter, CL100K_PATTERN, R50K_PATTERN,
-};
+use crate::encode::pretok::{ascii_digits, Pieces, Splitter, CL100K_PATTERN, R50K_PATTERN};
 use crate::error::Result;
 use crate::pipeline::pre_tokenizers::onig_to_fancy;
 use std::sync::OnceLock;
@@ -263,15 +261,26 @@ impl<'t, S: Pieces<'t>> Pieces<'t> for NumbersApart<'_, S> {
     /// window's last end cuts exactly its numbers into chars.
     #[inline(always)]
     fn window(&mut self, text: &'t str, i: usize, ends: u64) -> Result<usize> {
-        let Some(w) = text.as_bytes().get(i..).and_then(|r| r.first_chunk()) else {
-            // The rest of a text, under 64 bytes (`drive_windows`): a piece at a time.
-            return each_piece(self, text, i, ends);
-        };
-        let digits = ascii_digits(w);
         // Bits up to the last end (`ends` is not empty: a window ends at least one piece).
         let upto = u64::MAX.checked_shr(ends.leading_zeros()).unwrap_or(0);
+        let digits = match text.as_bytes().get(i..).and_then(|r| r.first_chunk()) {
+            Some(w) => ascii_digits(w),
+            // The rest of a text, under 64 bytes (`drive_windows`): its bytes up to the last
+            // end, which are the window's pieces, so ASCII.
+            None => rest_digits(&text.as_bytes()[i..], upto),
+        };
         self.sink.window(text, i, ends | (digits << 1) & upto)
     }
+}
+
+/// Bit `q` set iff `rest[q]` is an ASCII digit, for the bits of `upto` (below `rest.len()`).
+#[inline(never)]
+fn rest_digits(rest: &[u8], upto: u64) -> u64 {
+    let n = (64 - upto.leading_zeros() as usize).min(rest.len());
+    rest[..n]
+        .iter()
+        .enumerate()
+        .fold(0, |m, (q, b)| m | u64::from(b.is_ascii_digit()) << q)
 }
 
 /// [`PieceSplitter::DigitRuns`]'s pieces of `text`: cl100k's scanner's, a numbers piece held
