@@ -34,7 +34,9 @@
 
 use crate::encode::pretok::classes::{CharClasses, N};
 use crate::encode::pretok::o200k::Tekken;
-use crate::encode::pretok::{ascii_digits, Pieces, Splitter, CL100K_PATTERN, R50K_PATTERN};
+use crate::encode::pretok::{
+    ascii_digits, EachPiece, Pieces, Splitter, CL100K_PATTERN, R50K_PATTERN,
+};
 use crate::error::Result;
 use crate::pipeline::pre_tokenizers::onig_to_fancy;
 use std::sync::OnceLock;
@@ -158,22 +160,14 @@ impl PieceSplitter {
     pub fn for_each_piece<'t>(
         &self,
         text: &'t str,
-        mut f: impl FnMut(&'t str) -> Result<()>,
+        f: impl FnMut(&'t str) -> Result<()>,
     ) -> Result<()> {
         match self {
             PieceSplitter::Plain(s) => s.for_each_piece(text, f),
-            PieceSplitter::Llama3(s) => llama3_pieces(s, text, f),
             PieceSplitter::Tekken(s) => s.for_each_piece(text, f),
-            PieceSplitter::Qwen2(s) => {
-                // `\p{N}` as the scanners' tables have it (regex-syntax's Unicode tables).
-                let t = CharClasses::get();
-                llama3_pieces(s, text, |p| {
-                    if t.at(p.as_bytes(), 0).0 & N != 0 {
-                        return each_char(p, &mut f);
-                    }
-                    // One call of `f` here, so that it inlines.
-                    f(p)
-                })
+            // `scan`'s sinks (`LastPieceCut`, `NumbersApart`) make them Llama 3's and Qwen2's.
+            PieceSplitter::Llama3(_) | PieceSplitter::Qwen2(_) => {
+                self.scan(text, &mut EachPiece(f))
             }
             PieceSplitter::DigitRuns(s) => digit_runs(s, text, f),
         }
@@ -199,13 +193,13 @@ impl PieceSplitter {
                     s.scan(text, &mut numbers)
                 }
             }
-            PieceSplitter::DigitRuns(_) => self.for_each_piece(text, |p| sink.piece(p)),
+            PieceSplitter::DigitRuns(s) => digit_runs(s, text, |p| sink.piece(p)),
         }
     }
 }
 
 /// Llama 3's pieces from cl100k's scanner for a text that ends in whitespace other than a
-/// newline (see [`llama3_pieces`]): cl100k's pieces, the last one cut by
+/// newline (see [`ends_in_space`]): cl100k's pieces, the last one cut by
 /// [`llama3_last_piece`]. A window's pieces go on as they are, so such a text keeps the
 /// scanner's 64-byte path (a text cut at special tokens, a chat turn's, may end in one).
 struct LastPieceCut<'s, S> {
@@ -327,46 +321,13 @@ fn each_char<'t>(p: &'t str, f: &mut impl FnMut(&'t str) -> Result<()>) -> Resul
     Ok(())
 }
 
-/// Llama 3's pieces of `text`, from cl100k's scanner `s` (see the module docs).
-///
-/// Only a text that ends in whitespace other than `\r` or `\n` can end in a whitespace run
-/// that Llama 3 cuts after its last newline; any other text's pieces are cl100k's, with no
-/// look at each piece.
-#[inline]
-fn llama3_pieces<'t>(
-    s: &Splitter,
-    text: &'t str,
-    f: impl FnMut(&'t str) -> Result<()>,
-) -> Result<()> {
-    if !ends_in_space(text) {
-        return s.for_each_piece(text, f);
-    }
-    llama3_pieces_ending_in_space(s, text, f)
-}
-
-/// Whether `text` ends in whitespace other than a newline, where Llama 3's last piece may
-/// differ from cl100k's.
+/// Whether `text` ends in whitespace other than a newline: only such a text can end in a
+/// whitespace run that Llama 3 cuts after its last newline (see the module docs); any other
+/// text's pieces are cl100k's, with no look at each piece.
 #[inline]
 fn ends_in_space(text: &str) -> bool {
     let last = text.chars().next_back();
     last.is_some_and(|c| c.is_whitespace() && c != '\r' && c != '\n')
-}
-
-/// [`llama3_pieces`] for a text that ends in whitespace other than a newline.
-#[inline(never)]
-fn llama3_pieces_ending_in_space<'t>(
-    s: &Splitter,
-    text: &'t str,
-    mut f: impl FnMut(&'t str) -> Result<()>,
-) -> Result<()> {
-    let end = text.as_ptr() as usize + text.len();
-    s.for_each_piece(text, |p| {
-        if p.as_ptr() as usize + p.len() == end {
-            return llama3_last_piece(p, &mut f);
-        }
-        // One call of `f` here, so that it inlines.
-        f(p)
-    })
 }
 
 /// The last piece `p` of a text, as cl100k's scanner gives it, as Llama 3's pieces.
