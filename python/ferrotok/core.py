@@ -708,6 +708,13 @@ class Encoding:
         loaded with `from_hf`."""
         return self._core_bpe.encode_hf_detail(text)
 
+    def _encode_hf_face(
+        self, text: str, token_texts: list[str]
+    ) -> tuple[list[int], list[str], list[tuple[int, int]], list[int]]:
+        """`_encode_hf_detail(text)` with each token's text from `token_texts` (indexed by
+        id): (ids, tokens, offsets, word ids), new lists."""
+        return self._core_bpe.encode_hf_face(text, token_texts)
+
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
         """BPE on the whole input as one piece, without the pattern split."""
         if isinstance(text_or_bytes, str):

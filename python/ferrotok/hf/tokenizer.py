@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from . import processors
 from .encoding import Encoding
@@ -345,7 +345,6 @@ class Tokenizer:
 
     def _model_encoding(self, sequence: Any, is_pretokenized: bool, type_id: int) -> Encoding:
         """The model's output for one sequence (`type_id`: 0, or 1 for a pair's second)."""
-        detail = self._enc._encode_hf_detail
         if is_pretokenized:
             if isinstance(sequence, str) or not isinstance(sequence, (list, tuple)):
                 raise TypeError("a pre-tokenized input must be a list or tuple of str")
@@ -355,21 +354,21 @@ class Tokenizer:
                     raise TypeError(
                         f"a pre-tokenized word must be a str, got {type(word).__name__}"
                     )
-                ids, offsets, _ = detail(word)
-                part = Encoding.from_model(
-                    ids, self._tokens(word, ids, offsets), list(offsets), [i] * len(ids), type_id
-                )
+                ids, tokens, offsets, _ = self._detail(word)
+                part = Encoding.from_model(ids, tokens, offsets, [i] * len(ids), type_id)
                 out.merge_with(part, False)
             return out
         if not isinstance(sequence, str):
             raise TypeError(f"TextInputSequence must be str, got {type(sequence).__name__}")
-        ids, offsets, word_ids = detail(sequence)
-        return Encoding.from_model(
-            ids, self._tokens(sequence, ids, offsets), list(offsets), list(word_ids), type_id
-        )
+        ids, tokens, offsets, word_ids = self._detail(sequence)
+        return Encoding.from_model(ids, tokens, offsets, word_ids, type_id)
 
-    def _tokens(self, text: str, ids: list[int], offsets: Sequence[tuple[int, int]]) -> list[str]:
-        tokens = list(map(self._token_text.__getitem__, ids))
+    def _detail(
+        self, text: str
+    ) -> tuple[list[int], list[str], list[tuple[int, int]], list[int | None]]:
+        """The model's (ids, tokens, char offsets, word ids) for `text`, new lists, each token
+        its text as HF gives it."""
+        ids, tokens, offsets, word_ids = self._enc._encode_hf_face(text, self._token_text)
         # A Unigram model's unknown piece is, to HF, the (normalized) text it covers.
         if self._unigram_unk is not None and self._unigram_unk in ids:
             for k, piece in self._enc._core_bpe.encode_hf_unknown_texts(text):
@@ -387,7 +386,9 @@ class Tokenizer:
                         tokens[k] = _stripped_text(tokens[k], matched, self._normalize)
                     elif tokens[k] in matched:
                         tokens[k] = matched
-        return tokens
+        # The model gives every token a word; an Encoding's list also holds None (the tokens a
+        # template adds).
+        return ids, tokens, offsets, cast("list[int | None]", word_ids)
 
     def _check_mode(self) -> None:
         if self.encode_special_tokens:

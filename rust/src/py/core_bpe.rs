@@ -5,6 +5,7 @@
 use super::batches::{batch, decode_list_shared, encode_lists, threads_for, SignalPoll};
 use super::data::{FlatArrays, Layout};
 use super::errors::{detached, detached_polled, panic_error};
+use super::hf_face;
 use super::id_arrays::numpy_api;
 use super::ids::{id_lists, ids_read_directly, packed_ids};
 use super::ints;
@@ -171,6 +172,28 @@ impl PyCoreBPE {
             AllowedSet::Mask(mask)
         })
     }
+
+    /// HF's `encode(text, add_special_tokens=False)` of a `from_hf` encoding, with the GIL
+    /// released: (ids, char offsets, word ids).
+    #[allow(clippy::type_complexity)]
+    fn hf_detail(
+        &self,
+        py: Python<'_>,
+        text: &str,
+    ) -> PyResult<(Vec<Rank>, Vec<(usize, usize)>, Vec<Rank>)> {
+        let enc = &self.inner;
+        let detail = detached(py, || match &enc.hf {
+            Some(hf) => hf.encode_detail(enc, text),
+            None => Err(Error::Input(
+                "not a HuggingFace tokenizer.json encoding".into(),
+            )),
+        })?;
+        Ok((
+            detail.iter().map(|d| d.0).collect(),
+            detail.iter().map(|d| (d.1, d.2)).collect(),
+            detail.iter().map(|d| d.3).collect(),
+        ))
+    }
 }
 
 #[pymethods]
@@ -272,18 +295,32 @@ impl PyCoreBPE {
         py: Python<'py>,
         text: &str,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Bound<'py, PyList>)> {
-        let enc = &self.inner;
-        let detail = detached(py, || match &enc.hf {
-            Some(hf) => hf.encode_detail(enc, text),
-            None => Err(Error::Input(
-                "not a HuggingFace tokenizer.json encoding".into(),
-            )),
-        })?;
-        let ids: Vec<Rank> = detail.iter().map(|d| d.0).collect();
-        let offsets: Vec<(usize, usize)> = detail.iter().map(|d| (d.1, d.2)).collect();
-        let words: Vec<Rank> = detail.iter().map(|d| d.3).collect();
+        let (ids, offsets, words) = self.hf_detail(py, text)?;
         Ok((
             ints::id_list(py, &ids)?,
+            ints::offset_list(py, &offsets)?,
+            ints::id_list(py, &words)?,
+        ))
+    }
+
+    /// `encode_hf_detail(text)` with each token's text, `token_texts[id]` (the HF face's
+    /// table): (ids, tokens, char offsets, word ids).
+    #[allow(clippy::type_complexity)]
+    fn encode_hf_face<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+        token_texts: &Bound<'py, PyList>,
+    ) -> PyResult<(
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+        Bound<'py, PyList>,
+    )> {
+        let (ids, offsets, words) = self.hf_detail(py, text)?;
+        Ok((
+            ints::id_list(py, &ids)?,
+            hf_face::items_at(token_texts, &ids)?,
             ints::offset_list(py, &offsets)?,
             ints::id_list(py, &words)?,
         ))

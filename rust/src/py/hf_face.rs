@@ -1,7 +1,8 @@
-//! The HF face's per-token work on Python lists (`ferrotok.hf`): each function converts the
-//! lists and calls the core (`pipeline::byte_level`), which holds the rule.
+//! The HF face's per-token work on Python lists (`ferrotok.hf`): the tokens' texts by id, and
+//! ByteLevel's offset trimming, whose rule the core holds (`pipeline::byte_level`).
 
 use crate::pipeline::byte_level::{edge_spaces, trim_offsets};
+use crate::vocab::Rank;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -35,6 +36,25 @@ fn trim_byte_level_offsets(
         }
     }
     Ok(())
+}
+
+/// `[table[id] for id in ids]`, each item the table's own object: the tokens' texts of ids
+/// from the face's table of texts by id (`encode_hf_face`). An id past the table is an error.
+pub(super) fn items_at<'py>(
+    table: &Bound<'py, PyList>,
+    ids: &[Rank],
+) -> PyResult<Bound<'py, PyList>> {
+    let n = table.len();
+    let items = ids
+        .iter()
+        .map(|&id| match id as usize {
+            i if i < n => table.get_item(i),
+            _ => Err(PyValueError::new_err(format!(
+                "id {id} has no token text (the table holds {n})"
+            ))),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(table.py(), items)
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
