@@ -255,8 +255,25 @@ class Encoding:
     @staticmethod
     def merge(encodings: Iterable[Encoding], growing_offsets: bool = False) -> Encoding:
         out = Encoding([], [], [], [], [], [], [])
+        encodings = list(encodings)
+        if growing_offsets or any(e.overflowing for e in encodings):
+            for e in encodings:
+                out.merge_with(e, growing_offsets)
+            return out
+        # What `merge_with` gives without overflowing pieces or shifted offsets, each list
+        # grown in place: `merge_with` makes each list anew, so the first parts' items were
+        # copied once for every part after them.
         for e in encodings:
-            out.merge_with(e, growing_offsets)
+            length = len(out.ids)
+            for seq, (a, b) in e._ranges.items():
+                out._ranges[seq] = (length + a, length + b)
+            out.ids += e.ids
+            out.type_ids += e.type_ids
+            out.tokens += e.tokens
+            out.word_ids += e.word_ids
+            out.offsets += e.offsets
+            out.special_tokens_mask += e.special_tokens_mask
+            out.attention_mask += e.attention_mask
         return out
 
     def pad(

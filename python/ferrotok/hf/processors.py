@@ -37,7 +37,13 @@ class Processor:
             for o in e.overflowing:
                 o.set_sequence_id(i)
             e.type_ids = [i] * len(e.ids)
-        return Encoding.merge(self.process_encodings(encodings, add_special), False)
+        out = self.process_encodings(encodings, add_special)
+        if len(out) == 1:
+            # Merged into an empty Encoding, one Encoding comes out a copy of itself; this
+            # one is the call's own (`post_process` is handed new Encodings, and every
+            # processor returns them or new ones), so it is the result as it is.
+            return out[0]
+        return Encoding.merge(out, False)
 
 
 def _trim_offsets(encoding: Encoding, add_prefix_space: bool) -> None:
@@ -79,6 +85,14 @@ class Template(Processor):
         }
         self.single = self._pieces(config["single"], specials)
         self.pair = self._pieces(config["pair"], specials)
+        # The sequences a template places more than once (each place gets a copy).
+        self.single_repeats = self._repeats(self.single)
+        self.pair_repeats = self._repeats(self.pair)
+
+    @staticmethod
+    def _repeats(template: list[tuple[int, int] | _SpecialPiece]) -> set[int]:
+        seqs = [p[0] for p in template if isinstance(p, tuple)]
+        return {i for i in seqs if seqs.count(i) > 1}
 
     @staticmethod
     def _pieces(
@@ -107,7 +121,11 @@ class Template(Processor):
         return sum(len(p.ids) for p in template if isinstance(p, _SpecialPiece))
 
     def process_encodings(self, encodings: list[Encoding], add_special: bool) -> list[Encoding]:
-        template = self.pair if len(encodings) == 2 else self.single
+        template, repeats = (
+            (self.pair, self.pair_repeats)
+            if len(encodings) == 2
+            else (self.single, self.single_repeats)
+        )
         out: list[Encoding] = []
         for piece in template:
             if isinstance(piece, _SpecialPiece):
@@ -131,7 +149,9 @@ class Template(Processor):
                 e = encodings[index]
                 e.type_ids = [type_id] * len(e.ids)
                 e.set_sequence_id(index)
-                out.append(e.copy())
+                # The call's own Encoding (see `Processor.process`), copied where the
+                # template places it again: each place has its own type ids.
+                out.append(e.copy() if index in repeats else e)
         return out
 
 
