@@ -174,6 +174,62 @@ def test_offset_trimming_takes_only_lists_that_match() -> None:
     assert offsets == [(0, 6), (7, 12)]  # the first token keeps the prefix space
 
 
+def test_token_texts_are_the_tables_by_id() -> None:
+    # The face's tokens come from the core with the ids, each the table's text of its id; an
+    # id the table does not reach is an error, not a read past it.
+    enc, _, _ = loaded("gpt-2")
+    core = enc._core_bpe
+    table = [f"t{i}" for i in range(enc.n_vocab)]
+    ids, tokens, offsets, words = core.encode_hf_face("Hello world", table)
+    assert (ids, offsets, words) == core.encode_hf_detail("Hello world")
+    assert tokens == [table[i] for i in ids] and all(t is table[i] for t, i in zip(tokens, ids))
+    with pytest.raises(ValueError, match="has no token text"):
+        core.encode_hf_face("Hello world", table[: max(ids)])
+    assert core.encode_hf_face("", []) == ([], [], [], [])
+
+
+def test_a_template_that_places_a_sequence_twice() -> None:
+    # The face hands a template the model's own Encodings; one placed twice is copied, so
+    # both places (and pairs, truncation, overflowing pieces) stay HF's.
+    hf = tokenizers.Tokenizer.from_file(str(model_path("gpt-2")))
+    hf.post_processor = tokenizers.processors.TemplateProcessing(
+        single="$A <|endoftext|> $A",
+        pair="$A $B:1 $A:1",
+        special_tokens=[("<|endoftext|>", 50256)],
+    )
+    face = ferrotok.hf.Tokenizer.from_str(hf.to_str())
+    for text in TEXTS:
+        same(face.encode(text), hf.encode(text), repr(text))
+        same(face.encode(text, "a pair"), hf.encode(text, "a pair"), repr(text))
+    for tok in (hf, face):
+        tok.enable_truncation(7, stride=2)
+    text = TEXTS[-1]
+    same(face.encode(text), hf.encode(text), "truncated")
+    same(face.encode(text, "a pair of words"), hf.encode(text, "a pair of words"), "pair")
+
+
+def test_post_processing_leaves_its_inputs_alone() -> None:
+    # `post_process` and `Encoding.merge` give new Encodings: what they were handed is unchanged.
+    hf, face = fresh("llama-bpe")
+    for tok in (hf, face):
+        tok.enable_truncation(12, stride=2)
+    mine = [face.encode(t, add_special_tokens=False) for t in TEXTS[-2:]]
+    theirs = [hf.encode(t, add_special_tokens=False) for t in TEXTS[-2:]]
+    before = [(list(e.ids), list(e.tokens), len(e.overflowing)) for e in mine]
+    same(face.post_process(mine[0], mine[1]), hf.post_process(theirs[0], theirs[1]), "pair")
+    same(face.post_process(mine[0]), hf.post_process(theirs[0]), "single")
+    merged = type(mine[0]).merge(mine, True)
+    same(merged, tokenizers.Encoding.merge(theirs, True), "merge, growing offsets")
+    no_overflow = [face.encode(t, add_special_tokens=False) for t in ("ab", "cd ef")]
+    for tok in (hf, face):
+        tok.no_truncation()
+    hf_parts = [hf.encode(t, add_special_tokens=False) for t in ("ab", "cd ef")]
+    merge = type(mine[0]).merge
+    same(merge(no_overflow), tokenizers.Encoding.merge(hf_parts), "merge, default offsets")
+    same(merge(no_overflow, False), tokenizers.Encoding.merge(hf_parts, False), "merge")
+    assert [(list(e.ids), list(e.tokens), len(e.overflowing)) for e in mine] == before
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_decode_and_vocabulary(name: str) -> None:
     hf, face = fresh(name)

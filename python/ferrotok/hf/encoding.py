@@ -253,7 +253,9 @@ class Encoding:
         self.overflowing = overflowings
 
     @staticmethod
-    def merge(encodings: Iterable[Encoding], growing_offsets: bool = False) -> Encoding:
+    def merge(encodings: Iterable[Encoding], growing_offsets: bool = True) -> Encoding:
+        """One Encoding of all of `encodings` (`tokenizers.Encoding.merge`, whose default
+        also shifts each part's offsets past the last offset before it)."""
         out = Encoding([], [], [], [], [], [], [])
         encodings = list(encodings)
         if growing_offsets or any(e.overflowing for e in encodings):
