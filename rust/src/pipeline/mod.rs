@@ -333,13 +333,14 @@ impl Pipeline {
     ) -> Result<Vec<Detail>> {
         let mut cache = self.model.cache();
         let mut engine_cache = enc.cache.local();
-        // Room for a token every 4 bytes (most text has fewer), of at most 1 MB of the text:
-        // grown from empty, the list is copied at each doubling.
-        let mut out: Vec<(u32, usize, usize, u32)> =
-            Vec::with_capacity(text.len().min(1 << 20) / 4);
+        // Room for a token every 2 bytes (code has about that many; prose fewer) and a piece
+        // every 3, of at most 1 MB of the text: grown from empty, each list is copied at each
+        // doubling (for a list of a 4 KB document, ~20,000 instructions a copy).
+        let room = text.len().min(1 << 20);
+        let mut out: Vec<(u32, usize, usize, u32)> = Vec::with_capacity(room / 2);
         let mut word = 0u32;
         let all = |_: usize| true;
-        let mut pieces = Vec::new();
+        let mut pieces = Vec::with_capacity(room / 3);
         let mut buf = Vec::new();
         let (mut ids, mut lens, mut ends) = (Vec::new(), Vec::new(), Vec::new());
         let mut pieces_ids = Vec::new();
