@@ -48,10 +48,10 @@ pub mod wordpiece;
 
 use crate::encode::bpe::piece_cache::Local;
 use crate::encode::bpe::tables::BpeVocab;
-use crate::encode::bpe::{PieceStep, ShortFirst};
+use crate::encode::bpe::{short_home_in, PieceStep, ShortFirst};
 use crate::encode::encoder::{Allowed, Encoder};
 use crate::error::Result;
-use crate::vocab::Rank;
+use crate::vocab::{Rank, NO_RANK};
 use added_tokens::{AddedVocab, Which};
 use bpe_model::{BpeJson, HfBpe};
 use metaspace::Metaspace;
@@ -531,7 +531,25 @@ impl Pipeline {
                 };
                 pieces.clear();
                 self.pretok.pieces(sub, &mut pieces)?;
+                let on_engine = model.on_engine();
                 for p in &pieces {
+                    // A piece that is a token in its short-table home slot is that token on
+                    // the engine, as `encode_into`'s `ShortFirst` takes it: one token over
+                    // the whole piece (no virtual space, no byte without a token).
+                    if on_engine && !p.space {
+                        let r = short_home_in(
+                            &enc.vocab,
+                            sub.as_bytes(),
+                            &sub.as_bytes()[p.start..p.end],
+                        )
+                        .1;
+                        if r != NO_RANK {
+                            let (s, e) = span(nc.start + p.start, nc.start + p.end);
+                            out.push((r, s, e, word));
+                            word += 1;
+                            continue;
+                        }
+                    }
                     let w = piece_bytes(sub, p, &mut buf);
                     let whole = if p.space { w } else { sub.as_bytes() };
                     ids.clear();

@@ -99,7 +99,7 @@ pub fn encode_piece_in(
 /// `piece`'s [`key_in`] `text` (if it has one), and the rank in its short-table home slot if
 /// it is the token there, else `NO_RANK` (see [`encode_piece_in`]).
 #[inline(always)]
-fn short_home_in(vocab: &BpeVocab, text: &[u8], piece: &[u8]) -> (Option<u64>, Rank) {
+pub(crate) fn short_home_in(vocab: &BpeVocab, text: &[u8], piece: &[u8]) -> (Option<u64>, Rank) {
     match key_in(text, piece) {
         Some(key) => (Some(key), vocab.short_home(key, piece.len())),
         None => (None, NO_RANK),
