@@ -14,6 +14,7 @@ from typing import Any
 
 import ferrotok.hf
 import pytest
+from hf_support import sample_all
 from test_hf_parity import loaded, model_path, special_texts
 
 # HF tokenizers 0.23 is the oracle (issue 54); PyPI has no 0.23 for Python 3.9, where these
@@ -172,6 +173,29 @@ def test_offset_trimming_takes_only_lists_that_match() -> None:
     assert offsets == [(0, 6), (6, 12)]
     trim_byte_level_offsets(["Ġhello", "Ġworld"], offsets, True)
     assert offsets == [(0, 6), (7, 12)]  # the first token keeps the prefix space
+
+
+@pytest.mark.parametrize("name", ["llama-bpe", "bert-bge"])
+def test_a_batch_on_the_cores_threads_is_hfs_and_the_items_encoded_one_by_one(name: str) -> None:
+    # Over 32 KB of text: the core shares the batch between threads; pairs, truncation
+    # with overflowing pieces and padding to the batch's longest on top.
+    hf, face = fresh(name)
+    docs = sample_all(4, 2)
+    assert sum(len(d.encode()) for d in docs) > 32 << 10
+    batch: list[Any] = [d if i % 3 else (d[:300], docs[-1 - i][:200]) for i, d in enumerate(docs)]
+    for tok in (hf, face):
+        tok.enable_truncation(64, stride=8)
+        tok.enable_padding()
+    got, want = face.encode_batch(batch), hf.encode_batch(batch)
+    assert len(got) == len(want) == len(batch)
+    for i, (a, b) in enumerate(zip(got, want)):
+        same(a, b, f"item {i}")
+    face.no_padding()
+    for i, (item, a) in enumerate(zip(batch, face.encode_batch(batch))):
+        one = face.encode(*item) if isinstance(item, tuple) else face.encode(item)
+        same(a, one, f"item {i} alone")
+    with pytest.raises(TypeError, match="must be str"):
+        face.encode_batch(["a text", 3])
 
 
 def test_token_texts_are_the_tables_by_id() -> None:

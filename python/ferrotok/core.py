@@ -715,6 +715,13 @@ class Encoding:
         id): (ids, tokens, offsets, word ids), new lists."""
         return self._core_bpe.encode_hf_face(text, token_texts)
 
+    def _encode_hf_face_batch(
+        self, texts: list[str], token_texts: list[str], num_threads: int = 8
+    ) -> list[tuple[list[int], list[str], list[tuple[int, int]], list[int]]]:
+        """`[_encode_hf_face(t, token_texts) for t in texts]`, the texts encoded on up to
+        `num_threads` threads."""
+        return self._core_bpe.encode_hf_face_batch(texts, token_texts, num_threads)
+
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
         """BPE on the whole input as one piece, without the pattern split."""
         if isinstance(text_or_bytes, str):

@@ -360,15 +360,25 @@ class Tokenizer:
             return out
         if not isinstance(sequence, str):
             raise TypeError(f"TextInputSequence must be str, got {type(sequence).__name__}")
-        ids, tokens, offsets, word_ids = self._detail(sequence)
-        return Encoding.from_model(ids, tokens, offsets, word_ids, type_id)
+        return Encoding.from_model(*self._detail(sequence), type_id)
 
     def _detail(
         self, text: str
     ) -> tuple[list[int], list[str], list[tuple[int, int]], list[int | None]]:
         """The model's (ids, tokens, char offsets, word ids) for `text`, new lists, each token
         its text as HF gives it."""
-        ids, tokens, offsets, word_ids = self._enc._encode_hf_face(text, self._token_text)
+        return self._fixed(text, *self._enc._encode_hf_face(text, self._token_text))
+
+    def _fixed(
+        self,
+        text: str,
+        ids: list[int],
+        tokens: list[str],
+        offsets: list[tuple[int, int]],
+        word_ids: list[int],
+    ) -> tuple[list[int], list[str], list[tuple[int, int]], list[int | None]]:
+        """The core's face of `text` (`_encode_hf_face`) with the tokens whose HF text is not
+        their id's (the text they matched) put right, in place."""
         # A Unigram model's unknown piece is, to HF, the (normalized) text it covers.
         if self._unigram_unk is not None and self._unigram_unk in ids:
             for k, piece in self._enc._core_bpe.encode_hf_unknown_texts(text):
@@ -421,7 +431,7 @@ class Tokenizer:
         """Encodes a batch; each item a text or a (text, pair) tuple; padded as a batch."""
         if isinstance(input, str):
             raise TypeError("encode_batch takes a list of inputs, not a str")
-        out = []
+        items: list[tuple[Any, Any]] = []
         for item in input:
             first: Any
             second: Any = None
@@ -440,7 +450,27 @@ class Tokenizer:
                 first, second = item
             else:
                 first = item
-            out.append(self.encode(first, second, is_pretokenized, add_special_tokens))
+            items.append((first, second))
+        texts = [t for item in items for t in item if t is not None]
+        if texts and not is_pretokenized and all(isinstance(t, str) for t in texts):
+            # Every text of the batch through the core in one call, on its threads.
+            self._check_mode()
+            faces = iter(self._enc._encode_hf_face_batch(texts, self._token_text))
+            out = []
+            for first, second in items:
+                a = Encoding.from_model(*self._fixed(first, *next(faces)), 0)
+                b = (
+                    None
+                    if second is None
+                    else Encoding.from_model(*self._fixed(second, *next(faces)), 1)
+                )
+                out.append(
+                    processors.post_process(
+                        self._processor, a, b, add_special_tokens, self._truncation, self._padding
+                    )
+                )
+        else:
+            out = [self.encode(a, b, is_pretokenized, add_special_tokens) for a, b in items]
         if self._padding is not None:
             processors.pad_batch(out, self._padding)
         return out

@@ -148,26 +148,40 @@ pub(super) fn encode_lists<'py>(
     num_threads: usize,
     encode: impl Fn(&str) -> Result<Vec<Rank>, Error> + Sync + Send,
 ) -> PyResult<Bound<'py, PyList>> {
+    encode_objects(py, texts, num_threads, encode, |ids| {
+        Ok(ints::id_list(py, &ids)?.into_any())
+    })
+}
+
+/// [`encode_lists`] with each text's result of any kind, made into its Python object by
+/// `make` (on this thread, with the GIL) as it comes in.
+pub(super) fn encode_objects<'py, T: Send>(
+    py: Python<'py>,
+    texts: &[PyBackedStr],
+    num_threads: usize,
+    encode: impl Fn(&str) -> Result<T, Error> + Sync + Send,
+    mut make: impl FnMut(T) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
     let Some(ends) = shared_ends(texts.len(), num_threads) else {
         let mut lists = Vec::with_capacity(texts.len());
         for t in texts {
-            let ids = detached_polled(py, || encode(t))?;
-            lists.push(ints::id_list(py, &ids)?);
+            let done = detached_polled(py, || encode(t))?;
+            lists.push(make(done)?);
             py.check_signals()?; // Ctrl-C between texts
         }
         return PyList::new(py, lists);
     };
-    type Done = std::thread::Result<Result<Vec<Rank>, Error>>;
-    let run = |i: usize| -> Done { catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))) };
+    type Done<T> = std::thread::Result<Result<T, Error>>;
+    let run = |i: usize| -> Done<T> { catch_unwind(AssertUnwindSafe(|| encode(&texts[i]))) };
     let n = texts.len();
     let helpers = helper_threads(num_threads, n);
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Done)>();
-    let mut lists: Vec<Option<Bound<'py, PyList>>> = vec![None; n];
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Done<T>)>();
+    let mut lists: Vec<Option<Bound<'py, PyAny>>> = vec![None; n];
     let mut failed: Option<(usize, PyErr)> = None;
     let mut interrupted: Option<PyErr> = None;
-    let mut record = |i: usize, r: Done| {
+    let mut record = |i: usize, r: Done<T>| {
         let result = match r {
-            Ok(Ok(ids)) => ints::id_list(py, &ids),
+            Ok(Ok(done)) => make(done),
             Ok(Err(e)) => Err(e.into()),
             Err(p) => Err(panic_error(p)),
         };

@@ -2,7 +2,9 @@
 //! [`Encoder`]. Its methods convert arguments, run the core with the GIL released and
 //! convert the results; batches go through `batches.rs`.
 
-use super::batches::{batch, decode_list_shared, encode_lists, threads_for, SignalPoll};
+use super::batches::{
+    batch, decode_list_shared, encode_lists, encode_objects, threads_for, SignalPoll,
+};
 use super::data::{FlatArrays, Layout};
 use super::errors::{detached, detached_polled, panic_error};
 use super::hf_face;
@@ -188,12 +190,21 @@ impl PyCoreBPE {
                 "not a HuggingFace tokenizer.json encoding".into(),
             )),
         })?;
-        Ok((
-            detail.iter().map(|d| d.0).collect(),
-            detail.iter().map(|d| (d.1, d.2)).collect(),
-            detail.iter().map(|d| d.3).collect(),
-        ))
+        Ok(split_detail(&detail))
     }
+}
+
+/// A text's `(id, start, end, word)` entries (`Pipeline::encode_detail`) as the HF face's
+/// three lists: ids, `(start, end)` char offsets, word ids.
+#[allow(clippy::type_complexity)]
+fn split_detail(
+    detail: &[(Rank, usize, usize, Rank)],
+) -> (Vec<Rank>, Vec<(usize, usize)>, Vec<Rank>) {
+    (
+        detail.iter().map(|d| d.0).collect(),
+        detail.iter().map(|d| (d.1, d.2)).collect(),
+        detail.iter().map(|d| d.3).collect(),
+    )
 }
 
 #[pymethods]
@@ -324,6 +335,34 @@ impl PyCoreBPE {
             ints::offset_list(py, &offsets)?,
             ints::id_list(py, &words)?,
         ))
+    }
+
+    /// `[encode_hf_face(t, token_texts) for t in texts]` (as tuples), the texts encoded on
+    /// `num_threads` threads with the GIL released while this thread builds the lists of the
+    /// ones done (see `encode_lists`).
+    fn encode_hf_face_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<PyBackedStr>,
+        token_texts: &Bound<'py, PyList>,
+        num_threads: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let enc = &self.inner;
+        let Some(hf) = &enc.hf else {
+            return Err(Error::Input("not a HuggingFace tokenizer.json encoding".into()).into());
+        };
+        let threads = threads_for(&texts, num_threads);
+        let encode = |t: &str| hf.encode_detail(enc, t);
+        encode_objects(py, &texts, threads, encode, |detail| {
+            let (ids, offsets, words) = split_detail(&detail);
+            let face = [
+                ints::id_list(py, &ids)?,
+                hf_face::items_at(token_texts, &ids)?,
+                ints::offset_list(py, &offsets)?,
+                ints::id_list(py, &words)?,
+            ];
+            Ok(PyTuple::new(py, face)?.into_any())
+        })
     }
 
     /// The tokens of `encode_hf_detail(text)` whose HF token text is not their id's (a
