@@ -13,6 +13,7 @@ use super::ids::{id_lists, ids_read_directly, packed_ids};
 use super::ints;
 use crate::encode::encoder::{Allowed, Encoder};
 use crate::error::Error;
+use crate::pipeline::{Detail, Pipeline};
 use crate::runtime::batch::{
     batch_map, shared_decode, threads_for_ids, DECODE_PIECE, DECODE_SHARED_MIN,
 };
@@ -175,6 +176,14 @@ impl PyCoreBPE {
         })
     }
 
+    /// The `tokenizer.json` pipeline of a `from_hf` encoding.
+    fn pipeline(&self) -> Result<&Pipeline, Error> {
+        self.inner
+            .hf
+            .as_deref()
+            .ok_or_else(|| Error::Input("not a HuggingFace tokenizer.json encoding".into()))
+    }
+
     /// HF's `encode(text, add_special_tokens=False)` of a `from_hf` encoding, with the GIL
     /// released: (ids, char offsets, word ids).
     #[allow(clippy::type_complexity)]
@@ -183,13 +192,8 @@ impl PyCoreBPE {
         py: Python<'_>,
         text: &str,
     ) -> PyResult<(Vec<Rank>, Vec<(usize, usize)>, Vec<Rank>)> {
-        let enc = &self.inner;
-        let detail = detached(py, || match &enc.hf {
-            Some(hf) => hf.encode_detail(enc, text),
-            None => Err(Error::Input(
-                "not a HuggingFace tokenizer.json encoding".into(),
-            )),
-        })?;
+        let hf = self.pipeline()?;
+        let detail = detached(py, || hf.encode_detail(&self.inner, text))?;
         Ok(split_detail(&detail))
     }
 }
@@ -197,14 +201,28 @@ impl PyCoreBPE {
 /// A text's `(id, start, end, word)` entries (`Pipeline::encode_detail`) as the HF face's
 /// three lists: ids, `(start, end)` char offsets, word ids.
 #[allow(clippy::type_complexity)]
-fn split_detail(
-    detail: &[(Rank, usize, usize, Rank)],
-) -> (Vec<Rank>, Vec<(usize, usize)>, Vec<Rank>) {
+fn split_detail(detail: &[Detail]) -> (Vec<Rank>, Vec<(usize, usize)>, Vec<Rank>) {
     (
         detail.iter().map(|d| d.0).collect(),
         detail.iter().map(|d| (d.1, d.2)).collect(),
         detail.iter().map(|d| d.3).collect(),
     )
+}
+
+/// The HF face's lists of a text's `detail`: ids, tokens (`token_texts[id]`), char offsets
+/// and word ids.
+fn face_lists<'py>(
+    py: Python<'py>,
+    token_texts: &Bound<'py, PyList>,
+    detail: &[Detail],
+) -> PyResult<[Bound<'py, PyList>; 4]> {
+    let (ids, offsets, words) = split_detail(detail);
+    Ok([
+        ints::id_list(py, &ids)?,
+        hf_face::items_at(token_texts, &ids)?,
+        ints::offset_list(py, &offsets)?,
+        ints::id_list(py, &words)?,
+    ])
 }
 
 #[pymethods]
@@ -328,13 +346,10 @@ impl PyCoreBPE {
         Bound<'py, PyList>,
         Bound<'py, PyList>,
     )> {
-        let (ids, offsets, words) = self.hf_detail(py, text)?;
-        Ok((
-            ints::id_list(py, &ids)?,
-            hf_face::items_at(token_texts, &ids)?,
-            ints::offset_list(py, &offsets)?,
-            ints::id_list(py, &words)?,
-        ))
+        let hf = self.pipeline()?;
+        let detail = detached(py, || hf.encode_detail(&self.inner, text))?;
+        let [ids, tokens, offsets, words] = face_lists(py, token_texts, &detail)?;
+        Ok((ids, tokens, offsets, words))
     }
 
     /// `[encode_hf_face(t, token_texts) for t in texts]` (as tuples), the texts encoded on
@@ -347,21 +362,11 @@ impl PyCoreBPE {
         token_texts: &Bound<'py, PyList>,
         num_threads: usize,
     ) -> PyResult<Bound<'py, PyList>> {
-        let enc = &self.inner;
-        let Some(hf) = &enc.hf else {
-            return Err(Error::Input("not a HuggingFace tokenizer.json encoding".into()).into());
-        };
+        let hf = self.pipeline()?;
         let threads = threads_for(&texts, num_threads);
-        let encode = |t: &str| hf.encode_detail(enc, t);
+        let encode = |t: &str| hf.encode_detail(&self.inner, t);
         encode_objects(py, &texts, threads, encode, |detail| {
-            let (ids, offsets, words) = split_detail(&detail);
-            let face = [
-                ints::id_list(py, &ids)?,
-                hf_face::items_at(token_texts, &ids)?,
-                ints::offset_list(py, &offsets)?,
-                ints::id_list(py, &words)?,
-            ];
-            Ok(PyTuple::new(py, face)?.into_any())
+            Ok(PyTuple::new(py, face_lists(py, token_texts, &detail)?)?.into_any())
         })
     }
 
@@ -372,16 +377,11 @@ impl PyCoreBPE {
         py: Python<'_>,
         text: &str,
     ) -> PyResult<Vec<(usize, String)>> {
-        let enc = &self.inner;
-        let texts = detached(py, || match &enc.hf {
-            Some(hf) => {
-                let mut texts = Vec::new();
-                hf.encode_detail_with(enc, text, Some(&mut texts))?;
-                Ok(texts)
-            }
-            None => Err(Error::Input(
-                "not a HuggingFace tokenizer.json encoding".into(),
-            )),
+        let hf = self.pipeline()?;
+        let texts = detached(py, || {
+            let mut texts = Vec::new();
+            hf.encode_detail_with(&self.inner, text, Some(&mut texts))?;
+            Ok::<_, Error>(texts)
         })?;
         Ok(texts)
     }
