@@ -299,7 +299,16 @@ CALLS = {
     "count": "enc.count(text)",
     # The calling thread encodes the short text and waits for the helper's long one.
     "encode_batch": "enc.encode_batch(['a', text], num_threads=2)",
+    # The same through the HF face (its batch goes to the core in one call).
+    "hf_encode_batch": "face.encode_batch(['a', text])",
 }
+# The HF face of the same pattern, made before the clock starts.
+FACE = """
+import os, tempfile, ferrotok.hf
+path = os.path.join(tempfile.mkdtemp(), 'tokenizer.json')
+enc.to_hf(path)
+face = ferrotok.hf.Tokenizer.from_file(path)
+"""
 
 
 @pytest.mark.parametrize("call", list(CALLS))
@@ -312,6 +321,7 @@ def test_ctrl_c_interrupts_one_long_encode(call: str) -> None:
         enc = ferrotok.Encoding('p', pat_str=r'(?>a+)b|\\S|\\s',
                                 mergeable_ranks={bytes([i]): i for i in range(256)},
                                 special_tokens={})
+        FACE
         text = 'a' * 30_000_000
         print('ready', flush=True)
         try:
@@ -321,6 +331,7 @@ def test_ctrl_c_interrupts_one_long_encode(call: str) -> None:
             print('interrupted', flush=True)
         """
     ).replace("CALL", CALLS[call])
+    code = code.replace("FACE", FACE if call.startswith("hf_") else "")
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
