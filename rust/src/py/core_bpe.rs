@@ -183,19 +183,6 @@ impl PyCoreBPE {
             .as_deref()
             .ok_or_else(|| Error::Input("not a HuggingFace tokenizer.json encoding".into()))
     }
-
-    /// HF's `encode(text, add_special_tokens=False)` of a `from_hf` encoding, with the GIL
-    /// released: (ids, char offsets, word ids).
-    #[allow(clippy::type_complexity)]
-    fn hf_detail(
-        &self,
-        py: Python<'_>,
-        text: &str,
-    ) -> PyResult<(Vec<Rank>, Vec<(usize, usize)>, Vec<Rank>)> {
-        let hf = self.pipeline()?;
-        let detail = detached(py, || hf.encode_detail(&self.inner, text))?;
-        Ok(split_detail(&detail))
-    }
 }
 
 /// A text's `(id, start, end, word)` entries (`Pipeline::encode_detail`) as the HF face's
@@ -324,7 +311,9 @@ impl PyCoreBPE {
         py: Python<'py>,
         text: &str,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Bound<'py, PyList>)> {
-        let (ids, offsets, words) = self.hf_detail(py, text)?;
+        let hf = self.pipeline()?;
+        let detail = detached(py, || hf.encode_detail(&self.inner, text))?;
+        let (ids, offsets, words) = split_detail(&detail);
         Ok((
             ints::id_list(py, &ids)?,
             ints::offset_list(py, &offsets)?,

@@ -506,7 +506,7 @@ pub(crate) trait Pieces<'t> {
 
 /// [`Pieces::window`] a piece at a time, through [`Pieces::piece`].
 #[inline(always)]
-pub(crate) fn each_piece<'t>(
+fn each_piece<'t>(
     sink: &mut (impl Pieces<'t> + ?Sized),
     text: &'t str,
     i: usize,
