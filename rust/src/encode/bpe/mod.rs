@@ -454,11 +454,31 @@ fn byte_rank(vocab: &Vocab, b: u8) -> Result<Rank> {
 /// byte slicing (parts are tracked by token id, pairs looked up by id).
 /// `tok[i]` is part i's token, `pair[i]` the rank of parts i and i+1 merged (or `NO_RANK`).
 pub fn merge_scan(vocab: &BpeVocab, piece: &[u8], out: &mut Vec<Rank>) -> Result<()> {
+    debug_assert!((2..=HEAP_THRESHOLD).contains(&piece.len()));
+    // Most pieces BPE merges have at most 16 bytes: their arrays are half the size, so each
+    // merge's shift copies half as much.
+    if piece.len() <= HEAP_THRESHOLD / 2 {
+        merge_scan_in::<{ HEAP_THRESHOLD / 2 }, HEAP_THRESHOLD>(vocab, piece, out)
+    } else {
+        merge_scan_in::<HEAP_THRESHOLD, { 2 * HEAP_THRESHOLD }>(vocab, piece, out)
+    }
+}
+
+/// [`merge_scan`] of a piece of at most `MAX` bytes, in arrays of `ROOM = 2 * MAX`, so that
+/// the shift after a merge is a copy of one constant size (`MAX` elements, past the parts
+/// too), not a `memmove` call whose size changes with each merge (as `pipeline/word.rs`
+/// shifts its symbols).
+#[inline(always)]
+fn merge_scan_in<const MAX: usize, const ROOM: usize>(
+    vocab: &BpeVocab,
+    piece: &[u8],
+    out: &mut Vec<Rank>,
+) -> Result<()> {
     let m = piece.len();
-    debug_assert!((2..=HEAP_THRESHOLD).contains(&m));
+    debug_assert!(ROOM == 2 * MAX && (2..=MAX).contains(&m));
     let pairs = &vocab.pairs;
-    let mut tok = [0 as Rank; HEAP_THRESHOLD];
-    let mut pair = [NO_RANK; HEAP_THRESHOLD];
+    let mut tok = [0 as Rank; ROOM];
+    let mut pair = [NO_RANK; ROOM];
     for (t, &b) in tok.iter_mut().zip(piece) {
         *t = byte_rank(vocab, b)?;
     }
@@ -489,10 +509,13 @@ pub fn merge_scan(vocab: &BpeVocab, piece: &[u8], out: &mut Vec<Rank>) -> Result
         if best == NO_RANK {
             break;
         }
-        // Parts `at` and `at + 1` become the token `best`.
+        // Parts `at` and `at + 1` become the token `best`. `at <= n - 2 <= MAX - 2`, so
+        // `at + 2 + MAX <= ROOM`. What lands past the parts is never read: `tok` only below
+        // `n`, and `pair` stays `NO_RANK` from `n - 1` on (it starts so, and only `NO_RANK`
+        // moves down into it).
         tok[at] = best;
-        tok.copy_within(at + 2..n, at + 1);
-        pair.copy_within(at + 1..n - 1, at);
+        tok.copy_within(at + 2..at + 2 + MAX, at + 1);
+        pair.copy_within(at + 1..at + 1 + MAX, at);
         n -= 1;
         pair[at] = if at + 1 < n {
             lookup(tok[at], tok[at + 1])
