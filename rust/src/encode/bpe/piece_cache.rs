@@ -228,9 +228,15 @@ impl Local<'_> {
             return;
         };
         let i = (h as usize) % SLOTS / 2;
-        slots.tags[i] = [tag(h), slots.tags[i][0]];
         let set = &mut slots.sets[i];
-        set.0[1] = set.0[0];
+        // An empty first way (most of them while the cache fills) is written alone: moving it
+        // behind would write all three of the set's lines, where a piece of up to five ids
+        // fits in the first.
+        if set.0[0].len != 0 {
+            set.0[1] = set.0[0];
+            slots.tags[i][1] = slots.tags[i][0];
+        }
+        slots.tags[i][0] = tag(h);
         let e = &mut set.0[0];
         e.hash = h;
         e.len = piece.len() as u8;
