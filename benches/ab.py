@@ -9,10 +9,11 @@ data touched before every round (as another engine or another stage of a pipelin
 leave the caches), and prints the median of per-round speed ratios B/A and the total ratio.
 
     python benches/ab.py PYTHON_A PYTHON_B [--model cl100k|<tokenizer.json stem>] [--mb 10]
-        [--rounds 48] [--evict 32] [--model-b MODEL]
+        [--rounds 48] [--evict 32] [--model-b MODEL] [--list]
 
 `--model-b` gives B another model (the same Python twice compares two models on one build,
-e.g. Llama 3 against cl100k, each in a process of its own).
+e.g. Llama 3 against cl100k, each in a process of its own). `--list` times `encode_ordinary`
+(a list of ints, as tiktoken's face returns) instead of `encode_to_numpy`.
 
 A ratio above 1 means B is faster. Read a change from the medians of three runs.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def worker(model: str, mb: float, rounds: int, evict_mb: float) -> None:
+def worker(model: str, mb: float, rounds: int, evict_mb: float, as_list: bool) -> None:
     """Runs round `k` of the documents for each `k` read from stdin; prints its CPU seconds."""
     os.environ.setdefault("RAYON_NUM_THREADS", "1")
     sys.path.insert(0, str(HERE))
@@ -47,6 +48,9 @@ def worker(model: str, mb: float, rounds: int, evict_mb: float) -> None:
     enc.build_tables()
     for d in warm:
         enc.encode_ordinary(d)
+    encode = (
+        enc.encode_ordinary if as_list else lambda d: enc.encode_to_numpy(d, disallowed_special=())
+    )
     buf = np.zeros(int(evict_mb * 1e6 / 8) + 1, dtype=np.int64)
     chunks = [docs[i::rounds] for i in range(rounds)]
     print("ready", flush=True)
@@ -56,7 +60,7 @@ def worker(model: str, mb: float, rounds: int, evict_mb: float) -> None:
             buf[::8] += 1  # one write a cache line
         start = time.thread_time()
         for d in chunks[k]:
-            enc.encode_to_numpy(d, disallowed_special=())
+            encode(d)
         print(time.thread_time() - start, flush=True)
 
 
@@ -70,13 +74,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=48)
     parser.add_argument("--evict", type=float, default=32.0, help="MB touched before a round")
     parser.add_argument("--cpu", default="1", help="the core both workers are pinned to")
+    parser.add_argument("--list", action="store_true", help="time encode_ordinary's lists")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.model, args.mb, args.rounds, args.evict)
+        worker(args.model, args.mb, args.rounds, args.evict, args.list)
         return
     work = [__file__, "a", "b", "--worker", "--mb", str(args.mb)]
     work += ["--rounds", str(args.rounds), "--evict", str(args.evict)]
+    work += ["--list"] if args.list else []
     models = {"a": args.model, "b": args.model_b or args.model}
     procs = {
         ab: subprocess.Popen(
