@@ -5,7 +5,7 @@ Each family's file is built here (in memory) from a shared vocabulary and merges
 Qwen2's, StarCoder2's... cut to their first merges where the full model is not needed, so a
 file loads in milliseconds) with the normalizer, pre-tokenizer, post-processor, decoder,
 added tokens and model flags that family's published `tokenizer.json` has (RoBERTa/BART,
-BLOOM, gpt-oss, OLMo, Phi-2/CodeGen, SmolLM/StarCoder, Granite, Llama 3.1, Qwen2.5/Qwen3,
+BLOOM, gpt-oss, OLMo, Phi-2/CodeGen, SmolLM/StarCoder, Granite, Llama 3.1, Qwen2.5/Qwen3/Qwen3.5,
 Command-R, DeepSeek V3, Kimi K2, Whisper, DeBERTa, OPT, Mistral Tekken...; added tokens with
 every flag, unreachable tokens). On each: the ids of both of ferrotok's
 entry points (`encode(allowed_special="all")`, `encode_ordinary`) equal HF's
@@ -208,6 +208,12 @@ LLAMA3_RE = (
 QWEN2_RE = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+# Qwen3.5's pattern (as gigatoken's repository quotes it, `src/pretokenize/fast/qwen3_5.rs`):
+# marks join a run of letters, a run of punctuation stops at them, and a number is one digit.
+QWEN35_RE = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
+    r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 O200K_RE = "|".join(
     [
@@ -436,12 +442,13 @@ def _qwen_plain() -> tuple[dict[str, int], list[list[str]]]:
     return {t: i for t, i in vocab.items() if i < 151643}, merges
 
 
-def _qwen(tokens: list[dict[str, Any]], whole: bool) -> str:
-    # Qwen3 on the whole vocabulary (the engine's fast paths), Qwen2.5 on its first merges.
+def _qwen(tokens: list[dict[str, Any]], whole: bool, pattern: str = QWEN2_RE) -> str:
+    # Qwen3 on the whole vocabulary (the engine's fast paths), Qwen2.5 and Qwen3.5 on its
+    # first merges.
     return build(
         _qwen_plain() if whole else base(*QWEN_TINY),
         normalizer={"type": "NFC"},
-        pre_tokenizer=seq(split(QWEN2_RE), byte_level(regex=False, trim=False)),
+        pre_tokenizer=seq(split(pattern), byte_level(regex=False, trim=False)),
         post_processor=byte_level(False, regex=False, trim=False),
         decoder=byte_level(False, regex=False, trim=False),
         added_tokens=tokens,
@@ -694,6 +701,7 @@ FAMILIES: dict[str, Callable[[], str]] = {
     "llama3.1": _llama31,
     "qwen2.5": lambda: _qwen(QWEN25_ADDED, False),
     "qwen3": lambda: _qwen(QWEN3_ADDED, True),
+    "qwen3.5": lambda: _qwen(QWEN3_ADDED, False, QWEN35_RE),
     "command-r": _command_r,
     "deepseek-v3": _deepseek_v3,
     "jais": _jais,
@@ -829,6 +837,19 @@ def test_tiktokens_cl100k_pattern_runs_on_cl100ks_scanner() -> None:
     assert enc.decode(enc.encode_ordinary(" 2021 12345678")) == " 2021 12345678"
     ids = family("tiktoken-cl100k-pattern")[2].encode(" 1234567", add_special_tokens=False).ids
     assert enc.encode_ordinary(" 1234567") == ids
+
+
+def test_qwen35s_pattern_runs_on_cl100ks_scanner_with_marks_as_letters() -> None:
+    # Qwen3.5's letter runs take marks (Devanagari's vowel signs and viramas, combining
+    # accents) and its punctuation runs stop at them: Qwen2's scanner reading marks as letters
+    # (the tests above check the ids against HF's).
+    enc = family("qwen3.5")[0]
+    assert "split:qwen3.5" in enc._core_bpe.hf_paths()
+    hf = family("qwen3.5")[2]
+    text = "\u0939\u093f\u0928\u094d\u0926\u0940 cafe\u0301!\u0301 x"
+    ids = enc.encode_ordinary(text)
+    assert ids == hf.encode(text).ids
+    assert enc.decode(ids) == hf.decode(ids)  # the NFC text: "café"
 
 
 def test_deepseek_v3_runs_on_its_fused_scanner() -> None:

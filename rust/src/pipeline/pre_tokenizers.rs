@@ -384,6 +384,7 @@ impl PreTokenizer {
                 Step::Split { splitter, .. } => Some(match splitter.kind() {
                     "llama3" => "split:llama3",
                     "qwen2" => "split:qwen2",
+                    "qwen3.5" => "split:qwen3.5",
                     "tekken" => "split:tekken",
                     "cl100k-digit-runs" => "split:cl100k-digit-runs",
                     "general" => "split:general",

@@ -20,6 +20,15 @@
 //! only ever starts a numbers piece, which is 1-3 of them in Llama 3 and one in Qwen2:
 //! Llama 3's pieces with each numbers piece cut into its chars are Qwen2's.
 //!
+//! Qwen3.5's pattern is Qwen2's with `[\p{L}\p{M}]` for the letters of its letters alternative
+//! and `[^\s\p{L}\p{M}\p{N}]` for its punctuation, its optional first char
+//! `[^\r\n\p{L}\p{N}]` unchanged. Read with L' = `[\p{L}\p{M}]` for `\p{L}`, that first char
+//! loses the marks, and nothing else changes: a mark m that the pattern takes as the first
+//! char needs an L' char after it, and then L' gives the same piece (m and the L' run after
+//! it, as a run of L' from m); a mark with no L' char after it is, in the pattern, the letters
+//! alternative's run by itself (the first char given back), as in L'. So Qwen2's pieces read
+//! with L' (cl100k's scanner on [`CharClasses::marks_as_letters`]) are Qwen3.5's.
+//!
 //! Mistral's Tekken pattern is o200k_base's without the contraction that ends o200k's two
 //! letter alternatives, and with `\p{N}` for `\p{N}{1,3}`: it runs on o200k's scanner with
 //! those two rules switched (`pretok/o200k.rs` argues both).
@@ -32,6 +41,7 @@
 //! is one piece here where cl100k cuts it every three chars: cl100k's pieces with adjacent
 //! numbers pieces joined are that reading's (`PieceSplitter::DigitRuns`).
 
+use crate::encode::pretok::cl100k::Cl100k;
 use crate::encode::pretok::classes::{CharClasses, N};
 use crate::encode::pretok::o200k::Tekken;
 use crate::encode::pretok::{
@@ -49,6 +59,11 @@ pub const LLAMA3_PATTERN: &str = concat!(
 pub const QWEN2_PATTERN: &str = concat!(
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|",
     r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+pub const QWEN35_PATTERN: &str = concat!(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}|",
+    r" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
 pub const TEKKEN_PATTERN: &str = concat!(
@@ -87,6 +102,8 @@ pub enum PieceSplitter {
     Llama3(Splitter),
     /// Qwen2's pattern: Llama 3's pieces, numbers one char a piece (see the module docs).
     Qwen2(Splitter),
+    /// Qwen3.5's pattern: Qwen2's, marks read as letters (see the module docs).
+    Qwen35(Splitter),
     /// Tekken's pattern, by o200k's scanner without contractions, one digit a piece.
     Tekken(Tekken),
     /// cl100k's pattern as Oniguruma reads it: cl100k's pieces, each run of numbers pieces
@@ -108,6 +125,10 @@ impl PieceSplitter {
         }
         if pattern == QWEN2_PATTERN {
             return Ok(PieceSplitter::Qwen2(Splitter::new(CL100K_PATTERN)?));
+        }
+        if pattern == QWEN35_PATTERN {
+            let marks_as_letters = Cl100k::with_classes(CharClasses::marks_as_letters());
+            return Ok(PieceSplitter::Qwen35(Splitter::Cl100k(marks_as_letters)));
         }
         if pattern == TEKKEN_PATTERN {
             return Ok(PieceSplitter::Tekken(Tekken::new()));
@@ -133,13 +154,14 @@ impl PieceSplitter {
         }
     }
 
-    /// Which path splits: the `Splitter` kind, or `"llama3"`, `"qwen2"`, `"tekken"`,
-    /// `"cl100k-digit-runs"`.
+    /// Which path splits: the `Splitter` kind, or `"llama3"`, `"qwen2"`, `"qwen3.5"`,
+    /// `"tekken"`, `"cl100k-digit-runs"`.
     pub fn kind(&self) -> &'static str {
         match self {
             PieceSplitter::Plain(s) => s.kind(),
             PieceSplitter::Llama3(_) => "llama3",
             PieceSplitter::Qwen2(_) => "qwen2",
+            PieceSplitter::Qwen35(_) => "qwen3.5",
             PieceSplitter::Tekken(_) => "tekken",
             PieceSplitter::DigitRuns(_) => "cl100k-digit-runs",
         }
@@ -165,8 +187,9 @@ impl PieceSplitter {
         match self {
             PieceSplitter::Plain(s) => s.for_each_piece(text, f),
             PieceSplitter::Tekken(s) => s.for_each_piece(text, f),
-            // `scan`'s sinks (`LastPieceCut`, `NumbersApart`) make them Llama 3's and Qwen2's.
-            PieceSplitter::Llama3(_) | PieceSplitter::Qwen2(_) => {
+            // `scan`'s sinks (`LastPieceCut`, `NumbersApart`) make them Llama 3's and Qwen2's
+            // (and Qwen3.5's).
+            PieceSplitter::Llama3(_) | PieceSplitter::Qwen2(_) | PieceSplitter::Qwen35(_) => {
                 self.scan(text, &mut EachPiece(f))
             }
             PieceSplitter::DigitRuns(s) => digit_runs(s, text, f),
@@ -182,7 +205,8 @@ impl PieceSplitter {
             PieceSplitter::Llama3(s) if !ends_in_space(text) => s.scan(text, sink),
             PieceSplitter::Llama3(s) => s.scan(text, &mut LastPieceCut::new(text, sink)),
             PieceSplitter::Tekken(s) => s.scan(text, sink),
-            PieceSplitter::Qwen2(s) => {
+            PieceSplitter::Qwen2(s) | PieceSplitter::Qwen35(s) => {
+                // `N` is the same in both tables.
                 let mut numbers = NumbersApart {
                     t: CharClasses::get(),
                     sink,
@@ -516,11 +540,12 @@ mod tests {
         sink.0
     }
 
-    /// The six scanned patterns' splitters, each with its pattern on the reference engine.
-    fn scanners_and_references() -> [(PieceSplitter, PieceSplitter); 6] {
+    /// The seven scanned patterns' splitters, each with its pattern on the reference engine.
+    fn scanners_and_references() -> [(PieceSplitter, PieceSplitter); 7] {
         [
             LLAMA3_PATTERN,
             QWEN2_PATTERN,
+            QWEN35_PATTERN,
             TEKKEN_PATTERN,
             CL100K_PATTERN,
             crate::encode::pretok::O200K_PATTERN,
@@ -580,6 +605,36 @@ mod tests {
                 assert_eq!(scanned(fast, &text), want, "{} {text:?}", fast.kind());
                 assert_eq!(pieces(fast, &text), want, "{} {text:?}", fast.kind());
             }
+        }
+    }
+
+    /// Qwen3.5's scanner against its pattern on random texts of letters, marks (combining
+    /// accents, Devanagari and Thai vowel signs and viramas, Arabic harakat) and what stands
+    /// beside them: spaces, punctuation, digits, newlines.
+    #[test]
+    fn qwen35_equals_its_pattern_on_texts_with_marks() {
+        let alphabet: Vec<char> =
+            "aZ1 '\n\r\t.!-é\u{301}\u{323}\u{93f}\u{94d}\u{939}\u{e31}\u{e01}\u{64e}\u{628}\u{20db}\u{a0}²中"
+                .chars()
+                .collect();
+        let fast = PieceSplitter::new(QWEN35_PATTERN).unwrap();
+        assert_eq!(fast.kind(), "qwen3.5");
+        let reference = PieceSplitter::Plain(Splitter::reference(QWEN35_PATTERN).unwrap());
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for round in 0..4000 {
+            let text = random_text(&alphabet, 1 + round % 50, &mut rng);
+            assert_eq!(pieces(&fast, &text), pieces(&reference, &text), "{text:?}");
+            assert_eq!(scanned(&fast, &text), pieces(&reference, &text), "{text:?}");
+        }
+        // Marks split Qwen2's words and punctuation runs, not Qwen3.5's.
+        let qwen2 = PieceSplitter::new(QWEN2_PATTERN).unwrap();
+        for (t, want) in [
+            ("हिन्दी", vec!["हिन्दी"]),
+            ("cafe\u{301}!\u{301}", vec!["cafe\u{301}", "!\u{301}"]),
+            (" \u{301}x..", vec![" \u{301}x", ".."]),
+        ] {
+            assert_eq!(pieces(&fast, t), want, "{t:?}");
+            assert_ne!(pieces(&qwen2, t), want, "{t:?}");
         }
     }
 

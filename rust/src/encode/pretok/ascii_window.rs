@@ -329,9 +329,15 @@ macro_rules! splitter_type {
 
         impl $name {
             pub fn new() -> Self {
-                $name {
-                    t: $crate::encode::pretok::classes::CharClasses::get(),
-                }
+                Self::with_classes($crate::encode::pretok::classes::CharClasses::get())
+            }
+
+            /// The splitter reading chars' classes from `t` (the pattern's own table but for
+            /// what its classes stand for: see `CharClasses::marks_as_letters`).
+            pub(crate) fn with_classes(
+                t: &'static $crate::encode::pretok::classes::CharClasses,
+            ) -> Self {
+                $name { t }
             }
 
             /// Calls `f` with each piece of `text`, in order: where 64 bytes of ASCII lie

@@ -10,7 +10,8 @@
 //!
 //! for every code point c below U+0800, `class2[c]` is `of(c)`; and for every three-byte
 //! char c (U+0800 to U+FFFF), its bit in `letter3` is set iff c has [`L`], in `upper_lower3`
-//! iff c has both [`U`] and [`W`].
+//! iff c has both [`U`] and [`W`]. `CharClasses::marks_as_letters()` is the same but for
+//! [`L`], which it sets iff `[\p{L}\p{M}]` matches c.
 //!
 //! Why this holds: the table is built at first use from the class ranges that
 //! `regex-syntax` produces for exactly those class expressions, and fancy-regex
@@ -89,7 +90,15 @@ impl CharClasses {
     /// The process-wide table (built once, a few milliseconds).
     pub(crate) fn get() -> &'static CharClasses {
         static TABLE: ProcessOnce<CharClasses> = ProcessOnce::new();
-        TABLE.get_or_init(CharClasses::build)
+        TABLE.get_or_init(|| CharClasses::build(SOURCES[0].0))
+    }
+
+    /// The table with [`L`] for `[\p{L}\p{M}]` instead of `\p{L}` (and every other bit as in
+    /// [`CharClasses::get`]'s): for patterns whose letter runs take marks and whose other runs
+    /// stop at them (Qwen3.5's; see `pipeline/splitters.rs`).
+    pub(crate) fn marks_as_letters() -> &'static CharClasses {
+        static TABLE: ProcessOnce<CharClasses> = ProcessOnce::new();
+        TABLE.get_or_init(|| CharClasses::build(r"[\p{L}\p{M}]"))
     }
 
     /// End of the maximal run of chars whose class has `bit`, starting at `k`.
@@ -150,9 +159,11 @@ impl CharClasses {
         }
     }
 
-    fn build() -> CharClasses {
+    /// The table of [`SOURCES`], with `letters` as the source of [`L`].
+    fn build(letters: &str) -> CharClasses {
         let mut flat = vec![0u8; N_BLOCKS * BLOCK];
         for (src, bit) in SOURCES {
+            let src = if bit == L { letters } else { src };
             for (lo, hi) in class_ranges(src) {
                 for slot in &mut flat[lo as usize..=hi as usize] {
                     *slot |= bit;
