@@ -12,7 +12,9 @@
 //! same), then the rest (`\s+(?!\S)` at the end of the text). So cl100k's scanner, with its
 //! last piece cut after the last newline when whitespace follows that newline, is Llama 3's.
 //! (`\s+(?!\S)|\s+` against cl100k's `\s+(?!\S)|\s`, and the possessives, give the same
-//! matches: see `pretok/general.rs`.)
+//! matches: see `pretok/general.rs`.) Some files write Llama 3's pattern with `\s*[\r\n]` for
+//! `\s*[\r\n]+`: the same matches, since `\s*` gives back the run only as far as its last
+//! `\r`/`\n`, after which no `\r`/`\n` follows for `+` to take.
 //!
 //! Qwen2's pattern is Llama 3's with `\p{N}` for `\p{N}{1,3}`. No other alternative of
 //! either consumes a `\p{N}` char (the optional first char of the letters alternative
@@ -54,6 +56,12 @@ use std::sync::OnceLock;
 pub const LLAMA3_PATTERN: &str = concat!(
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|",
     r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+/// [`LLAMA3_PATTERN`] with `\s*[\r\n]` for `\s*[\r\n]+` (see the module docs).
+pub const LLAMA3_PATTERN_ONE_NEWLINE: &str = concat!(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"
 );
 
 pub const QWEN2_PATTERN: &str = concat!(
@@ -120,7 +128,7 @@ fn cl100k_as_oniguruma_reads_it() -> &'static str {
 
 impl PieceSplitter {
     pub fn new(pattern: &str) -> Result<PieceSplitter> {
-        if pattern == LLAMA3_PATTERN {
+        if pattern == LLAMA3_PATTERN || pattern == LLAMA3_PATTERN_ONE_NEWLINE {
             return Ok(PieceSplitter::Llama3(Splitter::new(CL100K_PATTERN)?));
         }
         if pattern == QWEN2_PATTERN {
@@ -510,7 +518,7 @@ mod tests {
     #[test]
     fn llama3_and_qwen2_equal_their_patterns_on_random_texts() {
         let alphabet: Vec<char> = "ab1 '\n\r\t\u{a0}\u{3000}\u{85}x.!é中".chars().collect();
-        let cases = [LLAMA3_PATTERN, QWEN2_PATTERN].map(|p| {
+        let cases = [LLAMA3_PATTERN, LLAMA3_PATTERN_ONE_NEWLINE, QWEN2_PATTERN].map(|p| {
             (
                 PieceSplitter::new(p).unwrap(),
                 PieceSplitter::Plain(Splitter::reference(p).unwrap()),
@@ -540,10 +548,11 @@ mod tests {
         sink.0
     }
 
-    /// The seven scanned patterns' splitters, each with its pattern on the reference engine.
-    fn scanners_and_references() -> [(PieceSplitter, PieceSplitter); 7] {
+    /// The eight scanned patterns' splitters, each with its pattern on the reference engine.
+    fn scanners_and_references() -> [(PieceSplitter, PieceSplitter); 8] {
         [
             LLAMA3_PATTERN,
+            LLAMA3_PATTERN_ONE_NEWLINE,
             QWEN2_PATTERN,
             QWEN35_PATTERN,
             TEKKEN_PATTERN,
