@@ -47,19 +47,12 @@ pub(super) fn items_at<'py>(
     let n = table.len();
     // The texts' objects first asked for, all of them, so that the references taken below
     // (a write to each object's count) do not wait on each miss in turn.
-    #[cfg(target_arch = "x86_64")]
-    for &id in ids {
-        if (id as usize) < n {
-            // SAFETY: `table` is a list (a `Bound`, so the GIL is held) of `n` items and the
-            // index is below `n`: `PyList_GET_ITEM` reads that item's pointer, a borrowed
-            // reference to a live object, without touching its count. A prefetch reads
-            // nothing and cannot fault.
-            unsafe {
-                let item = pyo3::ffi::PyList_GET_ITEM(table.as_ptr(), id as pyo3::ffi::Py_ssize_t);
-                std::arch::x86_64::_mm_prefetch(item.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-            }
-        }
-    }
+    super::ints::prefetch_objects(ids.iter().filter(|&&id| (id as usize) < n).map(|&id| {
+        // SAFETY: `table` is a list (a `Bound`, so the GIL is held) of `n` items and the index
+        // is below `n`: `PyList_GET_ITEM` reads that item's pointer, a borrowed reference to a
+        // live object, without touching its count.
+        unsafe { pyo3::ffi::PyList_GET_ITEM(table.as_ptr(), id as pyo3::ffi::Py_ssize_t) }
+    }));
     let items = ids
         .iter()
         .map(|&id| match id as usize {

@@ -90,7 +90,7 @@ impl CharClasses {
     /// The process-wide table (built once, a few milliseconds).
     pub(crate) fn get() -> &'static CharClasses {
         static TABLE: ProcessOnce<CharClasses> = ProcessOnce::new();
-        TABLE.get_or_init(|| CharClasses::build(SOURCES[0].0))
+        TABLE.get_or_init(|| CharClasses::build(r"\p{L}"))
     }
 
     /// The table with [`L`] for `[\p{L}\p{M}]` instead of `\p{L}` (and every other bit as in
