@@ -17,7 +17,7 @@
 //! - everything else runs on fancy-regex, the reference.
 
 mod ascii_window;
-pub(crate) use ascii_window::{ascii_digits, EachPiece, Pieces};
+pub(crate) use ascii_window::{ascii_digits, span, EachPiece, Pieces};
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod byte_masks;
 pub mod cl100k;

@@ -66,6 +66,7 @@
 
 use super::table::{ranges_of, Classes};
 use super::{hir_of, is_byte_level, is_digits, is_isolating_split, opt_then_run, repeated_class};
+use crate::encode::pretok::span;
 use crate::error::Result;
 use regex_syntax::hir::{HirKind, Look};
 use serde_json::Value;
@@ -284,12 +285,6 @@ impl DeepSeek {
         }
         (cuts & span(1, lim + 1), classified)
     }
-}
-
-/// Bits `lo..hi` (`lo <= hi < 64`).
-#[inline(always)]
-fn span(lo: u32, hi: u32) -> u64 {
-    ((1u64 << hi) - 1) & !((1u64 << lo) - 1)
 }
 
 /// One bit a byte of a window, for each class; `non_ascii` marks bytes >= 0x80, for which

@@ -63,6 +63,7 @@
 
 use super::table::{ranges_of, Classes};
 use super::{class, hir_of, is_byte_level, is_digits, is_isolating_split, kind};
+use crate::encode::pretok::span;
 use crate::error::Result;
 use crate::pipeline::byte_level::char_of;
 use crate::pipeline::unicode_classes::punctuation_ranges;
@@ -275,12 +276,6 @@ fn window(w: &[u8; WINDOW]) -> (u64, u32) {
         c4 |= (THIRDS << a) & upto;
     }
     ((c12 | c3 | c4) & span(1, lim + 1), classified)
-}
-
-/// Bits `lo..hi` (`lo <= hi < 64`).
-#[inline(always)]
-fn span(lo: u32, hi: u32) -> u64 {
-    ((1u64 << hi) - 1) & !((1u64 << lo) - 1)
 }
 
 /// One bit a byte of a window, for each class; `non_ascii` marks bytes >= 0x80, for which
