@@ -45,9 +45,45 @@
 //!
 //!   No alternative matches empty; where none matches at i, c(i) joins the gap before the
 //!   next match, which `Isolated` keeps as a piece.
+//!
+//! Two paths find the pieces, from any piece start (a piece starts with an N chunk, a
+//! match or a gap, and none of these reads a char before it), so each path may hand over to
+//! the other at any piece start ([`super::window`]):
+//! - [`DeepSeekV3::piece_end`], one char at a time: an N chunk, else the match at the start,
+//!   else the gap up to the next position where one matches or the group ends.
+//! - [`window`], 64 bytes at a time where they start with ASCII. In ASCII (checked at load)
+//!   N is the digits (D), K is empty, A and PS are the 32 punctuation chars (P), AL and LM
+//!   the letters (L), `\s` is `\t`-`\r` and the space (S; B the blanks, S without `\n` and
+//!   `\r`), X is every char but the letters, P, `\n` and `\r`. So a char before a letter run
+//!   is taken by the run (alternatives 1 and 2) iff it starts a match there and is a B char,
+//!   a control char (neither L, D, P nor S), or a P char (alternative 1). Every char starts a
+//!   match or a gap unless an earlier match takes it. Alternative 3 takes a whole maximal P
+//!   run (so a P char after another is never the first of a match), the newline run after
+//!   it, and the space before it: a space followed by a P char always starts a match (no
+//!   match takes it but as its first). Alternatives 4-5 end a `\s` run after its last
+//!   newline or give its last char back, so a B char before a letter starts a match too.
+//!   The cuts at a boundary k, from these:
+//!   - D: a D run's ends and every third char from its start (step 1); the group changes.
+//!   - L: a run's end; its start j, or j - 1 if c(j-1) is B or a control char, or a P char
+//!     with neither a P char nor the space before it (then the P run is that one char).
+//!   - P (the runs not taken by a letter run): a run's start a, or a - 1 after a space; the
+//!     end of the newline run from the run's end.
+//!   - S, a run [a, e) (after a P run, from the end of the newlines that run took): its
+//!     start; after its last newline; then if the rest [t, e) is not empty and c(e) is no
+//!     D char (the group goes on: alternative 5 gives a char back), at e - 1 if the rest
+//!     holds two chars or more, and at e unless c(e-1) joins what follows (a B char before a
+//!     letter, a space before a P char).
+//!   - A gap (control chars before no letter) adds no cut: its ends are the ends of the
+//!     matches around it.
+//!
+//!   A cut at k reads chars up to k + 1, except that an S run's cuts read to its end: the
+//!   window answers up to two bytes before its first byte not classified, and no further
+//!   than the start of an S run of two chars or more that reaches that byte.
 
 use super::table::{ranges_of, Classes};
+use super::window::{self, WINDOW};
 use super::{class, hir_of, is_byte_level, is_isolating_split, repeated_class};
+use crate::encode::pretok::span;
 use crate::error::Result;
 use serde_json::Value;
 use std::sync::OnceLock;
@@ -163,34 +199,34 @@ impl DeepSeekV3 {
         Some(if !piece_ends && last > i { last } else { e })
     }
 
-    /// Calls `f(start, end)` with each piece of step 3 in the piece `[i, end)` of steps 1-2
-    /// of group `g`.
+    /// The end of the piece that starts at byte `i` (< `b.len()`) of `b`, a `str`'s bytes
+    /// (see the module docs).
     #[inline(always)]
-    fn words(
-        &self,
-        b: &[u8],
-        mut i: usize,
-        g: u8,
-        f: &mut impl FnMut(usize, usize) -> Result<()>,
-    ) -> Result<usize> {
-        let mut gap = i;
-        while let Some((x, n)) = self.in_piece(b, i, g) {
-            match self.match_at(b, i, x, n, g) {
-                Some(e) => {
-                    if gap < i {
-                        f(gap, i)?;
-                    }
-                    f(i, e)?;
-                    i = e;
-                    gap = e;
+    fn piece_end(&self, b: &[u8], i: usize) -> usize {
+        let (c, n) = self.t.at(b, i);
+        let mut e = i + n;
+        if c & N != 0 {
+            // An N chunk: up to three N chars, whole.
+            for _ in 0..2 {
+                match self.in_piece(b, e, N) {
+                    Some((_, m)) => e += m,
+                    None => break,
                 }
-                None => i += n,
             }
+            return e;
         }
-        if gap < i {
-            f(gap, i)?;
+        let g = c & K;
+        if let Some(end) = self.match_at(b, i, c, n, g) {
+            return end;
         }
-        Ok(i)
+        // A gap: up to the next char where a match starts, or the group's end.
+        while let Some((x, m)) = self.in_piece(b, e, g) {
+            if self.match_at(b, e, x, m, g).is_some() {
+                break;
+            }
+            e += m;
+        }
+        e
     }
 
     /// Calls `f(start, end)` with each piece of `seg`, in order (see the module docs).
@@ -198,33 +234,194 @@ impl DeepSeekV3 {
     pub fn for_each_piece(
         &self,
         seg: &str,
-        mut f: impl FnMut(usize, usize) -> Result<()>,
+        f: impl FnMut(usize, usize) -> Result<()>,
     ) -> Result<()> {
-        let b = seg.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            let (c, n) = self.t.at(b, i);
-            if c & N != 0 {
-                // An N chunk: up to three N chars, whole.
-                let mut e = i + n;
-                for _ in 0..2 {
-                    if e >= b.len() {
-                        break;
-                    }
-                    let (c, m) = self.t.at(b, e);
-                    if c & N == 0 {
-                        break;
-                    }
-                    e += m;
-                }
-                f(i, e)?;
-                i = e;
-            } else {
-                i = self.words(b, i, c & K, &mut f)?;
-            }
-        }
-        Ok(())
+        self.scan(seg, &mut window::EachCut(f))
     }
+
+    /// [`Self::for_each_piece`] into `sink`, a window's pieces at once.
+    #[inline]
+    pub fn scan(&self, seg: &str, sink: &mut impl window::Cuts) -> Result<()> {
+        window::scan(seg.as_bytes(), window, |b, i| self.piece_end(b, i), sink)
+    }
+}
+
+/// The pieces `w` (64 bytes of text from a piece start) ends, and how many of its leading
+/// bytes are ASCII: bit k of the first is set iff a piece starts at `w[k]`, for every k >= 1
+/// up to the last set bit; none is set when no boundary after 0 is sure (module docs).
+#[inline(always)]
+fn window(w: &[u8; WINDOW]) -> (u64, u32) {
+    let m = masks(w);
+    let classified = m.non_ascii.trailing_zeros();
+    if classified < 3 {
+        return (0, classified);
+    }
+    // Boundaries up to `lim` read chars up to `lim + 1`, all classified.
+    let mut lim = classified - 2;
+    let valid = if classified == 64 {
+        u64::MAX
+    } else {
+        (1u64 << classified) - 1
+    };
+    let (l, d, p) = (m.l & valid, m.d & valid, m.p & valid);
+    let (s, nl, sp) = (m.s & valid, m.n & valid, m.sp & valid);
+    let prev = |v: u64| v << 1;
+    let next = |v: u64| v >> 1;
+    let blank = s & !nl;
+    let control = valid & !(l | d | p | s);
+    // D: the runs' ends, then every third char from a run's start.
+    let mut cuts = d ^ prev(d);
+    let d4 = d & prev(d) & prev(prev(d)) & prev(prev(prev(d)));
+    let mut chunk = d & !prev(d);
+    while chunk != 0 {
+        chunk = (chunk << 3) & d4;
+        cuts |= chunk;
+    }
+    // L: a run's end; its start, or the char before it that its match takes.
+    let taken = blank | control | (p & !prev(p) & !prev(sp));
+    let l_start = l & !prev(l);
+    cuts |= (prev(l) & !l) | (next(l_start) & taken) | (l_start & !prev(taken));
+    // P: the runs no letter run takes; the space before one; the newlines after one.
+    let p_lone = p & taken & next(l);
+    let p_start = p & !prev(p) & !p_lone;
+    let p_end = prev(p & !p_lone) & !p;
+    cuts |= (next(p_start) & sp) | (p_start & !prev(sp));
+    cuts |= (p_end & !nl) | (nl.wrapping_add(p_end & nl) & !nl);
+    // S: a run's start (not a newline a P run took); a one-char run's end unless it joins.
+    let eaten = nl & prev(p);
+    let s_start = s & !prev(s);
+    let joins = (blank & next(l)) | (sp & next(p));
+    cuts |= (s_start & !eaten) | prev(s_start & !next(s) & !joins);
+    // S runs of two chars or more, one at a time.
+    let mut runs = s_start & next(s) & span(0, lim + 1);
+    while runs != 0 {
+        let a = runs.trailing_zeros();
+        runs &= runs - 1;
+        let e = a + (!(s >> a)).trailing_zeros();
+        if e >= classified {
+            // Where it ends, and so where its cuts lie, is past what the window read.
+            lim = a;
+            break;
+        }
+        let from = if eaten >> a & 1 != 0 {
+            a + (!(nl >> a)).trailing_zeros()
+        } else {
+            a
+        };
+        let newlines = nl & span(from, e);
+        let t = if newlines != 0 {
+            64 - newlines.leading_zeros()
+        } else {
+            from
+        };
+        cuts |= 1 << t;
+        if t < e && d >> e & 1 == 0 {
+            if e - t >= 2 {
+                cuts |= 1 << (e - 1);
+            }
+            if joins >> (e - 1) & 1 == 0 {
+                cuts |= 1 << e;
+            }
+        } else {
+            cuts |= 1 << e;
+        }
+    }
+    (cuts & span(1, lim + 1), classified)
+}
+
+/// One bit a byte of a window, for each ASCII class the window reads; `non_ascii` marks
+/// bytes >= 0x80, for which the other masks are clear.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Masks {
+    non_ascii: u64,
+    l: u64,
+    d: u64,
+    p: u64,
+    s: u64,
+    n: u64,
+    sp: u64,
+}
+
+/// The class bits of ASCII byte `x` (module docs: N the digits, no K, A and PS the 32
+/// punctuation chars, AL and LM the letters, `\s` `\t`-`\r` and the space, X all but the
+/// letters, punctuation, `\n` and `\r`). [`table`] checks that the patterns' classes agree on
+/// every ASCII byte.
+fn ascii_bits(x: u8) -> u8 {
+    let punct = x.is_ascii_punctuation();
+    let letter = x.is_ascii_alphabetic();
+    let mut bits = 0;
+    for (on, bit) in [
+        (x.is_ascii_digit(), N),
+        (punct, A | PS),
+        (letter, AL | LM),
+        (!(letter || punct || matches!(x, b'\n' | b'\r')), X),
+        (matches!(x, 0x09..=0x0D | b' '), S),
+    ] {
+        if on {
+            bits |= bit;
+        }
+    }
+    bits
+}
+
+/// The masks, byte by byte (the reference for the vector version, and the path on targets
+/// without SSE2).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn masks_scalar(w: &[u8; WINDOW]) -> Masks {
+    let (non_ascii, [l, d, p, s, n, sp]) = window::scalar_masks(w, |x| {
+        [
+            x.is_ascii_alphabetic(),
+            x.is_ascii_digit(),
+            x.is_ascii_punctuation(),
+            matches!(x, 0x09..=0x0D | b' '),
+            matches!(x, b'\n' | b'\r'),
+            x == b' ',
+        ]
+    });
+    Masks {
+        non_ascii,
+        l,
+        d,
+        p,
+        s,
+        n,
+        sp,
+    }
+}
+
+/// The masks, 16 bytes per step with SSE2 (part of every x86_64 target).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn masks(w: &[u8; WINDOW]) -> Masks {
+    use crate::encode::pretok::byte_masks::{eq, in_range, lower, masks64, or};
+    let m = masks64(w, |v| {
+        [
+            v,
+            in_range(lower(v), b'a', 26),
+            in_range(v, b'0', 10),
+            // `!`-`~`; the letters and digits are taken out below.
+            in_range(v, b'!', 94),
+            or(in_range(v, 0x09, 5), eq(v, b' ')),
+            or(eq(v, b'\n'), eq(v, b'\r')),
+            eq(v, b' '),
+        ]
+    });
+    let [non_ascii, l, d, graph, s, n, sp] = m;
+    Masks {
+        non_ascii,
+        l,
+        d,
+        p: graph & !l & !d,
+        s,
+        n,
+        sp,
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn masks(w: &[u8; WINDOW]) -> Masks {
+    masks_scalar(w)
 }
 
 /// The end of the run of `\r` and `\n` from byte `i` of `b` (in a piece of the other
@@ -281,7 +478,9 @@ fn table() -> Option<Classes> {
         let nl_ok = !(cp == 0x0A || cp == 0x0D) || c & (S | N | K) == S;
         n_ok && nl_ok
     });
-    sound.then_some(t)
+    // The window path's ASCII classes.
+    let ascii = (0..0x80u8).all(|x| t.of_u32(u32::from(x)) == ascii_bits(x));
+    (sound && ascii).then_some(t)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::pipeline::pre_tokenizers::PreTokenizer;
+use crate::pipeline::scanners::window::checks;
 use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts, random_texts};
 use serde_json::json;
 
@@ -141,4 +142,122 @@ fn fused_equals_generic_on_long_random_text() {
     for t in texts {
         assert_agree(&fused, &generic, &t);
     }
+}
+
+/// Edge-case fragments for long texts: mostly ASCII, as windows see them, with the non-ASCII
+/// chars that stop a window or would change what its last bytes do (a letter or mark after a
+/// blank or punctuation, `\s` that lengthens a run, K and N chars that end a group).
+const PARTS: [&str; 60] = [
+    "a",
+    "Zq",
+    "word",
+    " ",
+    "  ",
+    "    ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    "\n\n",
+    "\x0b",
+    "\x0c",
+    "\x00",
+    "\x1f",
+    "\x7f",
+    "1",
+    "42",
+    "1234",
+    "1234567",
+    " 7",
+    ".",
+    ",",
+    "!?",
+    "...",
+    "(",
+    ")",
+    "_",
+    "~",
+    "'",
+    "-",
+    "$",
+    " .",
+    ". ",
+    ".x",
+    " x",
+    "x ",
+    ",\n",
+    ";\r\n",
+    "\n  ",
+    "\u{a0}",
+    "\u{3000}",
+    "\u{85}",
+    "é",
+    "\u{301}",
+    "Ω",
+    "日本",
+    "\u{3042}",
+    "\u{30fb}",
+    "€",
+    "，",
+    "½",
+    "\u{661}",
+    "😀",
+    "\u{200d}",
+    "\x00 ",
+    "\x01\x02a",
+    "\x7f \u{a0}",
+    " \u{3000}",
+    "\t\u{301}",
+];
+
+fn long_texts(n: usize) -> Vec<String> {
+    checks::long_texts(&PARTS, 0x5EED_D5D5_0000_0003, n)
+}
+
+#[test]
+fn fused_equals_generic_on_long_mostly_ascii_text() {
+    let (fused, generic) = pair();
+    for t in long_texts(6000) {
+        assert_agree(&fused, &generic, &t);
+    }
+}
+
+/// The two paths agree: each window's boundaries, from any piece start, are the ones
+/// `piece_end` finds, up to the window's last.
+#[test]
+fn windows_equal_piece_end() {
+    let d = DeepSeekV3::recognise(json()["pretokenizers"].as_array().unwrap())
+        .unwrap()
+        .unwrap();
+    let reach = |got: u64, _| (got != 0).then(|| 63 - got.leading_zeros());
+    let n =
+        checks::windows_equal_piece_end(&long_texts(3000), window, |b, i| d.piece_end(b, i), reach);
+    assert!(n > 50_000, "only {n} windows");
+}
+
+/// Windows answer for most of mostly-ASCII text: the window path is taken, not only right.
+#[test]
+fn windows_reach_far() {
+    let texts = long_texts(500);
+    let (mut answered, mut ascii) = (0usize, 0usize);
+    for t in &texts {
+        let b = t.as_bytes();
+        for w in b.windows(WINDOW).step_by(WINDOW) {
+            let w: &[u8; WINDOW] = w.try_into().unwrap();
+            let (got, classified) = window(w);
+            if classified == 64 {
+                ascii += 1;
+                answered += (got != 0) as usize;
+            }
+        }
+    }
+    assert!(
+        ascii > 100 && answered * 10 > ascii * 9,
+        "{answered} of {ascii}"
+    );
+}
+
+#[test]
+fn vector_masks_equal_scalar_masks() {
+    checks::vector_masks_equal_scalar(masks, masks_scalar);
 }

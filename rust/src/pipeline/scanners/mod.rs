@@ -23,11 +23,11 @@
 //!
 //! - [`bert`]: BERT's `BertPreTokenizer` (whitespace removed, punctuation isolated);
 //! - [`deepseek`]: DeepSeek LLM's five Splits, Digits and ByteLevel;
-//! - [`deepseek_v3`]: DeepSeek V3's three Splits and ByteLevel (a char path only);
+//! - [`deepseek_v3`]: DeepSeek V3's three Splits and ByteLevel;
 //! - [`falcon`]: Falcon's Punctuation, ByteLevel (GPT-2's regex), Digits and Split;
 //! - [`starcoder`]: StarCoder's Digits and ByteLevel (GPT-2's regex);
 //!
-//! and the loop the last three run ([`window`]: a 64-byte ASCII window where it can, each
+//! and the loop the last four run ([`window`]: a 64-byte ASCII window where it can, each
 //! scanner's char path elsewhere), over the class table of [`table`].
 
 pub mod bert;
@@ -109,7 +109,7 @@ impl Fused {
         match self {
             Fused::Bert(b) => b.for_each_piece(seg, |a, z| sink.piece(a, z)),
             Fused::DeepSeek(d) => d.scan(seg, sink),
-            Fused::DeepSeekV3(d) => d.for_each_piece(seg, |a, z| sink.piece(a, z)),
+            Fused::DeepSeekV3(d) => d.scan(seg, sink),
             Fused::Falcon(s) => s.scan(seg, sink),
             Fused::StarCoder(s) => s.scan(seg, sink),
         }
