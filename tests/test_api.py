@@ -13,7 +13,7 @@ from typing import Any
 import ferrotok
 import pytest
 import tiktoken
-from oracle import ENCODING_NAMES, pair
+from oracle import ENCODING_NAMES, corpus_file, pair
 
 
 def test_module_api_matches_tiktoken() -> None:
@@ -498,6 +498,41 @@ def test_custom_encoding_like_tiktoken() -> None:
     with pytest.raises(ValueError, match="pattern"):
         ferrotok.Encoding("bad", pat_str="(unclosed", mergeable_ranks={b"a": 0},
                           special_tokens={})
+
+
+# Kimi K2's pattern (its `tokenization_kimi.py`), which ferrotok runs on o200k's scanner with
+# Han runs apart (`rust/src/encode/pretok/o200k.rs`).
+KIMI_K2_PATTERN = "|".join(
+    [
+        r"[\p{Han}]+",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*"
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+"
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
+
+
+def test_kimi_k2s_pattern_gives_tiktokens_ids() -> None:
+    # Kimi K2 ships a tiktoken file and this pattern; over o200k's ranks, ids as tiktoken's on
+    # Han beside other scripts, the numeral 〇, radicals, `/` after punctuation, and corpus text.
+    _, o200k = pair("o200k_base")
+    kwargs = {"name": "kimi", "pat_str": KIMI_K2_PATTERN,
+              "mergeable_ranks": o200k._mergeable_ranks, "special_tokens": {}}
+    ours, theirs = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
+    texts = ["Kimi\u4e2d\u6587 \u4e2dx a\u3007 \u2e80!\n/x \u3042\u4e2d's \U00020000\u3005",
+             "\u5317\u4eac\u5e02 Pascal 2024\u5e74, I'm here.\r\n\t//"]
+    for name in ["english", "code", "multilingual"]:
+        with open(corpus_file(f"{name}.txt"), encoding="utf-8") as f:
+            texts.append(f.read(200_000))
+    for text in texts:
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+    assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts)
 
 
 BYTES = {bytes([i]): i for i in range(256)}

@@ -863,6 +863,18 @@ def test_qwen35s_pattern_runs_on_cl100ks_scanner_with_marks_as_letters() -> None
     assert enc.decode(ids) == hf.decode(ids)  # the NFC text: "café"
 
 
+def test_kimi_k2s_pattern_runs_on_o200ks_scanner_with_han_apart() -> None:
+    # Kimi K2's pattern is o200k's with Han runs first and out of the letter classes, and no
+    # `/` after punctuation: o200k's scanner on a table that takes Han apart (the tests above
+    # check the ids against HF's).
+    enc, _, hf, _ = family("kimi-k2")
+    assert "split:kimi-k2" in enc._core_bpe.hf_paths()
+    text = "Kimi\u4e2d\u6587 \u4e2dx a\u3007 \u2e80!\n/x \u3042\u4e2d's"
+    ids = enc.encode_ordinary(text)
+    assert ids == hf.encode(text, add_special_tokens=False).ids
+    assert enc.decode(ids) == text
+
+
 def test_deepseek_v3_runs_on_its_fused_scanner() -> None:
     # Its three Splits ran step by step on the general path; one pass makes the same pieces
     # (the tests above check the ids against HF).

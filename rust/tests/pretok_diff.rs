@@ -16,12 +16,21 @@ use std::path::{Path, PathBuf};
 use ferrotok::internals::{General, Splitter};
 use ferrotok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 
-/// Patterns that are not OpenAI's, for the general path.
+/// Patterns that are not OpenAI's, for the general path (and Kimi K2's scanner); the first
+/// three also run on the corpus.
 const OTHER_PATTERNS: &[&str] = &[
     // GPT-2 as published (no possessives).
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
     // Llama 3.
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    // Kimi K2 (o200k's scanner with Han runs apart).
+    concat!(
+        r"[\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*",
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+",
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
+        r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    ),
     // Qwen2.
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     // Mistral's Tekken.
@@ -189,7 +198,7 @@ fn run_corpus(limit: Option<usize>) {
     let files = corpus_files();
     let mut total: Vec<(String, usize)> = Vec::new();
     let mut patterns: Vec<&str> = vec![R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN];
-    patterns.extend(&OTHER_PATTERNS[..2]);
+    patterns.extend(&OTHER_PATTERNS[..3]);
     for (pi, pattern) in patterns.iter().enumerate() {
         let re = reference(pattern);
         let splitters = splitters_for(pattern);
@@ -332,6 +341,10 @@ const FRAGMENTS: &[&str] = &[
     "ー",
     "中",
     "中文",
+    "〇",
+    "々",
+    "\u{2e80}",
+    "\u{20000}",
     "ß",
     "Ä",
     "ä",

@@ -2,7 +2,7 @@
 //!
 //! Input: the first byte picks how the rest becomes text (raw UTF-8, lossy;
 //! or each byte picks a fragment from a list of the patterns' edge cases).
-//! Every splitter `Splitter::new` picks for the three OpenAI patterns, the
+//! Every splitter `Splitter::new` picks for the three OpenAI patterns (and for Kimi K2's), the
 //! general path for them, and the general path for a few other patterns (each
 //! both with its DFA and with the meta regex alone) must yield exactly the
 //! reference's pieces. Run: `cargo +nightly fuzz run splitters`
@@ -18,6 +18,14 @@ use libfuzzer_sys::fuzz_target;
 const OTHER: &[&str] = &[
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    // Kimi K2's, which `Splitter::new` runs on o200k's scanner with Han runs apart.
+    concat!(
+        r"[\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*",
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+",
+        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
+        r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+    ),
     r"x*|\s+(?!\S)|\s",
     r"[a-z]++[A-Z]|\d+|\s+(?!\S)|\s+",
 ];
@@ -25,9 +33,9 @@ const OTHER: &[&str] = &[
 const FRAGMENTS: &[&str] = &[
     "'", "'s", "'S", "'t", "'ll", "'LL", "'re", "'ve", "'VE", "'d", "'m", "’", "ſ", "'ſ", " ",
     "  ", "\t", "\n", "\r\n", "\r", "\u{a0}", "\u{2009}", "\u{3000}", "\u{85}", "\u{2028}",
-    "\u{b}", "\u{c}", "a", "the", "Hello", "HTTP", "Server", "ǅ", "ʰ", "中", "ß", "Ä", "é", "Ω",
-    "ﬁ", "\u{301}", "\u{308}", "\u{20dd}", "ि", "\u{200d}", "\u{fe0f}", "0", "12", "123",
-    "4567", "٣", "²", "Ⅻ", "!", ".", "/", "//", "-", "_", "(", "\"", "€", "😀", "\u{0}",
+    "\u{b}", "\u{c}", "a", "the", "Hello", "HTTP", "Server", "ǅ", "ʰ", "中", "〇", "\u{2e80}", "ß",
+    "Ä", "é", "Ω", "ﬁ", "\u{301}", "\u{308}", "\u{20dd}", "ि", "\u{200d}", "\u{fe0f}", "0", "12",
+    "123", "4567", "٣", "²", "Ⅻ", "!", ".", "/", "//", "-", "_", "(", "\"", "€", "😀", "\u{0}",
     "\u{7f}", "\u{fffd}", "A", "b", "Z", "z", "K", "\u{212a}",
 ];
 

@@ -386,6 +386,7 @@ impl PreTokenizer {
                     "qwen2" => "split:qwen2",
                     "qwen3.5" => "split:qwen3.5",
                     "tekken" => "split:tekken",
+                    "kimi-k2" => "split:kimi-k2",
                     "cl100k-digit-runs" => "split:cl100k-digit-runs",
                     "general" => "split:general",
                     "fancy-regex" => "split:fancy-regex",

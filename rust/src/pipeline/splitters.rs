@@ -33,7 +33,8 @@
 //!
 //! Mistral's Tekken pattern is o200k_base's without the contraction that ends o200k's two
 //! letter alternatives, and with `\p{N}` for `\p{N}{1,3}`: it runs on o200k's scanner with
-//! those two rules switched (`pretok/o200k.rs` argues both).
+//! those two rules switched (`pretok/o200k.rs` argues both). (Kimi K2's pattern, o200k's with
+//! Han runs apart, is one of `Splitter::new`'s own.)
 //!
 //! cl100k_base's own pattern copied into a `Split` (as transformers' `TikTokenConverter` writes
 //! it) is read by Oniguruma with `\p{N}{1,3}+` as `(?:\p{N}{1,3})+`, which takes a whole run
@@ -380,6 +381,7 @@ fn llama3_last_piece<'t>(p: &'t str, f: &mut impl FnMut(&'t str) -> Result<()>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encode::pretok::KIMI_K2_PATTERN;
     use crate::test_rng::Rng;
 
     fn pieces(s: &PieceSplitter, text: &str) -> Vec<String> {
@@ -495,6 +497,7 @@ mod tests {
             LLAMA3_PATTERN,
             QWEN2_PATTERN,
             TEKKEN_PATTERN,
+            KIMI_K2_PATTERN,
             crate::encode::pretok::R50K_PATTERN,
             CL100K_PATTERN,
             crate::encode::pretok::O200K_PATTERN,
@@ -548,14 +551,15 @@ mod tests {
         sink.0
     }
 
-    /// The eight scanned patterns' splitters, each with its pattern on the reference engine.
-    fn scanners_and_references() -> [(PieceSplitter, PieceSplitter); 8] {
+    /// The nine scanned patterns' splitters, each with its pattern on the reference engine.
+    fn scanners_and_references() -> [(PieceSplitter, PieceSplitter); 9] {
         [
             LLAMA3_PATTERN,
             LLAMA3_PATTERN_ONE_NEWLINE,
             QWEN2_PATTERN,
             QWEN35_PATTERN,
             TEKKEN_PATTERN,
+            KIMI_K2_PATTERN,
             CL100K_PATTERN,
             crate::encode::pretok::O200K_PATTERN,
             crate::encode::pretok::R50K_PATTERN,

@@ -313,8 +313,17 @@ pub(crate) use boundaries_test;
 /// reads and its `for_each_piece`, which takes the pieces of 64 bytes of ASCII at a time from
 /// `$boundaries` (its `*_block.rs`) where it can, and one by one from its own `piece_end`
 /// elsewhere. One skeleton for r50k, cl100k and o200k; each file keeps its `piece_end`.
+/// `new()` reads `CharClasses::get()`, or the table given as `classes`.
 macro_rules! splitter_type {
     ($(#[$doc:meta])* $name:ident, $boundaries:path) => {
+        $crate::encode::pretok::ascii_window::splitter_type!(
+            $(#[$doc])*
+            $name,
+            $boundaries,
+            classes: $crate::encode::pretok::classes::CharClasses::get()
+        );
+    };
+    ($(#[$doc:meta])* $name:ident, $boundaries:path, classes: $classes:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy)]
         pub struct $name {
@@ -329,7 +338,7 @@ macro_rules! splitter_type {
 
         impl $name {
             pub fn new() -> Self {
-                Self::with_classes($crate::encode::pretok::classes::CharClasses::get())
+                Self::with_classes($classes)
             }
 
             /// The splitter reading chars' classes from `t` (the pattern's own table but for

@@ -11,7 +11,9 @@
 //! for every code point c below U+0800, `class2[c]` is `of(c)`; and for every three-byte
 //! char c (U+0800 to U+FFFF), its bit in `letter3` is set iff c has [`L`], in `upper_lower3`
 //! iff c has both [`U`] and [`W`]. `CharClasses::marks_as_letters()` is the same but for
-//! [`L`], which it sets iff `[\p{L}\p{M}]` matches c.
+//! [`L`], which it sets iff `[\p{L}\p{M}]` matches c. `CharClasses::han_apart()` is the same
+//! but for [`U`] and [`W`], whose classes it reads with `&&[^\p{Han}]`, and [`H`], which it
+//! sets iff `\p{Han}` matches c (the other tables set [`H`] for no char).
 //!
 //! Why this holds: the table is built at first use from the class ranges that
 //! `regex-syntax` produces for exactly those class expressions, and fancy-regex
@@ -37,6 +39,8 @@ pub(crate) const U: u8 = 8;
 pub(crate) const W: u8 = 16;
 /// `\r` or `\n` (set by hand: two ASCII chars).
 pub(crate) const NL: u8 = 32;
+/// `\p{Han}`, in [`CharClasses::han_apart`]'s table only.
+pub(crate) const H: u8 = 64;
 /// Not a character: the cursor is at the end of the text.
 pub(crate) const END: u8 = 128;
 
@@ -90,7 +94,7 @@ impl CharClasses {
     /// The process-wide table (built once, a few milliseconds).
     pub(crate) fn get() -> &'static CharClasses {
         static TABLE: ProcessOnce<CharClasses> = ProcessOnce::new();
-        TABLE.get_or_init(|| CharClasses::build(r"\p{L}"))
+        TABLE.get_or_init(|| CharClasses::build(&[]))
     }
 
     /// The table with [`L`] for `[\p{L}\p{M}]` instead of `\p{L}` (and every other bit as in
@@ -98,7 +102,21 @@ impl CharClasses {
     /// stop at them (Qwen3.5's; see `pipeline/splitters.rs`).
     pub(crate) fn marks_as_letters() -> &'static CharClasses {
         static TABLE: ProcessOnce<CharClasses> = ProcessOnce::new();
-        TABLE.get_or_init(|| CharClasses::build(r"[\p{L}\p{M}]"))
+        TABLE.get_or_init(|| CharClasses::build(&[(r"[\p{L}\p{M}]", L)]))
+    }
+
+    /// The table with [`U`] and [`W`] for o200k's letter classes without `\p{Han}`, and [`H`]
+    /// for `\p{Han}` (every other bit as in [`CharClasses::get`]'s): for patterns that take
+    /// Han runs apart (Kimi K2's; see `o200k.rs`).
+    pub(crate) fn han_apart() -> &'static CharClasses {
+        static TABLE: ProcessOnce<CharClasses> = ProcessOnce::new();
+        TABLE.get_or_init(|| {
+            CharClasses::build(&[
+                (r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]", U),
+                (r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]", W),
+                (r"\p{Han}", H),
+            ])
+        })
     }
 
     /// End of the maximal run of chars whose class has `bit`, starting at `k`.
@@ -159,11 +177,18 @@ impl CharClasses {
         }
     }
 
-    /// The table of [`SOURCES`], with `letters` as the source of [`L`].
-    fn build(letters: &str) -> CharClasses {
+    /// The table of [`SOURCES`], each bit's source replaced by the one `instead` gives for it,
+    /// if any, and with `instead`'s bits that no source has.
+    fn build(instead: &[(&str, u8)]) -> CharClasses {
         let mut flat = vec![0u8; N_BLOCKS * BLOCK];
-        for (src, bit) in SOURCES {
-            let src = if bit == L { letters } else { src };
+        let replaced = |(src, bit): (&'static str, u8)| {
+            let other = instead.iter().find(|&&(_, b)| b == bit);
+            (other.map_or(src, |&(s, _)| s), bit)
+        };
+        let extra = instead
+            .iter()
+            .filter(|(_, b)| SOURCES.iter().all(|(_, s)| s != b));
+        for (src, bit) in SOURCES.into_iter().map(replaced).chain(extra.copied()) {
             for (lo, hi) in class_ranges(src) {
                 for slot in &mut flat[lo as usize..=hi as usize] {
                     *slot |= bit;
@@ -489,6 +514,32 @@ mod tests {
                 assert_eq!(t.of_u32(cp) & NL != 0, cp == 10 || cp == 13);
             }
         }
+    }
+
+    /// Kimi K2's table: Han chars keep `L` (`N` for 〇, a number; neither for the radicals,
+    /// symbols), lose `U` and `W`, and have `H`; other chars are as in the plain table.
+    #[test]
+    fn han_apart_table_equals_its_classes_everywhere() {
+        let (plain, han) = (CharClasses::get(), CharClasses::han_apart());
+        let han_ranges = class_ranges(r"\p{Han}");
+        let mut k = 0;
+        for cp in 0u32..=char::MAX as u32 {
+            while k < han_ranges.len() && han_ranges[k].1 < cp {
+                k += 1;
+            }
+            let is_han = k < han_ranges.len() && han_ranges[k].0 <= cp;
+            let want = if is_han {
+                plain.of_u32(cp) & !(U | W) | H
+            } else {
+                plain.of_u32(cp)
+            };
+            assert_eq!(han.of_u32(cp), want, "U+{cp:04X}");
+        }
+        assert_eq!(han.of('中'), L | H);
+        assert_eq!(han.of('〇'), N | H);
+        assert_eq!(han.of('\u{2e80}'), H);
+        assert_eq!(han.of('あ'), plain.of('あ'));
+        assert_eq!(plain.of('中'), L | U | W);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!
 //! `Splitter::new` picks the fastest path that keeps this invariant:
 //! - the three OpenAI patterns, recognised by exact string, get hand-written
-//!   scanners ([`r50k`], [`cl100k`], [`o200k`]; each file argues its equivalence).
+//!   scanners ([`r50k`], [`cl100k`], [`o200k`]; each file argues its equivalence), and so
+//!   does Kimi K2's ([`KIMI_K2_PATTERN`], on o200k's with Han runs apart).
 //!   Where 64 bytes of ASCII lie ahead, each finds all their pieces at once from class
 //!   masks (`ascii_window.rs`, with the rules per pattern in `*_block.rs`), and goes char by
 //!   char only elsewhere;
@@ -59,6 +60,26 @@ pub const O200K_PATTERN: &str = concat!(
     r"\s+"
 );
 
+/// Kimi K2's pattern (its `tokenization_kimi.py`'s `pat_str`): o200k's with Han runs apart
+/// and no `/` after a punctuation run (see [`o200k`]).
+pub const KIMI_K2_PATTERN: &str = concat!(
+    r"[\p{Han}]+|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*",
+    r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+",
+    r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
+    r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+/// Kimi K2's scan, out of line and marked cold: inlined into [`Splitter::scan`] beside the
+/// others, its copy of o200k's scanner changed how the compiler laid out the callers' loops
+/// (callgrind: Tekken's encode +0.9% instructions). One call a text costs nothing that shows.
+#[cold]
+#[inline(never)]
+fn kimi_k2_scan<'t>(s: &o200k::KimiK2, text: &'t str, sink: &mut impl Pieces<'t>) -> Result<()> {
+    s.scan(text, sink)
+}
+
 /// The OpenAI patterns by name, for the bindings (`_core.OPENAI_PATTERNS`) and the file-cut
 /// rule ([`file_cuts`]): `r50k` is also p50k_base's and p50k_edit's.
 pub const OPENAI_PATTERNS: [(&str, &str); 3] = [
@@ -76,6 +97,8 @@ pub enum Splitter {
     Cl100k(cl100k::Cl100k),
     /// [`O200K_PATTERN`], by a hand-written scanner.
     O200k(o200k::O200k),
+    /// [`KIMI_K2_PATTERN`], by o200k's scanner with Han runs apart.
+    KimiK2(o200k::KimiK2),
     /// A pattern proven equivalent to a plain regex (see [`general`]).
     General(Box<general::General>),
 }
@@ -88,6 +111,7 @@ impl Splitter {
             R50K_PATTERN => return Ok(Splitter::R50k(r50k::R50k::new())),
             CL100K_PATTERN => return Ok(Splitter::Cl100k(cl100k::Cl100k::new())),
             O200K_PATTERN => return Ok(Splitter::O200k(o200k::O200k::new())),
+            KIMI_K2_PATTERN => return Ok(Splitter::KimiK2(o200k::KimiK2::new())),
             _ => {}
         }
         let reference = Self::reference(pattern)?;
@@ -107,13 +131,14 @@ impl Splitter {
     }
 
     /// Which path this splitter takes: `"fancy-regex"`, `"r50k"`, `"cl100k"`,
-    /// `"o200k"` or `"general"`.
+    /// `"o200k"`, `"kimi-k2"` or `"general"`.
     pub fn kind(&self) -> &'static str {
         match self {
             Splitter::Regex(_) => "fancy-regex",
             Splitter::R50k(_) => "r50k",
             Splitter::Cl100k(_) => "cl100k",
             Splitter::O200k(_) => "o200k",
+            Splitter::KimiK2(_) => "kimi-k2",
             Splitter::General(_) => "general",
         }
     }
@@ -126,6 +151,7 @@ impl Splitter {
             Splitter::R50k(s) => s.scan(text, sink),
             Splitter::Cl100k(s) => s.scan(text, sink),
             Splitter::O200k(s) => s.scan(text, sink),
+            Splitter::KimiK2(s) => kimi_k2_scan(s, text, sink),
             Splitter::General(_) | Splitter::Regex(_) => {
                 self.for_each_piece(text, |p| sink.piece(p))
             }
@@ -146,6 +172,7 @@ impl Splitter {
             Splitter::R50k(s) => s.for_each_piece(text, f),
             Splitter::Cl100k(s) => s.for_each_piece(text, f),
             Splitter::O200k(s) => s.for_each_piece(text, f),
+            Splitter::KimiK2(s) => kimi_k2_scan(s, text, &mut EachPiece(f)),
             Splitter::General(g) => g.for_each_piece(text, f),
             Splitter::Regex(re) => {
                 // One search may scan to the end of the text, which the backtrack limit

@@ -46,11 +46,23 @@
 //! [`Tekken`] splits Mistral's Tekken pattern: A1 and A2 without C, and `\p{N}` for A3.
 //! The argument above holds with C matching nothing (where it was tried, the piece ends)
 //! and A3 taking one N char, and so do the fast path's rules (`o200k_block.rs`): a `'` is
-//! then a P char like any other. One set of rules, `Family`, with C and A3's length as
-//! parameters, serves both.
+//! then a P char like any other.
+//!
+//! [`KimiK2`] splits Kimi K2's pattern: A0 `[\p{Han}]+` before A1, U and W without the Han
+//! chars (`&&[^\p{Han}]`), and `[\r\n]*` for A4's `[\r\n/]*`. It reads its classes from
+//! [`CharClasses::han_apart`], where U and W hold no Han char and H marks them. A Han char c
+//! starts no match of A1-A7 that A0 does not start first, so a piece starting at c is the
+//! maximal H run. Elsewhere the argument above holds as it stands: Han chars keep their `\p{L}`
+//! and `\p{N}` (the classes X and P read), so only as a U or W char does a Han char differ,
+//! where the table has neither bit; and past a piece's first char A3 and A4 take Han chars
+//! as they take any N or P char. No Han char is ASCII, so the fast path's rules are o200k's
+//! with A4's tail of `\r` and `\n` only.
+//!
+//! One set of rules, `Family`, with C, A3's length, A0 and A4's `/` as parameters, serves
+//! the three.
 
 use super::ascii_window::splitter_type;
-use super::classes::{ascii_run_end, run3_end, AsciiRun, CharClasses, END, L, N, NL, S, U, W};
+use super::classes::{ascii_run_end, run3_end, AsciiRun, CharClasses, END, H, L, N, NL, S, U, W};
 use super::o200k_block;
 
 splitter_type!(
@@ -66,11 +78,27 @@ splitter_type!(
     o200k_block::boundaries_tekken
 );
 
+splitter_type!(
+    /// The splitter of Kimi K2's pattern: o200k's rules with Han runs apart and A4's tail
+    /// without `/` (see the module docs), on [`CharClasses::han_apart`].
+    KimiK2,
+    o200k_block::boundaries_kimi_k2,
+    classes: CharClasses::han_apart()
+);
+
 impl O200k {
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
-        Family::<true, 3>(self.t).piece_end(b, i)
+        Family::<true, 3, false, true>(self.t).piece_end(b, i)
+    }
+}
+
+impl KimiK2 {
+    /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
+    #[inline(always)]
+    pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
+        Family::<true, 3, true, false>(self.t).piece_end(b, i)
     }
 }
 
@@ -78,24 +106,33 @@ impl Tekken {
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
-        Family::<false, 1>(self.t).piece_end(b, i)
+        Family::<false, 1, false, true>(self.t).piece_end(b, i)
     }
 }
 
 /// The rules of the family: `CONTRACTIONS` whether the letter alternatives end in `C`,
-/// `DIGITS` the longest `\p{N}` piece (3 in o200k, 1 in Tekken).
+/// `DIGITS` the longest `\p{N}` piece (3 in o200k, 1 in Tekken), `HAN` whether A0 takes Han
+/// runs first (Kimi K2, on a table with [`H`]), `SLASH` whether A4's tail takes `/`.
 #[derive(Clone, Copy)]
-struct Family<const CONTRACTIONS: bool, const DIGITS: usize>(&'static CharClasses);
+struct Family<const CONTRACTIONS: bool, const DIGITS: usize, const HAN: bool, const SLASH: bool>(
+    &'static CharClasses,
+);
 
-impl<const CONTRACTIONS: bool, const DIGITS: usize> Family<CONTRACTIONS, DIGITS> {
+impl<const CONTRACTIONS: bool, const DIGITS: usize, const HAN: bool, const SLASH: bool>
+    Family<CONTRACTIONS, DIGITS, HAN, SLASH>
+{
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     fn piece_end(&self, b: &[u8], i: usize) -> usize {
-        if let Some(e) = ascii_piece::<CONTRACTIONS, DIGITS>(b, i) {
+        if let Some(e) = ascii_piece::<CONTRACTIONS, DIGITS, SLASH>(b, i) {
             return e;
         }
         let t = self.0;
         let (c, len) = t.at(b, i);
+        if HAN && c & H != 0 {
+            // A0.
+            return t.run_end(b, i + len, H);
+        }
         let is_x = c & (L | N | NL) == 0;
         // A1/A2 can only match if c ∈ U ∪ W, or c ∈ X is followed by a U ∪ W char
         // (with the prefix taken, both need a U or W char right after it).
@@ -128,7 +165,7 @@ impl<const CONTRACTIONS: bool, const DIGITS: usize> Family<CONTRACTIONS, DIGITS>
             None
         };
         if let Some(mut k) = p_start {
-            // A4: rest of the P run, then [\r\n/]*.
+            // A4: rest of the P run, then [\r\n/]* (or [\r\n]*).
             loop {
                 let (e, l) = t.at(b, k);
                 if e & (L | N | S | END) != 0 {
@@ -136,10 +173,7 @@ impl<const CONTRACTIONS: bool, const DIGITS: usize> Family<CONTRACTIONS, DIGITS>
                 }
                 k += l;
             }
-            while matches!(b.get(k), Some(b'\r' | b'\n' | b'/')) {
-                k += 1;
-            }
-            return k;
+            return tail_end::<SLASH>(b, k);
         }
         // A5-A7 (c ∈ S here: every L/M char was taken by A1/A2, N by A3, P by A4).
         let run = t.space_run(b, i);
@@ -274,7 +308,10 @@ fn kind(b: &[u8], k: usize) -> Option<u8> {
 /// prefix (no W char, and an ASCII prefix is no mark), and A2 matches up to a.
 /// Either way C follows at e. Other kinds follow A3-A7 as in the general code.
 #[inline(always)]
-fn ascii_piece<const CONTRACTIONS: bool, const DIGITS: usize>(b: &[u8], i: usize) -> Option<usize> {
+fn ascii_piece<const CONTRACTIONS: bool, const DIGITS: usize, const SLASH: bool>(
+    b: &[u8],
+    i: usize,
+) -> Option<usize> {
     let c = kind(b, i)?;
     let d = kind(b, i + 1)?;
     let p = if c & (UP | LO) != 0 {
@@ -293,7 +330,7 @@ fn ascii_piece<const CONTRACTIONS: bool, const DIGITS: usize>(b: &[u8], i: usize
         }
         return Some(k);
     } else if c & PU != 0 || (b[i] == b' ' && d & PU != 0) {
-        // A4: P run, then [\r\n/]*.
+        // A4: P run, then [\r\n/]* (or [\r\n]*).
         let mut k = if c & PU != 0 { i + 1 } else { i + 2 };
         loop {
             let e = kind(b, k)?;
@@ -302,10 +339,7 @@ fn ascii_piece<const CONTRACTIONS: bool, const DIGITS: usize>(b: &[u8], i: usize
             }
             k += 1;
         }
-        while matches!(b.get(k), Some(b'\r' | b'\n' | b'/')) {
-            k += 1;
-        }
-        return Some(k);
+        return Some(tail_end::<SLASH>(b, k));
     } else {
         // A5-A7: c is S.
         let mut k = i;
@@ -341,6 +375,18 @@ fn ascii_piece<const CONTRACTIONS: bool, const DIGITS: usize>(b: &[u8], i: usize
     Some(c_end::<CONTRACTIONS>(b, e))
 }
 
+/// End of A4's tail from `k`: the run of `\r`, `\n` and, if `SLASH`, `/`.
+#[inline(always)]
+fn tail_end<const SLASH: bool>(b: &[u8], mut k: usize) -> usize {
+    while let Some(&x) = b.get(k) {
+        if !(x == b'\r' || x == b'\n' || (SLASH && x == b'/')) {
+            break;
+        }
+        k += 1;
+    }
+    k
+}
+
 /// End of `C?` at `k`: [`contraction_end`] where the family has `C`, else `k`.
 #[inline(always)]
 fn c_end<const CONTRACTIONS: bool>(b: &[u8], k: usize) -> usize {
@@ -371,6 +417,48 @@ fn contraction_end(b: &[u8], k: usize) -> usize {
 mod tests {
     use super::*;
     use crate::encode::pretok::classes::CharClasses;
+    use crate::encode::pretok::{Splitter, KIMI_K2_PATTERN, O200K_PATTERN};
+    use crate::test_rng::Rng;
+
+    fn pieces(s: &Splitter, text: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        s.for_each_piece(text, |p| {
+            v.push(p.to_string());
+            Ok(())
+        })
+        .unwrap();
+        v
+    }
+
+    /// Kimi K2's splitter against its pattern on the reference engine, on random texts of Han
+    /// chars (letters, the numerals 〇 and 〡, radicals, which are symbols, the iteration mark
+    /// 々, one beyond the BMP) beside kana, Hangul, Latin letters and marks, digits,
+    /// apostrophes, punctuation, `/` and newlines.
+    #[test]
+    fn kimi_k2_equals_its_pattern_on_texts_with_han() {
+        let alphabet: Vec<char> =
+            "aZs1 '\n\r\t./!中文〇々\u{2e80}\u{2f00}\u{3021}\u{20000}あア한é\u{301}²٣\u{a0}"
+                .chars()
+                .collect();
+        let fast = Splitter::new(KIMI_K2_PATTERN).unwrap();
+        assert_eq!(fast.kind(), "kimi-k2");
+        let reference = Splitter::reference(KIMI_K2_PATTERN).unwrap();
+        let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+        for round in 0..6000 {
+            let text: String = (0..1 + round % 60).map(|_| *rng.pick(&alphabet)).collect();
+            assert_eq!(pieces(&fast, &text), pieces(&reference, &text), "{text:?}");
+        }
+        // Han runs apart, where o200k's letter runs take them; no `/` after punctuation.
+        let o200k = Splitter::new(O200K_PATTERN).unwrap();
+        for (t, want) in [
+            ("a中文b", vec!["a", "中文", "b"]),
+            (" 中x", vec![" ", "中", "x"]),
+            ("!\n/x", vec!["!\n", "/x"]),
+        ] {
+            assert_eq!(pieces(&fast, t), want, "{t:?}");
+            assert_ne!(pieces(&o200k, t), want, "{t:?}");
+        }
+    }
 
     #[test]
     fn ascii_kinds_agree_with_the_class_table() {

@@ -32,18 +32,25 @@ use super::cl100k::contraction_ci;
 /// Where pieces start in `w`, which must begin at a piece boundary (see the module docs).
 #[inline(always)]
 pub fn boundaries(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
-    boundaries_of::<true, 3>(w)
+    boundaries_of::<true, 3, true>(w)
 }
 
 /// [`boundaries`] for Tekken's pattern: no `C`, and every digit a piece.
 #[inline(always)]
 pub fn boundaries_tekken(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
-    boundaries_of::<false, 1>(w)
+    boundaries_of::<false, 1, true>(w)
 }
 
-/// The rules with `C` or not (`CONTRACTIONS`) and digit pieces of at most `DIGITS` (3 or 1).
+/// [`boundaries`] for Kimi K2's pattern: A4's tail without `/` (its Han runs hold no ASCII).
 #[inline(always)]
-fn boundaries_of<const CONTRACTIONS: bool, const DIGITS: usize>(
+pub fn boundaries_kimi_k2(w: &[u8; WINDOW]) -> Option<(u64, u32)> {
+    boundaries_of::<true, 3, false>(w)
+}
+
+/// The rules with `C` or not (`CONTRACTIONS`), digit pieces of at most `DIGITS` (3 or 1), and
+/// A4's tail with `/` or not (`SLASH`).
+#[inline(always)]
+fn boundaries_of<const CONTRACTIONS: bool, const DIGITS: usize, const SLASH: bool>(
     w: &[u8; WINDOW],
 ) -> Option<(u64, u32)> {
     let (m, valid_len, valid) = classified_masks(w)?;
@@ -84,8 +91,12 @@ fn boundaries_of<const CONTRACTIONS: bool, const DIGITS: usize>(
         }
     }
 
-    // A4's tail: from a `\r\n` right after a `P` char, the run of `\r\n/`.
-    let tail_chars = newline | (m.slash & valid);
+    // A4's tail: from a `\r\n` right after a `P` char, the run of `\r\n/` (or `\r\n`).
+    let tail_chars = if SLASH {
+        newline | (m.slash & valid)
+    } else {
+        newline
+    };
     let mut tail = 0u64;
     let mut seeds = newline & prev(punct);
     while seeds != 0 {
@@ -176,6 +187,20 @@ mod o200k_rules {
                 ";\n",
             ],
         tails: ["A", "/", "ſ", "É", "\u{301}", "ʰ"],
+    );
+}
+
+#[cfg(test)]
+mod kimi_k2_rules {
+    use super::boundaries_kimi_k2 as boundaries;
+    crate::encode::pretok::ascii_window::boundaries_test!(
+        crate::encode::pretok::o200k::KimiK2,
+        parts: [
+            "a", "Z", "s", "t", "'", " ", "  ", "\n", "\r", "\t", "1", "22", "4444", ".", "!?",
+            "/", "//", "'s", "'ll", "'VE", "'x", " '", "\n\n", " \n ", "aB", "ABc", "don't",
+            "IT'S", "x's's", ".\n/", ";\n", "!\r\n/x",
+        ],
+        tails: ["A", "/", "ſ", "É", "\u{301}", "ʰ", "٣", "中", "〇", "\u{2e80}"],
     );
 }
 
