@@ -33,6 +33,7 @@ from hf_support import sample
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import SHARED
+from test_api import KIMI_K2_PATTERN as KIMI_K2_RE
 from test_hf_face import FIELDS
 from test_hf_parity import check_transformers_patched
 
@@ -241,20 +242,6 @@ DEEPSEEK_V3_RES = [
     "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
 ]
 
-KIMI_K2_RE = "|".join(
-    [
-        r"[\p{Han}]+",
-        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*"
-        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+"
-        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        r"\p{N}{1,3}",
-        r" ?[^\s\p{L}\p{N}]+[\r\n]*",
-        r"\s*[\r\n]+",
-        r"\s+(?!\S)",
-        r"\s+",
-    ]
-)
 # tiktoken's own cl100k pattern (possessive quantifiers, `\s++$`), as a converter copying it
 # into a Split writes it: Oniguruma reads `\p{N}{1,3}+` as a repeated group.
 CL100K_TIKTOKEN_RE = (

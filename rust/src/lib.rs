@@ -65,7 +65,7 @@ pub mod internals {
     pub use crate::encode::bpe::tables::BpeVocab;
     pub use crate::encode::bpe::{encode_piece, merge_heap};
     pub use crate::encode::pretok::general::General;
-    pub use crate::encode::pretok::Splitter;
+    pub use crate::encode::pretok::{Splitter, KIMI_K2_PATTERN};
     #[cfg(target_os = "linux")]
     pub use crate::runtime::huge_pages::HugePages;
 }

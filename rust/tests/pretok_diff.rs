@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ferrotok::internals::{General, Splitter};
+use ferrotok::internals::{General, Splitter, KIMI_K2_PATTERN};
 use ferrotok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 
 /// Patterns that are not OpenAI's, for the general path (and Kimi K2's scanner); the first
@@ -24,13 +24,7 @@ const OTHER_PATTERNS: &[&str] = &[
     // Llama 3.
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     // Kimi K2 (o200k's scanner with Han runs apart).
-    concat!(
-        r"[\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*",
-        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
-        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+",
-        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
-        r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-    ),
+    KIMI_K2_PATTERN,
     // Qwen2.
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     // Mistral's Tekken.

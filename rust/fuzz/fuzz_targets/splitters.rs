@@ -11,7 +11,7 @@
 
 use std::sync::OnceLock;
 
-use ferrotok::internals::{General, Splitter};
+use ferrotok::internals::{General, Splitter, KIMI_K2_PATTERN};
 use ferrotok::{CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN};
 use libfuzzer_sys::fuzz_target;
 
@@ -19,13 +19,7 @@ const OTHER: &[&str] = &[
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     // Kimi K2's, which `Splitter::new` runs on o200k's scanner with Han runs apart.
-    concat!(
-        r"[\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*",
-        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
-        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+",
-        r"[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
-        r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-    ),
+    KIMI_K2_PATTERN,
     r"x*|\s+(?!\S)|\s",
     r"[a-z]++[A-Z]|\d+|\s+(?!\S)|\s+",
 ];
