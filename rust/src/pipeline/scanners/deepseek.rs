@@ -539,13 +539,11 @@ mod tests {
         let d = DeepSeek::recognise(json()["pretokenizers"].as_array().unwrap())
             .unwrap()
             .unwrap();
-        // Compared up to the window's last cut.
-        let reach = |got: u64, _| (got != 0).then(|| 63 - got.leading_zeros());
         let n = checks::windows_equal_piece_end(
             &long_texts(3000),
             |w| d.window(w),
             |b, i| d.piece_end(b, i),
-            reach,
+            checks::up_to_last_cut,
         );
         assert!(n > 50_000, "only {n} windows");
     }

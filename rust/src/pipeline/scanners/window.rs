@@ -198,6 +198,12 @@ pub mod checks {
         windows
     }
 
+    /// The reach of a window whose cuts are all sure up to its last (for
+    /// [`windows_equal_piece_end`]).
+    pub fn up_to_last_cut(got: u64, _classified: u32) -> Option<u32> {
+        (got != 0).then(|| 63 - got.leading_zeros())
+    }
+
     /// `masks` (the SSE2 path) equals `masks_scalar` on windows of every byte value, then on
     /// random ones.
     pub fn vector_masks_equal_scalar<M: PartialEq + std::fmt::Debug>(
