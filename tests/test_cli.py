@@ -13,14 +13,15 @@ import re
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import ferrotok
 import numpy as np
 import pytest
 from ferrotok import cli, load, registry
-from oracle import ENCODINGS_DIR, corpus_file, pair
+from oracle import ENCODINGS_DIR, SHARED, corpus_file, pair
 
 TEXT = "Hello, wörld! 你好 😀\n\tindented  code()\n"
 
@@ -595,6 +596,74 @@ def test_reading_in_blocks_encodes_as_the_whole(name: str) -> None:
     jsonl = "".join(json.dumps({"text": line}) + "\n" for line in lines)
     assert len(_parts(enc, jsonl.encode(), 4096)) > 20
     assert_parts_encode_as_whole(enc, jsonl, 4096)
+
+
+# The shared tokenizer.json models whose pipelines the core admits for the cut rule
+# (byte-level BPE on a scanned pattern, NFC at most, no added token with a newline or
+# lstrip); the others (fused scanners, SentencePiece, WordPiece) are read whole.
+CUT_MODELS = ["gpt-2", "llama-bpe", "qwen2", "tekken_240911", "gpt-neox"]
+HF_MODELS = sorted(p.name.removesuffix(".tokenizer.json")
+                   for p in (SHARED / "tokenizers").glob("*.tokenizer.json"))
+
+
+def hf_encoding(
+    model: str, edit: Callable[[dict[str, Any]], None] | None = None
+) -> ferrotok.Encoding:
+    text = (SHARED / "tokenizers" / f"{model}.tokenizer.json").read_text(encoding="utf-8")
+    if edit is not None:
+        config = json.loads(text)
+        edit(config)
+        text = json.dumps(config)
+    return ferrotok.Encoding._from_hf_json(text, model)
+
+
+@pytest.mark.parametrize("model", HF_MODELS)
+def test_tokenizer_json_pipelines_are_read_in_parts_where_the_rule_holds(model: str) -> None:
+    assert cli.cuts.can_cut(hf_encoding(model)) == (model in CUT_MODELS)
+
+
+@pytest.mark.parametrize("model", CUT_MODELS)
+def test_every_pair_of_fragments_about_a_newline_cuts_as_the_pipeline_encodes(model: str) -> None:
+    """As for the OpenAI encodings above: each fragment, a "\\n", each fragment, cut
+    wherever the rule allows; the parts' ids joined are the whole's, for every pair; and so
+    on corpus text read in 4 KB blocks."""
+    enc = hf_encoding(model)
+    fragments = sorted(set(CUT_FRAGMENTS) | {"\r", "x\r", ".", "!?", "/x", "\u00a0", "\uff0f"})
+    cuts = 0
+    for a in fragments:
+        for b in fragments:
+            for text in (a + "\n" + b, "q" + a + "\n" + b + "q"):
+                parts = _parts(enc, text.encode(), 1)
+                cuts += len(parts) - 1
+                ids = [i for part in parts for i in enc.encode(part, allowed_special="all")]
+                assert ids == enc.encode(text, allowed_special="all"), (text, parts)
+    assert cuts > len(fragments) ** 2 // 2
+    for corpus in ("english", "code"):
+        text = corpus_file(f"{corpus}.txt").read_text(encoding="utf-8")[:200_000]
+        assert len(_parts(enc, text.encode(), 4096)) > 5
+        assert_parts_encode_as_whole(enc, text, 4096)
+
+
+def test_pipelines_the_rule_does_not_hold_for_are_read_whole() -> None:
+    """An added token with lstrip takes the newline before it, so a part starting with it
+    would encode otherwise; NFKC turns "\uff0f" into the "/" Tekken's punctuation runs take
+    after a newline. Neither pipeline is cut."""
+    def lstrip_token(config: dict[str, Any]) -> None:
+        config["added_tokens"].append({"id": 5, "content": "XYZ", "single_word": False,
+                                       "lstrip": True, "rstrip": False, "normalized": False,
+                                       "special": False})
+
+    def nfkc(config: dict[str, Any]) -> None:
+        config["normalizer"] = {"type": "NFKC"}
+
+    for model, edit, text in [("llama-bpe", lstrip_token, "a\nXYZ"),
+                              ("tekken_240911", nfkc, "a.\n\uff0fb")]:
+        enc = hf_encoding(model, edit)
+        assert not cli.cuts.can_cut(enc)
+        cut = cli.cuts.last_cut(text.encode())
+        assert cut > 0
+        head, tail = text.encode()[:cut].decode(), text.encode()[cut:].decode()
+        assert enc.encode_ordinary(head) + enc.encode_ordinary(tail) != enc.encode_ordinary(text)
 
 
 def _parts_read_in_blocks(monkeypatch: pytest.MonkeyPatch, block: int) -> list[int]:

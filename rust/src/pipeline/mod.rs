@@ -714,6 +714,27 @@ impl Pipeline {
         v
     }
 
+    /// Whether a text cut where `encode::pretok::file_cuts` cuts encodes as the whole does
+    /// (the command line then reads a file in parts): a byte-level BPE model, no normalizer
+    /// or NFC alone, a pre-tokenizer that keeps the cuts ([`PreTokenizer::keeps_file_cuts`]),
+    /// and no added token that could span a cut (one holding a newline) or take the newline
+    /// before a part (`lstrip`). A BPE model encodes each word alone, and the added tokens are
+    /// found before the pre-tokenizer cuts the text between them, so these are all a cut
+    /// meets. NFC keeps the cut: the newline is a starter that composes with nothing, so
+    /// nothing after it reorders or composes with anything before it, and no char's
+    /// canonical decomposition is whitespace or `/` unless the char is (NFKC's can be: `／`).
+    pub fn file_cuts_apply(&self) -> bool {
+        matches!(self.normalizer, None | Some(Normalizer::Nfc))
+            && self.metaspace.is_none()
+            && matches!(self.model, Model::ByteLevel(_))
+            && self.pretok.keeps_file_cuts()
+            && self
+                .added
+                .tokens
+                .iter()
+                .all(|t| !t.lstrip && !t.content.contains(['\n', '\r']))
+    }
+
     /// The paths this pipeline runs on, for tests and benchmarks: the model's fast paths
     /// and each `Split` step's splitter.
     pub fn paths(&self) -> Vec<&'static str> {
