@@ -374,37 +374,22 @@ impl PreTokenizer {
 
     /// Whether every cut of `encode::pretok::file_cuts`'s rule (after a `"\n"` between two
     /// chars that are not whitespace, the second not `/`) is a piece boundary of this
-    /// pre-tokenizer whatever the text around it: GPT-2's ByteLevel, or one isolating
-    /// `Split` of a pattern the rule holds for, then ByteLevel without its regex; no prefix
-    /// space (it would go in front of each part). The rule is argued for the OpenAI patterns;
-    /// Llama 3's pieces are cl100k's but for a text's last whitespace run after a newline
-    /// (a part ends at a newline), Qwen2's and Qwen3.5's are Llama 3's with numbers cut or
-    /// marks read as letters (neither joins a newline to what follows it), and Tekken's and
-    /// Kimi K2's are o200k's with alternatives that take fewer chars (`pipeline/splitters.rs`,
-    /// `pretok/o200k.rs`).
+    /// pre-tokenizer whatever the text around it: a [`Self::single_scan`] (GPT-2's
+    /// ByteLevel, or one isolating `Split` then ByteLevel without its regex; no prefix
+    /// space, which would go in front of each part) of a pattern the rule holds for. The
+    /// rule is argued for the OpenAI patterns; Llama 3's pieces are cl100k's but for a
+    /// text's last whitespace run after a newline (a part ends at a newline), Qwen2's and
+    /// Qwen3.5's are Llama 3's with numbers cut or marks read as letters (neither joins a
+    /// newline to what follows it), and Tekken's and Kimi K2's are o200k's with alternatives
+    /// that take fewer chars (`pipeline/splitters.rs`, `pretok/o200k.rs`).
     pub fn keeps_file_cuts(&self) -> bool {
         const KINDS: [&str; 8] = [
             "r50k", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "tekken", "kimi-k2",
         ];
-        if self.fused.is_some() {
-            return false;
-        }
-        match self.steps.as_slice() {
-            [Step::ByteLevel {
-                prefix_space: false,
-                regex: Some(s),
-            }] => s.kind() == "r50k",
-            [Step::Split {
-                splitter,
-                behavior: Behavior::Isolated,
-                invert: false,
-                ..
-            }, Step::ByteLevel {
-                prefix_space: false,
-                regex: None,
-            }] => KINDS.contains(&splitter.kind()),
-            _ => false,
-        }
+        self.fused.is_none()
+            && self
+                .single_scan()
+                .is_some_and(|s| KINDS.contains(&s.kind()))
     }
 
     /// The kind of each `Split` step's splitter (`"split:<kind>"`), or the fused scanner's
