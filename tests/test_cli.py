@@ -560,15 +560,23 @@ def test_every_pair_of_fragments_about_a_newline_cuts_as_tiktoken_encodes(name: 
     at a time, so that it is cut wherever the rule allows: the parts' ids joined are
     tiktoken's ids of the whole, for every pair."""
     ours, theirs = pair(name)
-    fragments = sorted(set(CUT_FRAGMENTS) | {"\r", "x\r", ".", "!?", "/x", "\u00a0"})
+    assert_fragment_pairs_cut_as(ours, lambda t: theirs.encode(t, allowed_special="all"))
+
+
+def assert_fragment_pairs_cut_as(
+    enc: ferrotok.Encoding, whole: Callable[[str], list[int]], extra: frozenset[str] = frozenset()
+) -> None:
+    """Each fragment, a "\\n", each fragment, read a byte at a time and cut wherever the rule
+    allows: `enc`'s ids of the parts joined are `whole(text)`, and the rule did cut."""
+    fragments = sorted(set(CUT_FRAGMENTS) | {"\r", "x\r", ".", "!?", "/x", "\u00a0"} | extra)
     cuts = 0
     for a in fragments:
         for b in fragments:
             for text in (a + "\n" + b, "q" + a + "\n" + b + "q"):
-                parts = _parts(ours, text.encode(), 1)
+                parts = _parts(enc, text.encode(), 1)
                 cuts += len(parts) - 1
-                ids = [i for part in parts for i in ours.encode(part, allowed_special="all")]
-                assert ids == theirs.encode(text, allowed_special="all"), (text, parts)
+                ids = [i for part in parts for i in enc.encode(part, allowed_special="all")]
+                assert ids == whole(text), (text, parts)
     assert cuts > len(fragments) ** 2 // 2  # the rule did cut, in many of the pairs
 
 
@@ -628,16 +636,9 @@ def test_every_pair_of_fragments_about_a_newline_cuts_as_the_pipeline_encodes(mo
     wherever the rule allows; the parts' ids joined are the whole's, for every pair; and so
     on corpus text read in 4 KB blocks."""
     enc = hf_encoding(model)
-    fragments = sorted(set(CUT_FRAGMENTS) | {"\r", "x\r", ".", "!?", "/x", "\u00a0", "\uff0f"})
-    cuts = 0
-    for a in fragments:
-        for b in fragments:
-            for text in (a + "\n" + b, "q" + a + "\n" + b + "q"):
-                parts = _parts(enc, text.encode(), 1)
-                cuts += len(parts) - 1
-                ids = [i for part in parts for i in enc.encode(part, allowed_special="all")]
-                assert ids == enc.encode(text, allowed_special="all"), (text, parts)
-    assert cuts > len(fragments) ** 2 // 2
+    assert_fragment_pairs_cut_as(
+        enc, lambda t: enc.encode(t, allowed_special="all"), frozenset({"\uff0f"})
+    )
     for corpus in ("english", "code"):
         text = corpus_file(f"{corpus}.txt").read_text(encoding="utf-8")[:200_000]
         assert len(_parts(enc, text.encode(), 4096)) > 5
