@@ -607,9 +607,10 @@ def test_reading_in_blocks_encodes_as_the_whole(name: str) -> None:
 
 
 # The shared tokenizer.json models whose pipelines the core admits for the cut rule
-# (byte-level BPE on a scanned pattern, NFC at most, no added token with a newline or
-# lstrip); the others (fused scanners, SentencePiece, WordPiece) are read whole.
-CUT_MODELS = ["gpt-2", "llama-bpe", "qwen2", "tekken_240911", "gpt-neox"]
+# (byte-level BPE on a scanned pattern or a fused scanner, NFC at most, no added token with
+# a newline or lstrip); the others (SentencePiece, WordPiece) are read whole.
+CUT_MODELS = ["deepseek-llm", "falcon", "gpt-2", "gpt-neox", "llama-bpe", "qwen2", "starcoder",
+              "tekken_240911"]
 HF_MODELS = sorted(p.name.removesuffix(".tokenizer.json")
                    for p in (SHARED / "tokenizers").glob("*.tokenizer.json"))
 
@@ -643,6 +644,22 @@ def test_every_pair_of_fragments_about_a_newline_cuts_as_the_pipeline_encodes(mo
         text = corpus_file(f"{corpus}.txt").read_text(encoding="utf-8")[:200_000]
         assert len(_parts(enc, text.encode(), 4096)) > 5
         assert_parts_encode_as_whole(enc, text, 4096)
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "kimi-k2"])
+def test_fragment_pairs_cut_as_hf_encodes_in_models_not_shared(name: str) -> None:
+    """The same for two families of `test_hf_unseen` on a scanner of their own (DeepSeek
+    V3's fused scanner, Kimi K2's on o200k's), against HF's ids of the whole text, with
+    fragments of their number and Han/kana groups."""
+    from test_hf_unseen import family
+
+    enc, _, hf_tok, _ = family(name)
+    assert cli.cuts.can_cut(enc)
+    assert_fragment_pairs_cut_as(
+        enc,
+        lambda t: list(hf_tok.encode(t, add_special_tokens=False).ids),
+        frozenset({"\uff0f", "1234", "日本語", "ひらがな", "'s", "\u0661\u0662"}),
+    )
 
 
 def test_pipelines_the_rule_does_not_hold_for_are_read_whole() -> None:

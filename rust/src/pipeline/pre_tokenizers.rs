@@ -374,22 +374,26 @@ impl PreTokenizer {
 
     /// Whether every cut of `encode::pretok::file_cuts`'s rule (after a `"\n"` between two
     /// chars that are not whitespace, the second not `/`) is a piece boundary of this
-    /// pre-tokenizer whatever the text around it: a [`Self::single_scan`] (GPT-2's
-    /// ByteLevel, or one isolating `Split` then ByteLevel without its regex; no prefix
-    /// space, which would go in front of each part) of a pattern the rule holds for. The
-    /// rule is argued for the OpenAI patterns; Llama 3's pieces are cl100k's but for a
-    /// text's last whitespace run after a newline (a part ends at a newline), Qwen2's and
-    /// Qwen3.5's are Llama 3's with numbers cut or marks read as letters (neither joins a
-    /// newline to what follows it), and Tekken's and Kimi K2's are o200k's with alternatives
-    /// that take fewer chars (`pipeline/splitters.rs`, `pretok/o200k.rs`).
+    /// pre-tokenizer whatever the text around it, the pieces before it those of the text
+    /// before it alone: a fused scanner that says so ([`Fused::keeps_file_cuts`]), or a
+    /// [`Self::single_scan`] (GPT-2's ByteLevel, or one isolating `Split` then ByteLevel
+    /// without its regex; no prefix space, which would go in front of each part) of a
+    /// pattern the rule holds for. The rule is argued for the OpenAI patterns; Llama 3's
+    /// pieces are cl100k's but for a text's last whitespace run after a newline (a part ends
+    /// at a newline), Qwen2's and Qwen3.5's are Llama 3's with numbers cut or marks read as
+    /// letters (neither joins a newline to what follows it), and Tekken's and Kimi K2's are
+    /// o200k's with alternatives that take fewer chars (`pipeline/splitters.rs`,
+    /// `pretok/o200k.rs`).
     pub fn keeps_file_cuts(&self) -> bool {
         const KINDS: [&str; 8] = [
             "r50k", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "tekken", "kimi-k2",
         ];
-        self.fused.is_none()
-            && self
+        match &self.fused {
+            Some(f) => f.keeps_file_cuts(),
+            None => self
                 .single_scan()
-                .is_some_and(|s| KINDS.contains(&s.kind()))
+                .is_some_and(|s| KINDS.contains(&s.kind())),
+        }
     }
 
     /// The kind of each `Split` step's splitter (`"split:<kind>"`), or the fused scanner's
@@ -423,6 +427,9 @@ impl PreTokenizer {
     /// Builds the DFA of each `Split` step whose pattern runs on the general path (otherwise
     /// built at its first text).
     pub fn build_tables(&self) {
+        if self.fused.is_some() {
+            return; // the steps' splitters never run
+        }
         for s in &self.steps {
             if let Step::Split { splitter, .. } = s {
                 splitter.build_tables();
@@ -430,8 +437,12 @@ impl PreTokenizer {
         }
     }
 
-    /// Whether each general-path `Split` step's DFA is built.
+    /// Whether each general-path `Split` step's DFA is built (none where a fused scanner
+    /// makes the pieces).
     pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
+        if self.fused.is_some() {
+            return Vec::new();
+        }
         self.steps
             .iter()
             .filter_map(|s| match s {
@@ -444,9 +455,13 @@ impl PreTokenizer {
 
     /// The splitter when the whole pre-tokenizer is one isolating scan followed by bytes:
     /// `[Split(Isolated)]` + `ByteLevel` without regex or prefix space, or a lone
-    /// `ByteLevel` with its regex and no prefix space.
+    /// `ByteLevel` with its regex and no prefix space; `None` where a fused scanner makes
+    /// the pieces, as one may for such a pair.
     #[inline]
     pub fn single_scan(&self) -> Option<&PieceSplitter> {
+        if self.fused.is_some() {
+            return None;
+        }
         match self.steps.as_slice() {
             [Step::ByteLevel {
                 prefix_space: false,

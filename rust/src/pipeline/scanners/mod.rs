@@ -86,6 +86,34 @@ impl Fused {
         }
     }
 
+    /// Whether every cut of `encode::pretok::file_cuts`'s rule is a piece boundary of this
+    /// scanner whatever the text either side, the pieces before it those of the text before
+    /// it alone (`PreTokenizer::keeps_file_cuts`). The cut lies just after a `"\n"` whose
+    /// neighbours x (before) and a (after) are not whitespace, a not `/`. As each scanner
+    /// makes exactly the generic interpreter's pieces, it is argued on the steps:
+    /// - BERT: whitespace is dropped and cut around, the `"\n"` with it.
+    /// - DeepSeek LLM: step 1 (`[\r\n]`) isolates every newline, and the steps after it
+    ///   run on each piece alone.
+    /// - DeepSeek V3: no newline is N or K, so steps 1-2 cut nothing across it. In step 3's
+    ///   regex, the match that starts at the `"\n"` is `\s*[\r\n]+` (alternatives 1-3 need
+    ///   an A, X, LM, space or PS char there), and it is the `"\n"` alone, a being no
+    ///   `\s`; the one match that can reach the `"\n"` from before, ` ?[PS]+[\r\n]*` after
+    ///   a PS char x, ends after it for the same reason; and no match before those reads
+    ///   past x (each of its runs stops at the `"\n"`, no `\s` run reaches back over x).
+    /// - Falcon and StarCoder: step 1 (Punctuation, Digits) cuts where a class changes, and
+    ///   the `"\n"` is in neither class; inside its piece GPT-2's regex cuts on both sides
+    ///   of it as the rule's argument for r50k shows (whether x is in that piece or not, the
+    ///   `"\n"` is then `\s+`'s match alone), and the later steps only cut further.
+    pub fn keeps_file_cuts(&self) -> bool {
+        match self {
+            Fused::Bert(_)
+            | Fused::DeepSeek(_)
+            | Fused::DeepSeekV3(_)
+            | Fused::Falcon(_)
+            | Fused::StarCoder(_) => true,
+        }
+    }
+
     /// Calls `f(start, end)` with each piece of `seg`, in order (see the module docs).
     #[inline]
     pub fn for_each_piece(
