@@ -871,6 +871,15 @@ def test_deepseek_v3_runs_on_its_fused_scanner() -> None:
     assert enc.encode_ordinary(text) == hf_tok.encode(text, add_special_tokens=False).ids
 
 
+def test_bloom_runs_on_its_fused_scanner() -> None:
+    # Its Split ran on the general path's automaton; one pass makes the same pieces, gaps
+    # of whitespace and punctuation included (the tests above check the ids against HF).
+    enc, _, hf_tok, _ = family("bloom")
+    assert enc._core_bpe.hf_paths() == ["vocab_lookup", "engine", "scan:bloom"]
+    text = "Hello, world!  (a|b)\n.x \u4e2d\u6587\uff0c\u4e2d\u3002 \u0928\u092e\u0964 e\u0301 "
+    assert enc.encode_ordinary(text) == hf_tok.encode(text, add_special_tokens=False).ids
+
+
 @pytest.mark.parametrize("name", ["qwen3", "qwen2.5", "olmo2", "codegen", "whisper", "olmo1"])
 def test_added_tokens_outside_the_vocab_leave_the_model_on_the_engine(name: str) -> None:
     # Non-special added tokens the model's vocab lacks (Qwen3's `<think>`, Phi-2's runs of

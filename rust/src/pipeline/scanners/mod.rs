@@ -22,15 +22,17 @@
 //! rest for its steps.
 //!
 //! - [`bert`]: BERT's `BertPreTokenizer` (whitespace removed, punctuation isolated);
+//! - [`bloom`]: BLOOM's Split and ByteLevel;
 //! - [`deepseek`]: DeepSeek LLM's five Splits, Digits and ByteLevel;
 //! - [`deepseek_v3`]: DeepSeek V3's three Splits and ByteLevel;
 //! - [`falcon`]: Falcon's Punctuation, ByteLevel (GPT-2's regex), Digits and Split;
 //! - [`starcoder`]: StarCoder's Digits and ByteLevel (GPT-2's regex);
 //!
-//! and the loop the last four run ([`window`]: a 64-byte ASCII window where it can, each
+//! and the loop all but BERT's run ([`window`]: a 64-byte ASCII window where it can, each
 //! scanner's char path elsewhere), over the class table of [`table`].
 
 pub mod bert;
+pub mod bloom;
 pub mod deepseek;
 pub mod deepseek_v3;
 pub mod falcon;
@@ -44,6 +46,7 @@ use serde_json::Value;
 
 pub enum Fused {
     Bert(bert::Bert),
+    Bloom(bloom::Bloom),
     DeepSeek(deepseek::DeepSeek),
     DeepSeekV3(deepseek_v3::DeepSeekV3),
     Falcon(falcon::Falcon),
@@ -60,6 +63,9 @@ impl Fused {
         let Some(steps) = sequence(v) else {
             return Ok(None);
         };
+        if let Some(b) = bloom::Bloom::recognise(steps)? {
+            return Ok(Some(Fused::Bloom(b)));
+        }
         if let Some(d) = deepseek::DeepSeek::recognise(steps)? {
             return Ok(Some(Fused::DeepSeek(d)));
         }
@@ -79,6 +85,7 @@ impl Fused {
     pub fn name(&self) -> &'static str {
         match self {
             Fused::Bert(_) => "scan:bert",
+            Fused::Bloom(_) => "scan:bloom",
             Fused::DeepSeek(_) => "scan:deepseek-llm",
             Fused::DeepSeekV3(_) => "scan:deepseek-v3",
             Fused::Falcon(_) => "scan:falcon",
@@ -92,6 +99,7 @@ impl Fused {
     /// neighbours x (before) and a (after) are not whitespace, a not `/`. As each scanner
     /// makes exactly the generic interpreter's pieces, it is argued on the steps:
     /// - BERT: whitespace is dropped and cut around, the `"\n"` with it.
+    /// - Not BLOOM: a `"\n"` and the punctuation after it are one gap, one piece.
     /// - DeepSeek LLM: step 1 (`[\r\n]`) isolates every newline, and the steps after it
     ///   run on each piece alone.
     /// - DeepSeek V3: no newline is N or K, so steps 1-2 cut nothing across it. In step 3's
@@ -106,6 +114,7 @@ impl Fused {
     ///   `"\n"` is then `\s+`'s match alone), and the later steps only cut further.
     pub fn keeps_file_cuts(&self) -> bool {
         match self {
+            Fused::Bloom(_) => false,
             Fused::Bert(_)
             | Fused::DeepSeek(_)
             | Fused::DeepSeekV3(_)
@@ -123,6 +132,7 @@ impl Fused {
     ) -> Result<()> {
         match self {
             Fused::Bert(b) => b.for_each_piece(seg, f),
+            Fused::Bloom(b) => b.for_each_piece(seg, f),
             Fused::DeepSeek(d) => d.for_each_piece(seg, f),
             Fused::DeepSeekV3(d) => d.for_each_piece(seg, f),
             Fused::Falcon(s) => s.for_each_piece(seg, f),
@@ -136,6 +146,7 @@ impl Fused {
     pub fn scan(&self, seg: &str, sink: &mut impl window::Cuts) -> Result<()> {
         match self {
             Fused::Bert(b) => b.for_each_piece(seg, |a, z| sink.piece(a, z)),
+            Fused::Bloom(b) => b.scan(seg, sink),
             Fused::DeepSeek(d) => d.scan(seg, sink),
             Fused::DeepSeekV3(d) => d.scan(seg, sink),
             Fused::Falcon(s) => s.scan(seg, sink),
