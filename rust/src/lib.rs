@@ -66,6 +66,8 @@ pub mod internals {
     pub use crate::encode::bpe::{encode_piece, merge_heap};
     pub use crate::encode::pretok::general::General;
     pub use crate::encode::pretok::{Splitter, KIMI_K2_PATTERN};
+    pub use crate::pipeline::pre_tokenizers::PreTokenizer;
+    pub use crate::pipeline::scanners::{known_sequence, NAMES as FUSED_SCANNERS};
     #[cfg(target_os = "linux")]
     pub use crate::runtime::huge_pages::HugePages;
 }

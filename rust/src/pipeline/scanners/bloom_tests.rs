@@ -7,12 +7,7 @@ use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
 use serde_json::json;
 
 fn json() -> Value {
-    json!({"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": PATTERN}, "behavior": "Isolated",
-         "invert": false},
-        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
-         "use_regex": false},
-    ]})
+    crate::pipeline::scanners::known_sequence("scan:bloom").unwrap()
 }
 
 fn bloom() -> Bloom {

@@ -422,16 +422,7 @@ mod tests {
     use serde_json::json;
 
     pub(crate) fn json() -> Value {
-        let split = |p: &str| {
-            json!({"type": "Split", "pattern": {"Regex": p}, "behavior": "Isolated",
-                   "invert": false})
-        };
-        json!({"type": "Sequence", "pretokenizers": [
-            split(NEWLINE), split(LETTERS), split(PUNCT), split(TRAILING_SPACE), split(CJK),
-            {"type": "Digits", "individual_digits": true},
-            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
-             "use_regex": false},
-        ]})
+        crate::pipeline::scanners::known_sequence("scan:deepseek-llm").unwrap()
     }
 
     const TRICKY: [&str; 22] = [

@@ -7,15 +7,7 @@ use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts, rand
 use serde_json::json;
 
 fn json() -> Value {
-    let split = |p: &str| {
-        json!({"type": "Split", "pattern": {"Regex": p}, "behavior": "Isolated",
-               "invert": false})
-    };
-    json!({"type": "Sequence", "pretokenizers": [
-        split(DIGITS), split(KANA_HAN), split(WORDS),
-        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
-         "use_regex": false},
-    ]})
+    crate::pipeline::scanners::known_sequence("scan:deepseek-v3").unwrap()
 }
 
 fn pair() -> (PreTokenizer, PreTokenizer) {

@@ -7,14 +7,7 @@ use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
 use serde_json::json;
 
 fn json() -> Value {
-    json!({"type": "Sequence", "pretokenizers": [
-        {"type": "Punctuation", "behavior": "Contiguous"},
-        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
-         "use_regex": true},
-        {"type": "Digits", "individual_digits": false},
-        {"type": "Split", "pattern": {"Regex": THREE_DIGITS}, "behavior": "Isolated",
-         "invert": false},
-    ]})
+    crate::pipeline::scanners::known_sequence("scan:falcon").unwrap()
 }
 
 fn falcon() -> Falcon {

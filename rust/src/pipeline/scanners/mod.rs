@@ -155,6 +155,68 @@ impl Fused {
     }
 }
 
+/// The names of the fused scanners ([`Fused::name`]), each with a [`known_sequence`].
+pub const NAMES: [&str; 6] = [
+    "scan:bert",
+    "scan:bloom",
+    "scan:deepseek-llm",
+    "scan:deepseek-v3",
+    "scan:falcon",
+    "scan:starcoder",
+];
+
+/// The `pre_tokenizer` object the scanner named `name` was written for, as the model's file
+/// writes it: what the unit tests and the `fused_scanners` fuzz target hold each scanner to
+/// (its pieces against the generic interpreter's).
+pub fn known_sequence(name: &str) -> Option<Value> {
+    use serde_json::json;
+    let split = |p: &str| {
+        json!({"type": "Split", "pattern": {"Regex": p}, "behavior": "Isolated",
+               "invert": false})
+    };
+    let byte_level = |regex: bool| {
+        json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
+               "use_regex": regex})
+    };
+    let steps = match name {
+        "scan:bert" => return Some(json!({"type": "BertPreTokenizer"})),
+        "scan:bloom" => vec![split(bloom::PATTERN), byte_level(false)],
+        "scan:deepseek-llm" => {
+            use deepseek::{CJK, LETTERS, NEWLINE, PUNCT, TRAILING_SPACE};
+            vec![
+                split(NEWLINE),
+                split(LETTERS),
+                split(PUNCT),
+                split(TRAILING_SPACE),
+                split(CJK),
+                json!({"type": "Digits", "individual_digits": true}),
+                byte_level(false),
+            ]
+        }
+        "scan:deepseek-v3" => {
+            use deepseek_v3::{DIGITS, KANA_HAN, WORDS};
+            vec![
+                split(DIGITS),
+                split(KANA_HAN),
+                split(WORDS),
+                byte_level(false),
+            ]
+        }
+        "scan:falcon" => vec![
+            json!({"type": "Punctuation", "behavior": "Contiguous"}),
+            byte_level(true),
+            json!({"type": "Digits", "individual_digits": false}),
+            split(falcon::THREE_DIGITS),
+        ],
+        "scan:starcoder" => vec![
+            json!({"type": "Digits", "individual_digits": true}),
+            byte_level(true),
+        ],
+        _ => return None,
+    };
+    Some(json!({"type": "Sequence", "pretokenizers": steps}))
+}
+
 /// The steps of a `Sequence` pre-tokenizer.
 fn sequence(v: &Value) -> Option<&[Value]> {
     if v.get("type")?.as_str()? != "Sequence" {
@@ -231,6 +293,28 @@ fn opt_then_run(h: &Hir) -> Option<(&ClassUnicode, &ClassUnicode)> {
         )),
         _ => None,
     }
+}
+
+/// Each scanner's known Sequence is recognised as that scanner, and a file with anything
+/// else in it is not (unit tests of each scanner try their own variants).
+#[test]
+fn each_known_sequence_is_its_scanners() {
+    use crate::pipeline::pre_tokenizers::PreTokenizer;
+    for name in NAMES {
+        let v = known_sequence(name).unwrap();
+        assert_eq!(
+            PreTokenizer::from_json(&v).unwrap().splitter_kinds(),
+            [name]
+        );
+        let mut longer = serde_json::json!({"type": "Sequence", "pretokenizers": [v]});
+        longer["pretokenizers"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"type": "Digits", "individual_digits": false}));
+        let kinds = PreTokenizer::from_json(&longer).unwrap().splitter_kinds();
+        assert!(!kinds.contains(&name), "{name}: {kinds:?}");
+    }
+    assert!(known_sequence("scan:other").is_none());
 }
 
 /// A differential test's inputs: `n` strings of up to `max_len` chars from `alphabet`

@@ -8,11 +8,7 @@ use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
 use serde_json::json;
 
 fn json() -> Value {
-    json!({"type": "Sequence", "pretokenizers": [
-        {"type": "Digits", "individual_digits": true},
-        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
-         "use_regex": true},
-    ]})
+    crate::pipeline::scanners::known_sequence("scan:starcoder").unwrap()
 }
 
 fn starcoder() -> StarCoder {
