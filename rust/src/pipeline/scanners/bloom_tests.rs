@@ -3,7 +3,7 @@
 use super::*;
 use crate::pipeline::pre_tokenizers::PreTokenizer;
 use crate::pipeline::scanners::window::checks;
-use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
+use crate::pipeline::scanners::{assert_agree_on, assert_agree_on_random_texts, fused_and_generic};
 use serde_json::json;
 
 fn json() -> Value {
@@ -48,11 +48,7 @@ fn long_texts(n: usize) -> Vec<String> {
 
 #[test]
 fn fused_equals_generic_on_long_mostly_ascii_text() {
-    let fused = PreTokenizer::from_json(&json()).unwrap();
-    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
-    for t in long_texts(6000) {
-        assert_agree(&fused, &generic, &t);
-    }
+    assert_agree_on("scan:bloom", long_texts(6000));
 }
 
 /// The two paths agree: each window's boundaries, from any piece start, are the ones
@@ -61,13 +57,7 @@ fn fused_equals_generic_on_long_mostly_ascii_text() {
 fn windows_equal_piece_end() {
     let d = bloom();
     // The window answers for boundaries up to `classified - 2` (see the module docs).
-    let reach = |got: u64, classified: u32| {
-        if classified < 3 {
-            assert_eq!(got, 0);
-            return None;
-        }
-        Some(classified - 2)
-    };
+    let reach = checks::all_but(2);
     let n =
         checks::windows_equal_piece_end(&long_texts(3000), window, |b, i| d.piece_end(b, i), reach);
     assert!(n > 50_000, "only {n} windows");
@@ -116,17 +106,12 @@ fn recognised_and_named() {
 
 #[test]
 fn fused_equals_generic_on_tricky_text() {
-    let fused = PreTokenizer::from_json(&json()).unwrap();
-    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
-    for t in TRICKY {
-        assert_agree(&fused, &generic, t);
-    }
+    assert_agree_on("scan:bloom", TRICKY);
 }
 
 #[test]
 fn fused_equals_generic_on_random_text() {
-    let fused = PreTokenizer::from_json(&json()).unwrap();
-    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+    let (fused, generic) = fused_and_generic("scan:bloom");
     assert_agree_on_random_texts(
         &fused,
         &generic,

@@ -418,7 +418,9 @@ mod tests {
     use super::*;
     use crate::pipeline::pre_tokenizers::PreTokenizer;
     use crate::pipeline::scanners::window::checks;
-    use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
+    use crate::pipeline::scanners::{
+        assert_agree_on, assert_agree_on_random_texts, fused_and_generic,
+    };
     use serde_json::json;
 
     pub(crate) fn json() -> Value {
@@ -516,11 +518,7 @@ mod tests {
 
     #[test]
     fn fused_equals_generic_on_long_mostly_ascii_text() {
-        let fused = PreTokenizer::from_json(&json()).unwrap();
-        let generic = PreTokenizer::from_json_generic(&json()).unwrap();
-        for t in long_texts(6000) {
-            assert_agree(&fused, &generic, &t);
-        }
+        assert_agree_on("scan:deepseek-llm", long_texts(6000));
     }
 
     /// The two paths agree: each window's boundaries, from any piece start, are the ones
@@ -564,17 +562,12 @@ mod tests {
 
     #[test]
     fn fused_equals_generic_on_tricky_text() {
-        let fused = PreTokenizer::from_json(&json()).unwrap();
-        let generic = PreTokenizer::from_json_generic(&json()).unwrap();
-        for t in TRICKY {
-            assert_agree(&fused, &generic, t);
-        }
+        assert_agree_on("scan:deepseek-llm", TRICKY);
     }
 
     #[test]
     fn fused_equals_generic_on_random_text() {
-        let fused = PreTokenizer::from_json(&json()).unwrap();
-        let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+        let (fused, generic) = fused_and_generic("scan:deepseek-llm");
         assert_agree_on_random_texts(
             &fused,
             &generic,

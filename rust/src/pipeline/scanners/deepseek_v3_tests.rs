@@ -3,17 +3,13 @@
 use super::*;
 use crate::pipeline::pre_tokenizers::PreTokenizer;
 use crate::pipeline::scanners::window::checks;
-use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts, random_texts};
+use crate::pipeline::scanners::{
+    assert_agree, assert_agree_on, assert_agree_on_random_texts, fused_and_generic, random_texts,
+};
 use serde_json::json;
 
 fn json() -> Value {
     crate::pipeline::scanners::known_sequence("scan:deepseek-v3").unwrap()
-}
-
-fn pair() -> (PreTokenizer, PreTokenizer) {
-    let fused = PreTokenizer::from_json(&json()).unwrap();
-    assert_eq!(fused.splitter_kinds(), ["scan:deepseek-v3"]);
-    (fused, PreTokenizer::from_json_generic(&json()).unwrap())
 }
 
 const TRICKY: [&str; 40] = [
@@ -61,7 +57,7 @@ const TRICKY: [&str; 40] = [
 
 #[test]
 fn recognised_and_named() {
-    let (fused, generic) = pair();
+    let (fused, generic) = fused_and_generic("scan:deepseek-v3");
     assert!(fused.fused().is_some());
     assert!(generic.fused().is_none());
     for (path, value) in [
@@ -104,10 +100,7 @@ fn table_has_the_assumed_shape() {
 
 #[test]
 fn fused_equals_generic_on_tricky_text() {
-    let (fused, generic) = pair();
-    for t in TRICKY {
-        assert_agree(&fused, &generic, t);
-    }
+    assert_agree_on("scan:deepseek-v3", TRICKY);
 }
 
 const CHARS: [&str; 62] = [
@@ -121,14 +114,14 @@ const CHARS: [&str; 62] = [
 
 #[test]
 fn fused_equals_generic_on_random_text() {
-    let (fused, generic) = pair();
+    let (fused, generic) = fused_and_generic("scan:deepseek-v3");
     assert_agree_on_random_texts(&fused, &generic, &CHARS, 307);
 }
 
 /// Longer texts (up to 120 chars, most past 64 bytes) over the same classes.
 #[test]
 fn fused_equals_generic_on_long_random_text() {
-    let (fused, generic) = pair();
+    let (fused, generic) = fused_and_generic("scan:deepseek-v3");
     let texts = random_texts(&CHARS, 20000, 120);
     assert!(texts.iter().filter(|t| t.len() > 64).count() > 10000);
     for t in texts {
@@ -208,10 +201,7 @@ fn long_texts(n: usize) -> Vec<String> {
 
 #[test]
 fn fused_equals_generic_on_long_mostly_ascii_text() {
-    let (fused, generic) = pair();
-    for t in long_texts(6000) {
-        assert_agree(&fused, &generic, &t);
-    }
+    assert_agree_on("scan:deepseek-v3", long_texts(6000));
 }
 
 /// The two paths agree: each window's boundaries, from any piece start, are the ones

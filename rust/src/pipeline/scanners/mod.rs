@@ -379,6 +379,31 @@ pub(crate) fn assert_agree(
     assert_eq!(walked(generic, text), want, "{text:?}");
 }
 
+/// The fused pre-tokenizer of the scanner `name` ([`known_sequence`]), checked to be that
+/// scanner, and the generic interpreter of the same object.
+#[cfg(test)]
+pub(crate) fn fused_and_generic(
+    name: &str,
+) -> (
+    crate::pipeline::pre_tokenizers::PreTokenizer,
+    crate::pipeline::pre_tokenizers::PreTokenizer,
+) {
+    use crate::pipeline::pre_tokenizers::PreTokenizer;
+    let v = known_sequence(name).unwrap();
+    let fused = PreTokenizer::from_json(&v).unwrap();
+    assert_eq!(fused.splitter_kinds(), [name]);
+    (fused, PreTokenizer::from_json_generic(&v).unwrap())
+}
+
+/// [`assert_agree`] on each of `texts`, for the scanner `name`.
+#[cfg(test)]
+pub(crate) fn assert_agree_on<T: AsRef<str>>(name: &str, texts: impl IntoIterator<Item = T>) {
+    let (fused, generic) = fused_and_generic(name);
+    for t in texts {
+        assert_agree(&fused, &generic, t.as_ref());
+    }
+}
+
 /// [`assert_agree`] on 20,000 [`random_texts`] over `chars` plus one char every `step` code
 /// points from U+0080 to U+2FFFF (for the classes a hand-made list misses).
 #[cfg(test)]

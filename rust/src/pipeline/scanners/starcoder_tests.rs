@@ -4,7 +4,7 @@
 use super::*;
 use crate::pipeline::pre_tokenizers::PreTokenizer;
 use crate::pipeline::scanners::window::checks;
-use crate::pipeline::scanners::{assert_agree, assert_agree_on_random_texts};
+use crate::pipeline::scanners::{assert_agree_on, assert_agree_on_random_texts, fused_and_generic};
 use serde_json::json;
 
 fn json() -> Value {
@@ -52,11 +52,7 @@ fn long_texts(n: usize) -> Vec<String> {
 
 #[test]
 fn fused_equals_generic_on_long_mostly_ascii_text() {
-    let fused = PreTokenizer::from_json(&json()).unwrap();
-    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
-    for t in long_texts(6000) {
-        assert_agree(&fused, &generic, &t);
-    }
+    assert_agree_on("scan:starcoder", long_texts(6000));
 }
 
 /// The two paths agree: each window's boundaries, from any piece start, are the ones
@@ -65,13 +61,7 @@ fn fused_equals_generic_on_long_mostly_ascii_text() {
 fn windows_equal_piece_end() {
     let d = starcoder();
     // The window answers for boundaries up to `classified - 3` (see the module docs).
-    let reach = |got: u64, classified: u32| {
-        if classified < 4 {
-            assert_eq!(got, 0);
-            return None;
-        }
-        Some(classified - 3)
-    };
+    let reach = checks::all_but(3);
     let n =
         checks::windows_equal_piece_end(&long_texts(3000), window, |b, i| d.piece_end(b, i), reach);
     assert!(n > 50_000, "only {n} windows");
@@ -108,17 +98,12 @@ fn recognised_and_named() {
 
 #[test]
 fn fused_equals_generic_on_tricky_text() {
-    let fused = PreTokenizer::from_json(&json()).unwrap();
-    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
-    for t in TRICKY {
-        assert_agree(&fused, &generic, t);
-    }
+    assert_agree_on("scan:starcoder", TRICKY);
 }
 
 #[test]
 fn fused_equals_generic_on_random_text() {
-    let fused = PreTokenizer::from_json(&json()).unwrap();
-    let generic = PreTokenizer::from_json_generic(&json()).unwrap();
+    let (fused, generic) = fused_and_generic("scan:starcoder");
     assert_agree_on_random_texts(
         &fused,
         &generic,

@@ -155,6 +155,18 @@ pub mod checks {
             .collect()
     }
 
+    /// The `reach` of a window that answers for all its classified bytes but the last `k`
+    /// (it reads that many chars past a boundary), and for none when it classified no more.
+    pub fn all_but(k: u32) -> impl Fn(u64, u32) -> Option<u32> {
+        move |got, classified| {
+            if classified <= k {
+                assert_eq!(got, 0);
+                return None;
+            }
+            Some(classified - k)
+        }
+    }
+
     /// From every piece start `i` of each text (the starts `piece_end` gives) at an ASCII
     /// byte, `window` classifies exactly the leading ASCII bytes, and its cuts are exactly
     /// `piece_end`'s in `(i, i + reach]`, where `reach(cuts, classified)` is how far the
