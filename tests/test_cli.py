@@ -607,10 +607,11 @@ def test_reading_in_blocks_encodes_as_the_whole(name: str) -> None:
 
 
 # The shared tokenizer.json models whose pipelines the core admits for the cut rule
-# (byte-level BPE on a scanned pattern or a fused scanner, NFC at most, no added token with
-# a newline or lstrip); the others (SentencePiece, WordPiece) are read whole.
-CUT_MODELS = ["deepseek-llm", "falcon", "gpt-2", "gpt-neox", "llama-bpe", "qwen2", "starcoder",
-              "tekken_240911"]
+# (byte-level BPE on a scanned pattern or a fused scanner, NFC at most; WordPiece behind
+# BERT's normalizer and pre-tokenizer; no added token with a newline or lstrip); the
+# SentencePiece ones, whose normalizer puts a "▁" in front of the text, are read whole.
+CUT_MODELS = ["bert-bge", "deepseek-llm", "falcon", "gpt-2", "gpt-neox", "llama-bpe", "qwen2",
+              "starcoder", "tekken_240911"]
 HF_MODELS = sorted(p.name.removesuffix(".tokenizer.json")
                    for p in (SHARED / "tokenizers").glob("*.tokenizer.json"))
 

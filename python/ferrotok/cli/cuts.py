@@ -5,8 +5,9 @@ A file is encoded or counted a part at a time (so that memory stays bounded, pro
 shown and Ctrl-C stops it within a part), cut just after a "\\n" between two chars that are
 not whitespace, the second not "/": with an OpenAI pattern, and no special token holding a
 "\\n", the parts' ids joined are the whole's ids; and so with a `tokenizer.json` pipeline the
-core admits (`Pipeline::file_cuts_apply`: byte-level BPE on one of the scanned patterns, no
-normalizer but NFC, no added token holding a "\\n" or taking the whitespace before it).
+core admits (`Pipeline::file_cuts_apply`: byte-level BPE on one of the scanned patterns or a
+fused scanner, no normalizer but NFC; WordPiece behind BERT's normalizer and pre-tokenizer;
+no added token holding a "\\n" or taking the whitespace before it).
 """
 
 from __future__ import annotations

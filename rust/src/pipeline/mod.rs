@@ -715,18 +715,31 @@ impl Pipeline {
     }
 
     /// Whether a text cut where `encode::pretok::file_cuts` cuts encodes as the whole does
-    /// (the command line then reads a file in parts): a byte-level BPE model, no normalizer
-    /// or NFC alone, a pre-tokenizer that keeps the cuts ([`PreTokenizer::keeps_file_cuts`]),
-    /// and no added token that could span a cut (one holding a newline) or take the newline
-    /// before a part (`lstrip`). A BPE model encodes each word alone, and the added tokens are
-    /// found before the pre-tokenizer cuts the text between them, so these are all a cut
-    /// meets. NFC keeps the cut: the newline is a starter that composes with nothing, so
-    /// nothing after it reorders or composes with anything before it, and no char's
-    /// canonical decomposition is whitespace or `/` unless the char is (NFKC's can be: `／`).
+    /// (the command line then reads a file in parts): a byte-level BPE model with no
+    /// normalizer or NFC alone, or a WordPiece model with those or `BertNormalizer`; a
+    /// pre-tokenizer that keeps the cuts ([`PreTokenizer::keeps_file_cuts`]); and no added
+    /// token that could span a cut (one holding a newline) or take the newline before a part
+    /// (`lstrip`). Both models encode each word alone, and the added tokens are found before
+    /// the pre-tokenizer cuts the text between them, so these are all a cut meets. NFC keeps
+    /// the cut: the newline is a starter that composes with nothing, so nothing after it
+    /// reorders or composes with anything before it, and no char's canonical decomposition
+    /// is whitespace or `/` unless the char is (NFKC's can be: `／`). `BertNormalizer` keeps
+    /// it too: it maps each char alone (a control dropped, whitespace to a space, spaces
+    /// around a CJK char, the char lowercased) but for accents, which go with the run of
+    /// non-starters they follow (NFD, then marks dropped), and the newline is a starter; and
+    /// the newline (or the space it becomes) is whitespace, which BERT's pre-tokenizer cuts
+    /// around whatever the chars beside it are.
     pub fn file_cuts_apply(&self) -> bool {
-        matches!(self.normalizer, None | Some(Normalizer::Nfc))
+        let model_and_normalizer_keep_cuts = match self.model {
+            Model::ByteLevel(_) => matches!(self.normalizer, None | Some(Normalizer::Nfc)),
+            Model::WordPiece(_) => matches!(
+                self.normalizer,
+                None | Some(Normalizer::Nfc) | Some(Normalizer::Bert { .. })
+            ),
+            Model::SentencePiece(_) | Model::Unigram(_) => false,
+        };
+        model_and_normalizer_keep_cuts
             && self.metaspace.is_none()
-            && matches!(self.model, Model::ByteLevel(_))
             && self.pretok.keeps_file_cuts()
             && self
                 .added
