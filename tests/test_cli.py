@@ -666,7 +666,8 @@ def test_fragment_pairs_cut_as_hf_encodes_in_models_not_shared(name: str) -> Non
 def test_pipelines_the_rule_does_not_hold_for_are_read_whole() -> None:
     """An added token with lstrip takes the newline before it, so a part starting with it
     would encode otherwise; NFKC turns "\uff0f" into the "/" Tekken's punctuation runs take
-    after a newline. Neither pipeline is cut."""
+    after a newline; an added token with a space, matched on BertNormalizer's text, takes
+    the space a newline became. None of these pipelines is cut."""
     def lstrip_token(config: dict[str, Any]) -> None:
         config["added_tokens"].append({"id": 5, "content": "XYZ", "single_word": False,
                                        "lstrip": True, "rstrip": False, "normalized": False,
@@ -675,8 +676,15 @@ def test_pipelines_the_rule_does_not_hold_for_are_read_whole() -> None:
     def nfkc(config: dict[str, Any]) -> None:
         config["normalizer"] = {"type": "NFKC"}
 
+    def spaced_token(config: dict[str, Any]) -> None:
+        # Matched on BertNormalizer's text, where the newline became a space.
+        config["added_tokens"].append({"id": 30522, "content": "ab cd", "single_word": False,
+                                       "lstrip": False, "rstrip": False, "normalized": True,
+                                       "special": False})
+
     for model, edit, text in [("llama-bpe", lstrip_token, "a\nXYZ"),
-                              ("tekken_240911", nfkc, "a.\n\uff0fb")]:
+                              ("tekken_240911", nfkc, "a.\n\uff0fb"),
+                              ("bert-bge", spaced_token, "ab\ncd")]:
         enc = hf_encoding(model, edit)
         assert not cli.cuts.can_cut(enc)
         cut = cli.cuts.last_cut(text.encode())

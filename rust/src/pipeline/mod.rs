@@ -728,7 +728,10 @@ impl Pipeline {
     /// around a CJK char, the char lowercased) but for accents, which go with the run of
     /// non-starters they follow (NFD, then marks dropped), and the newline is a starter; and
     /// the newline (or the space it becomes) is whitespace, which BERT's pre-tokenizer cuts
-    /// around whatever the chars beside it are.
+    /// around whatever the chars beside it are. But an added token matched on that
+    /// normalizer's text could take the space a newline became (`"a b"` in `"a\nb"`), so
+    /// there each such (`normalized`) token must be printable ASCII, with no space to meet
+    /// and none the normalizer puts around a CJK char.
     pub fn file_cuts_apply(&self) -> bool {
         let model_and_normalizer_keep_cuts = match self.model {
             Model::ByteLevel(_) => matches!(self.normalizer, None | Some(Normalizer::Nfc)),
@@ -738,14 +741,16 @@ impl Pipeline {
             ),
             Model::SentencePiece(_) | Model::Unigram(_) => false,
         };
+        let bert_text = matches!(self.normalizer, Some(Normalizer::Bert { .. }));
         model_and_normalizer_keep_cuts
             && self.metaspace.is_none()
             && self.pretok.keeps_file_cuts()
-            && self
-                .added
-                .tokens
-                .iter()
-                .all(|t| !t.lstrip && !t.content.contains(['\n', '\r']))
+            && self.added.tokens.iter().all(|t| {
+                let printable = t.content.bytes().all(|b| b.is_ascii_graphic());
+                !t.lstrip
+                    && !t.content.contains(['\n', '\r'])
+                    && (printable || !t.normalized || !bert_text)
+            })
     }
 
     /// The paths this pipeline runs on, for tests and benchmarks: the model's fast paths
