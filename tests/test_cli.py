@@ -6,6 +6,7 @@ must give exit status 2 and one message on stderr, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import array
 import io
 import json
 import os
@@ -531,12 +532,23 @@ def _parts(enc: ferrotok.Encoding, data: bytes, block: int) -> list[str]:
     return [part.decode("utf-8") for _, part in parts]
 
 
+def parts_ids(enc: ferrotok.Encoding, parts: list[str]) -> list[int]:
+    """The ids of `parts`, special tokens allowed, each part encoded as the command line
+    encodes it: a part after the first continues the text (a SentencePiece pipeline puts its
+    `▁` in front of the first alone)."""
+    ids = array.array("I")
+    for i, part in enumerate(parts):
+        ids.frombytes(enc._core_bpe.encode_utf8_to_bytes(part.encode(), True, i > 0))
+    return ids.tolist()
+
+
 def assert_parts_encode_as_whole(enc: ferrotok.Encoding, text: str, block: int) -> None:
     parts = _parts(enc, text.encode(), block)
     assert "".join(parts) == text
-    ids = [i for part in parts for i in enc.encode(part, allowed_special="all")]
-    assert ids == enc.encode(text, allowed_special="all")
-    counts = sum(enc.count(part, allowed_special="all") for part in parts)
+    assert parts_ids(enc, parts) == enc.encode(text, allowed_special="all")
+    counts = sum(
+        enc._core_bpe.count_utf8(part.encode(), True, i > 0) for i, part in enumerate(parts)
+    )
     assert counts == enc.count(text, allowed_special="all")
 
 
@@ -575,8 +587,7 @@ def assert_fragment_pairs_cut_as(
             for text in (a + "\n" + b, "q" + a + "\n" + b + "q"):
                 parts = _parts(enc, text.encode(), 1)
                 cuts += len(parts) - 1
-                ids = [i for part in parts for i in enc.encode(part, allowed_special="all")]
-                assert ids == whole(text), (text, parts)
+                assert parts_ids(enc, parts) == whole(text), (text, parts)
     assert cuts > len(fragments) ** 2 // 2  # the rule did cut, in many of the pairs
 
 
@@ -608,10 +619,10 @@ def test_reading_in_blocks_encodes_as_the_whole(name: str) -> None:
 
 # The shared tokenizer.json models whose pipelines the core admits for the cut rule
 # (byte-level BPE on a scanned pattern or a fused scanner, NFC at most; WordPiece behind
-# BERT's normalizer and pre-tokenizer; no added token with a newline or lstrip); the
-# SentencePiece ones, whose normalizer puts a "▁" in front of the text, are read whole.
-CUT_MODELS = ["bert-bge", "deepseek-llm", "falcon", "gpt-2", "gpt-neox", "llama-bpe", "qwen2",
-              "starcoder", "tekken_240911"]
+# BERT's normalizer and pre-tokenizer; SentencePiece BPE whose newline is in no merge; no
+# added token with a newline or lstrip): all of them.
+CUT_MODELS = ["bert-bge", "deepseek-llm", "falcon", "gpt-2", "gpt-neox", "llama-bpe",
+              "llama-spm", "mistral-v1-spm", "qwen2", "starcoder", "tekken_240911"]
 HF_MODELS = sorted(p.name.removesuffix(".tokenizer.json")
                    for p in (SHARED / "tokenizers").glob("*.tokenizer.json"))
 
@@ -663,11 +674,51 @@ def test_fragment_pairs_cut_as_hf_encodes_in_models_not_shared(name: str) -> Non
     )
 
 
+def _metaspace(scheme: str, split: bool) -> Callable[[dict[str, Any]], None]:
+    """Llama 2's file in the layout transformers' `LlamaConverter` writes without `legacy`:
+    no normalizer, `Metaspace` with `scheme` puts the `▁`s in."""
+
+    def edit(config: dict[str, Any]) -> None:
+        config["normalizer"] = None
+        config["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581",
+                                   "prepend_scheme": scheme, "split": split}
+
+    return edit
+
+
+@pytest.mark.parametrize("layout", ["normalizers", "first", "always", "always-split"])
+def test_sentencepiece_parts_after_the_first_continue_the_text_as_hf_encodes_it(
+    layout: str,
+) -> None:
+    """A part after a file's first gets no `▁` in front, in each of SentencePiece BPE's
+    layouts (its normalizers, or Metaspace's schemes, splitting or not): each fragment, a
+    "\\n", each fragment, cut wherever the rule allows, gives HF's ids of the whole text,
+    special tokens among the fragments."""
+    import tokenizers
+
+    edit = None if layout == "normalizers" else _metaspace(*{
+        "first": ("first", False), "always": ("always", False),
+        "always-split": ("always", True)}[layout])
+    enc = hf_encoding("llama-spm", edit)
+    config = json.loads((SHARED / "tokenizers" / "llama-spm.tokenizer.json").read_text("utf-8"))
+    if edit is not None:
+        edit(config)
+    hf = tokenizers.Tokenizer.from_str(json.dumps(config))
+    assert cli.cuts.can_cut(enc)
+    assert_fragment_pairs_cut_as(
+        enc,
+        lambda t: list(hf.encode(t, add_special_tokens=False).ids),
+        frozenset({"<s>", "\u2581", "\u2581x", "x\u2581", "日本語"}),
+    )
+
+
 def test_pipelines_the_rule_does_not_hold_for_are_read_whole() -> None:
     """An added token with lstrip takes the newline before it, so a part starting with it
     would encode otherwise; NFKC turns "\uff0f" into the "/" Tekken's punctuation runs take
     after a newline; an added token with a space, matched on BertNormalizer's text, takes
-    the space a newline became. None of these pipelines is cut."""
+    the space a newline became; a SentencePiece model that merges the newline, or makes it
+    the unknown token fused with its neighbours, joins it to the char after it. None of these
+    pipelines is cut."""
     def lstrip_token(config: dict[str, Any]) -> None:
         config["added_tokens"].append({"id": 5, "content": "XYZ", "single_word": False,
                                        "lstrip": True, "rstrip": False, "normalized": False,
@@ -682,15 +733,40 @@ def test_pipelines_the_rule_does_not_hold_for_are_read_whole() -> None:
                                        "lstrip": False, "rstrip": False, "normalized": True,
                                        "special": False})
 
+    def no_byte_fallback(config: dict[str, Any]) -> None:
+        # The newline is then the unknown token, which `fuse_unk` joins to the one after it.
+        config["model"]["byte_fallback"] = False
+
+    def newline_merged(config: dict[str, Any]) -> None:
+        # A merge of the newline's byte token with the char after it.
+        config["model"]["vocab"]["<0x0A>b"] = len(config["model"]["vocab"])
+        config["model"]["merges"].append(["<0x0A>", "b"])
+
+    def without_prepend(edit: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+        def edit_and_drop(config: dict[str, Any]) -> None:
+            edit(config)
+            steps = config["normalizer"]["normalizers"]
+            config["normalizer"]["normalizers"] = [n for n in steps if n["type"] != "Prepend"]
+
+        return edit_and_drop
+
     for model, edit, text in [("llama-bpe", lstrip_token, "a\nXYZ"),
                               ("tekken_240911", nfkc, "a.\n\uff0fb"),
-                              ("bert-bge", spaced_token, "ab\ncd")]:
+                              ("bert-bge", spaced_token, "ab\ncd"),
+                              ("llama-spm", no_byte_fallback, "a\n\U0010ffff"),
+                              ("mistral-v1-spm", newline_merged, "a\nb")]:
         enc = hf_encoding(model, edit)
         assert not cli.cuts.can_cut(enc)
         cut = cli.cuts.last_cut(text.encode())
         assert cut > 0
         head, tail = text.encode()[:cut].decode(), text.encode()[cut:].decode()
-        assert enc.encode_ordinary(head) + enc.encode_ordinary(tail) != enc.encode_ordinary(text)
+        # A SentencePiece part after the first would go without the `▁` in front.
+        tail_enc = hf_encoding(model, without_prepend(edit)) if model.endswith("-spm") else enc
+        assert enc.encode_ordinary(head) + tail_enc.encode_ordinary(tail) != enc.encode_ordinary(
+            text
+        )
+        with pytest.raises(ValueError, match="does not encode a text in parts"):
+            enc._core_bpe.encode_utf8_to_bytes(tail.encode(), True, True)
 
 
 def _parts_read_in_blocks(monkeypatch: pytest.MonkeyPatch, block: int) -> list[int]:

@@ -222,15 +222,20 @@ def encoded_parts(enc: Encoding, args: argparse.Namespace, verb: str) -> Iterato
 
 
 def in_core(
-    call: Callable[[bytes, bool], _R], enc: Encoding, name: str, allow_special: bool, part: Part
+    call: Callable[[bytes, bool, bool], _R],
+    enc: Encoding,
+    name: str,
+    allow_special: bool,
+    part: Part,
 ) -> _R:
     """`call` (the core's `encode_utf8_to_bytes` or `count_utf8`) on a part of the file
-    `name`, its errors said as the command line says them. Ids come back as the bytes of
-    4-byte ints, for `array('I').frombytes`: no int object per id, and no pass reading them
-    into the array."""
+    `name`, its errors said as the command line says them; a part after the first continues
+    the text (SentencePiece's `▁` goes in front of the first alone). Ids come back as the
+    bytes of 4-byte ints, for `array('I').frombytes`: no int object per id, and no pass
+    reading them into the array."""
     offset, data = part
     try:
-        return call(data, allow_special)
+        return call(data, allow_special, offset > 0)
     except UnicodeDecodeError as e:
         raise not_utf8(name, data, e, offset) from None
     except ValueError:

@@ -276,13 +276,43 @@ impl Encoder {
     }
 
     pub fn encode(&self, text: &str, allowed: Allowed<'_>) -> Result<Vec<Rank>> {
+        self.encode_part(text, allowed, false)
+    }
+
+    /// [`Encoder::encode`] of a part of a text cut where `encode::pretok::file_cuts` cuts
+    /// (the command line's parts of a file); `continues`: the part is not the text's first,
+    /// which only a `tokenizer.json` pipeline tells apart (see `Pipeline::encode_part_into`).
+    pub fn encode_part(
+        &self,
+        text: &str,
+        allowed: Allowed<'_>,
+        continues: bool,
+    ) -> Result<Vec<Rank>> {
         let mut out = Vec::with_capacity(text.len() / 4 + 1);
-        self.encode_into(text, allowed, &mut out)?;
+        self.encode_part_into(text, allowed, continues, &mut out)?;
         Ok(out)
+    }
+
+    fn encode_part_into(
+        &self,
+        text: &str,
+        allowed: Allowed<'_>,
+        continues: bool,
+        out: &mut Vec<Rank>,
+    ) -> Result<()> {
+        match &self.hf {
+            Some(hf) if continues => hf.encode_part_into(self, text, allowed, true, out),
+            _ => self.encode_into(text, allowed, out),
+        }
     }
 
     /// Number of tokens `encode_into` would produce, without keeping them.
     pub fn count(&self, text: &str, allowed: Allowed<'_>) -> Result<usize> {
+        self.count_part(text, allowed, false)
+    }
+
+    /// [`Encoder::count`] of a part of a text, as [`Encoder::encode_part`] reads it.
+    pub fn count_part(&self, text: &str, allowed: Allowed<'_>, continues: bool) -> Result<usize> {
         thread_local! {
             static BUF: std::cell::RefCell<Vec<Rank>> = const { std::cell::RefCell::new(Vec::new()) };
         }
@@ -291,7 +321,7 @@ impl Encoder {
                 .try_borrow_mut()
                 .map_err(|_| Error::Regex("re-entrant count".into()))?;
             buf.clear();
-            self.encode_into(text, allowed, &mut buf)?;
+            self.encode_part_into(text, allowed, continues, &mut buf)?;
             let n = buf.len();
             if buf.capacity() > 1 << 22 {
                 *buf = Vec::new(); // don't keep a huge buffer alive after one large text

@@ -50,7 +50,7 @@ use crate::encode::bpe::piece_cache::Local;
 use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{short_home_in, PieceStep, ShortFirst};
 use crate::encode::encoder::{Allowed, Encoder};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::vocab::{Rank, NO_RANK};
 use added_tokens::{AddedVocab, Which};
 use bpe_model::{BpeJson, HfBpe};
@@ -153,10 +153,30 @@ impl Pipeline {
         allowed: Allowed<'_>,
         out: &mut Vec<Rank>,
     ) -> Result<()> {
+        self.encode_part_into(enc, text, allowed, false, out)
+    }
+
+    /// [`Pipeline::encode_into`] of a part of a text cut where [`Pipeline::file_cuts_apply`]
+    /// admits, where `continues` says the part is not the first: it gets no `▁` in front
+    /// (the text's first part had it). Only SentencePiece's layout puts anything in front.
+    pub fn encode_part_into(
+        &self,
+        enc: &Encoder,
+        text: &str,
+        allowed: Allowed<'_>,
+        continues: bool,
+        out: &mut Vec<Rank>,
+    ) -> Result<()> {
         let mut cache = self.model.cache();
         let mut engine_cache = enc.cache.local();
         let mut buf = Vec::new();
         let active = |ti: usize| self.active(ti, allowed);
+        if continues && !self.file_cuts_apply() {
+            // Its parts would not encode as the whole does, whatever was put in front.
+            return Err(Error::Input(
+                "this tokenizer.json pipeline does not encode a text in parts".into(),
+            ));
+        }
         let raw = self.raw_sentencepiece && !self.normalized_matters(allowed);
         let mut meta_buf = String::new();
         let mut prefixed = String::new();
@@ -164,8 +184,10 @@ impl Pipeline {
         let mut segment = |s: &str, at_start: bool, out: &mut Vec<Rank>| -> Result<()> {
             if let (true, Model::SentencePiece(sp)) = (raw, &self.model) {
                 // SentencePiece's normalizers put a `▁` in front of any text; Metaspace by
-                // its scheme.
-                let prefix = self.metaspace.is_none_or(|m| m.prefix(s, at_start));
+                // its scheme. The first segment of a part that continues a text does not start
+                // one.
+                let prefix = !(continues && at_start)
+                    && self.metaspace.is_none_or(|m| m.prefix(s, at_start));
                 sp.encode_raw(s, prefix, &mut cache, out);
                 return Ok(());
             }
@@ -732,19 +754,34 @@ impl Pipeline {
     /// normalizer's text could take the space a newline became (`"a b"` in `"a\nb"`), so
     /// there each such (`normalized`) token must be printable ASCII, with no space to meet
     /// and none the normalizer puts around a CJK char.
+    ///
+    /// SentencePiece's layout keeps the cuts on its raw path (its normalizers, or Metaspace
+    /// alone), whatever special tokens are allowed (no `normalized` added token), where the
+    /// model merges the newline with nothing
+    /// ([`sentencepiece_bpe::SentencePieceBpe::keeps_newline_cuts`]): each part but the first
+    /// then goes without the `▁` in front ([`Pipeline::encode_part_into`]).
     pub fn file_cuts_apply(&self) -> bool {
-        let model_and_normalizer_keep_cuts = match self.model {
-            Model::ByteLevel(_) => matches!(self.normalizer, None | Some(Normalizer::Nfc)),
-            Model::WordPiece(_) => matches!(
+        let normalizer_and_pretok_keep_cuts = |normalizer_keeps: bool| {
+            normalizer_keeps && self.metaspace.is_none() && self.pretok.keeps_file_cuts()
+        };
+        let pipeline_keeps_cuts = match &self.model {
+            Model::ByteLevel(_) => normalizer_and_pretok_keep_cuts(matches!(
+                self.normalizer,
+                None | Some(Normalizer::Nfc)
+            )),
+            Model::WordPiece(_) => normalizer_and_pretok_keep_cuts(matches!(
                 self.normalizer,
                 None | Some(Normalizer::Nfc) | Some(Normalizer::Bert { .. })
-            ),
-            Model::SentencePiece(_) | Model::Unigram(_) => false,
+            )),
+            Model::SentencePiece(sp) => {
+                self.raw_sentencepiece
+                    && !self.added.has(Which::Normalized)
+                    && sp.keeps_newline_cuts()
+            }
+            Model::Unigram(_) => false,
         };
         let bert_text = matches!(self.normalizer, Some(Normalizer::Bert { .. }));
-        model_and_normalizer_keep_cuts
-            && self.metaspace.is_none()
-            && self.pretok.keeps_file_cuts()
+        pipeline_keeps_cuts
             && self.added.tokens.iter().all(|t| {
                 let printable = t.content.bytes().all(|b| b.is_ascii_graphic());
                 !t.lstrip

@@ -110,6 +110,9 @@ pub struct SentencePieceBpe {
     /// looked up with it after it, so the token a word ends in carries it. Words are then
     /// never cut (a part would end in a char without it), nor answered whole.
     suffix: Option<Box<str>>,
+    /// Whether a newline's symbol (its token, else its `<0x0A>`) exists and is in no merge
+    /// (see [`SentencePieceBpe::keeps_newline_cuts`]).
+    newline_stays: bool,
 }
 
 /// The byte of a byte fallback token's text (`<0x0A>`: HF writes `format!("<{b:#04X}>")`).
@@ -214,6 +217,17 @@ impl SentencePieceBpe {
                 "BPE ignore_merges with a Metaspace pre-tokenizer that splits",
             ));
         }
+        // A newline is its token, else its byte's token (HF looks the char up first); with
+        // neither it would be the unknown token, which `fuse_unk` joins to its neighbours.
+        let newline = vocab.get("\n").copied().or_else(|| {
+            let b = byte_tokens.as_deref()?[usize::from(b'\n')];
+            (b != NONE).then_some(b)
+        });
+        let newline_stays = newline.is_some_and(|n| {
+            !merges
+                .keys()
+                .any(|&k| (k >> 32) as u32 == n || k as u32 == n)
+        }) && suffix.is_none();
         let table = MergeTable::new(&merges, &ascii_id);
         let model = SentencePieceBpe {
             by_text,
@@ -232,6 +246,7 @@ impl SentencePieceBpe {
             pairs: ProcessOnce::new(),
             cache: PieceCache::new(),
             suffix: suffix.map(String::into_boxed_str),
+            newline_stays,
         };
         Ok((model, vocab))
     }
@@ -342,6 +357,18 @@ impl SentencePieceBpe {
     /// whole-segment look-up (`ignore_merges`) needs the normalized text.
     pub fn raw_ok(&self) -> bool {
         (self.cut_at_meta || self.split_all) && !self.ignore_merges
+    }
+
+    /// Whether [`SentencePieceBpe::encode_raw`] of a segment cut just after a newline gives
+    /// the ids of its two sides, the side after it without a `▁` in front: the newline's
+    /// symbol is in no merge, so no merge joins it to a neighbour (a merge makes a token from
+    /// two symbols side by side) and each side merges as it would alone (the argument of
+    /// `encode/bpe/char_cuts.rs`). It is never the unknown token (which `fuse_unk` would
+    /// join to an unknown char after it), and without `ignore_merges` (`raw_ok`) no look-up
+    /// reads the whole segment. The raw path cuts words only at spaces and `▁`s, which the
+    /// cut does not move.
+    pub fn keeps_newline_cuts(&self) -> bool {
+        self.newline_stays && self.raw_ok()
     }
 
     /// [`SentencePieceBpe::encode_into`] of segment `s` with each space made `▁` and, if

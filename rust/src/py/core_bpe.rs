@@ -620,24 +620,34 @@ impl PyCoreBPE {
     /// The ids of `data`, a part of a file as UTF-8 bytes, as the bytes of native-endian
     /// 4-byte ints (for `array('I').frombytes`): the command line's way through a large
     /// file, with no `str` of the text, no int object an id and no list (see [`on_utf8`]).
+    /// `continues`: the part is not the file's first (see `Encoder::encode_part`).
+    #[pyo3(signature = (data, allow_special, continues=false))]
     fn encode_utf8_to_bytes<'py>(
         &self,
         py: Python<'py>,
         data: &[u8],
         allow_special: bool,
+        continues: bool,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let enc = &self.inner;
         let ids = on_utf8(py, enc, data, allow_special, |text, allowed| {
-            enc.encode(text, allowed)
+            enc.encode_part(text, allowed, continues)
         })?;
         packed_ids(py, &ids)
     }
 
     /// How many ids `data` (as in [`Self::encode_utf8_to_bytes`]) encodes to.
-    fn count_utf8(&self, py: Python<'_>, data: &[u8], allow_special: bool) -> PyResult<usize> {
+    #[pyo3(signature = (data, allow_special, continues=false))]
+    fn count_utf8(
+        &self,
+        py: Python<'_>,
+        data: &[u8],
+        allow_special: bool,
+        continues: bool,
+    ) -> PyResult<usize> {
         let enc = &self.inner;
         on_utf8(py, enc, data, allow_special, |text, allowed| {
-            enc.count(text, allowed)
+            enc.count_part(text, allowed, continues)
         })
     }
 
