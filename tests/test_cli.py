@@ -958,6 +958,22 @@ def test_progress_on_a_terminal(
     assert sys.stderr.getvalue() == ""
 
 
+def test_kimi_k2s_pattern_is_cut_as_tiktoken_encodes_it() -> None:
+    """A plain encoding on one of the other scanners the rule holds for (Kimi K2's pattern,
+    on o200k's scanner, over o200k's ranks): cut, each pair of fragments about a newline
+    gives tiktoken's ids of the whole."""
+    import tiktoken
+    from test_api import KIMI_K2_PATTERN
+
+    kwargs = {"name": "kimi", "pat_str": KIMI_K2_PATTERN,
+              "mergeable_ranks": pair("o200k_base")[1]._mergeable_ranks, "special_tokens": {}}
+    enc, theirs = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
+    assert cli.cuts.can_cut(enc)
+    assert_fragment_pairs_cut_as(
+        enc, lambda t: theirs.encode(t, allowed_special="all"), frozenset({"日本語", "1234"})
+    )
+
+
 def test_a_custom_pattern_reads_the_file_whole() -> None:
     enc = ferrotok.train(["some text here"] * 3, 260, pattern=r"\S+|\s+", progress=False)
     assert not cli.cuts.can_cut(enc)  # no proof of where its pieces end: never cut

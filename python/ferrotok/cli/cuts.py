@@ -3,20 +3,20 @@
 
 A file is encoded or counted a part at a time (so that memory stays bounded, progress can be
 shown and Ctrl-C stops it within a part), cut just after a "\\n" between two chars that are
-not whitespace, the second not "/": with an OpenAI pattern, and no special token holding a
-"\\n", the parts' ids joined are the whole's ids; and so with a `tokenizer.json` pipeline the
-core admits (`Pipeline::file_cuts_apply`: byte-level BPE on one of the scanned patterns or a
-fused scanner, no normalizer but NFC; WordPiece behind BERT's normalizer and pre-tokenizer;
-SentencePiece BPE whose newline is merged with nothing, each part after the first then
-encoded without the `▁` in front, `continues`; no added token holding a "\\n" or taking the
-whitespace before it).
+not whitespace, the second not "/": with an OpenAI pattern (or another scanner of
+`file_cuts::KEEPING_SPLITTERS`), and no special token holding a "\\n", the parts' ids joined
+are the whole's ids; and so with a `tokenizer.json` pipeline the core admits
+(`Pipeline::file_cuts_apply`: byte-level BPE on one of those scanners or a fused scanner, no
+normalizer but NFC; WordPiece behind BERT's normalizer and pre-tokenizer; SentencePiece BPE
+whose newline is merged with nothing, each part after the first then encoded without the `▁`
+in front, `continues`; no added token holding a "\\n" or taking the whitespace before it).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._core import file_cuts_apply, last_file_cut
+from .._core import last_file_cut
 
 if TYPE_CHECKING:
     from ..core import Encoding
@@ -30,6 +30,4 @@ def last_cut(data: bytes | bytearray, start: int = 0) -> int:
 
 def can_cut(enc: Encoding) -> bool:
     """Whether `last_cut`'s cuts keep `enc`'s ids."""
-    if enc._hf_json is not None:  # a tokenizer.json pipeline
-        return enc._core_bpe.hf_file_cuts_apply()
-    return file_cuts_apply(enc._pat_str, sorted(enc.special_tokens_set))
+    return enc._core_bpe.file_cuts_apply()

@@ -9,7 +9,7 @@
 use crate::encode::bpe::piece_cache::{Local, PieceCache};
 use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{encode_piece, encode_piece_in, encode_piece_keyed, ShortFirst};
-use crate::encode::pretok::Splitter;
+use crate::encode::pretok::{file_cuts, Splitter};
 use crate::encode::special::SpecialMatcher;
 use crate::error::{Error, Result};
 use crate::runtime::interrupt::Tick;
@@ -277,6 +277,19 @@ impl Encoder {
 
     pub fn encode(&self, text: &str, allowed: Allowed<'_>) -> Result<Vec<Rank>> {
         self.encode_part(text, allowed, false)
+    }
+
+    /// Whether a text cut where `encode::pretok::file_cuts` cuts encodes, a part at a time
+    /// ([`Encoder::encode_part`]), as the whole does: the pipeline's answer
+    /// (`Pipeline::file_cuts_apply`), else the splitter's and the special tokens'.
+    pub fn file_cuts_apply(&self) -> bool {
+        match &self.hf {
+            Some(hf) => hf.file_cuts_apply(),
+            None => file_cuts::file_cuts_apply(
+                self.splitter.kind(),
+                self.specials.tokens.iter().map(String::as_str),
+            ),
+        }
     }
 
     /// [`Encoder::encode`] of a part of a text cut where `encode::pretok::file_cuts` cuts

@@ -18,6 +18,7 @@ use super::normalizers::{bad, unsupported};
 use super::onig_checks;
 use super::scanners::Fused;
 use super::splitters::{PieceSplitter, OPENAI_EXPORTS};
+use crate::encode::pretok::file_cuts::KEEPING_SPLITTERS;
 use crate::encode::pretok::{Splitter, R50K_PATTERN};
 use crate::error::Result;
 use serde_json::Value;
@@ -378,21 +379,13 @@ impl PreTokenizer {
     /// before it alone: a fused scanner that says so ([`Fused::keeps_file_cuts`]), or a
     /// [`Self::single_scan`] (GPT-2's ByteLevel, or one isolating `Split` then ByteLevel
     /// without its regex; no prefix space, which would go in front of each part) of a
-    /// pattern the rule holds for. The rule is argued for the OpenAI patterns; Llama 3's
-    /// pieces are cl100k's but for a text's last whitespace run after a newline (a part ends
-    /// at a newline), Qwen2's and Qwen3.5's are Llama 3's with numbers cut or marks read as
-    /// letters (neither joins a newline to what follows it), and Tekken's and Kimi K2's are
-    /// o200k's with alternatives that take fewer chars (`pipeline/splitters.rs`,
-    /// `pretok/o200k.rs`).
+    /// pattern the rule holds for (`file_cuts::KEEPING_SPLITTERS` says why).
     pub fn keeps_file_cuts(&self) -> bool {
-        const KINDS: [&str; 8] = [
-            "r50k", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "tekken", "kimi-k2",
-        ];
         match &self.fused {
             Some(f) => f.keeps_file_cuts(),
             None => self
                 .single_scan()
-                .is_some_and(|s| KINDS.contains(&s.kind())),
+                .is_some_and(|s| KEEPING_SPLITTERS.contains(&s.kind())),
         }
     }
 

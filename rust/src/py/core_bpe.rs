@@ -295,10 +295,10 @@ impl PyCoreBPE {
             .map_or_else(Vec::new, |h| decode_table(py, &h.decode_last))
     }
 
-    /// Whether the file-cut rule keeps this HuggingFace pipeline's ids (`Pipeline::
-    /// file_cuts_apply`); false for other encoders, which `file_cuts_apply` answers for.
-    fn hf_file_cuts_apply(&self) -> bool {
-        self.inner.hf.as_ref().is_some_and(|h| h.file_cuts_apply())
+    /// Whether a file cut where `last_file_cut` cuts encodes, a part at a time (`continues`
+    /// after the first), to the whole's ids (`Encoder::file_cuts_apply`).
+    fn file_cuts_apply(&self) -> bool {
+        self.inner.file_cuts_apply()
     }
 
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).

@@ -6,7 +6,6 @@ use crate::encode::pretok::file_cuts;
 use crate::encode::pretok::OPENAI_PATTERNS;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyByteArray, PyBytes, PyDict};
 
 /// The last place in `data[start:]` where the UTF-8 text `data` may be cut so that its parts
@@ -30,13 +29,6 @@ fn last_file_cut(data: &Bound<'_, PyAny>, start: usize) -> PyResult<usize> {
     )))
 }
 
-/// Whether [`last_file_cut`]'s cuts keep the ids of an encoding with this pattern and these
-/// special tokens: only for the OpenAI patterns, and no special token may hold a `"\n"`.
-#[pyfunction]
-fn file_cuts_apply(pattern: &str, special_tokens: Vec<PyBackedStr>) -> bool {
-    file_cuts::file_cuts_apply(pattern, special_tokens.iter().map(|t| &**t))
-}
-
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let patterns = PyDict::new(m.py());
     for (name, pattern) in OPENAI_PATTERNS {
@@ -44,6 +36,5 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("OPENAI_PATTERNS", patterns)?;
     m.add_function(wrap_pyfunction!(last_file_cut, m)?)?;
-    m.add_function(wrap_pyfunction!(file_cuts_apply, m)?)?;
     Ok(())
 }

@@ -4,7 +4,9 @@
 //! Invariant: for a text split by any of the three OpenAI patterns ([`super::OPENAI_PATTERNS`]),
 //! at every cut [`last_file_cut`] returns, the pieces of the whole text are the pieces of the
 //! text before the cut followed by those of the text after it. So, when no special token
-//! holds a `"\n"` ([`file_cuts_apply`]), the ids of the parts joined are the whole's ids.
+//! holds a `"\n"` ([`file_cuts_apply`]), the ids of the parts joined are the whole's ids. So
+//! they are for the other scanners of [`KEEPING_SPLITTERS`], whose pieces differ from the
+//! OpenAI patterns' only where no cut falls.
 //!
 //! The rule: just after a `"\n"` that follows a char that is not whitespace, and before a
 //! char that is neither whitespace nor `/`. Why that is a piece boundary for every OpenAI
@@ -82,11 +84,22 @@ pub fn last_file_cut(data: &[u8], start: usize) -> usize {
     0
 }
 
-/// Does the rule of [`last_file_cut`] hold for an encoding with `pattern` and these special
-/// tokens? Only for the three OpenAI patterns, and only when no special token holds a
-/// `"\n"` (a special token across a cut would be split in two).
-pub fn file_cuts_apply<'a>(pattern: &str, mut specials: impl Iterator<Item = &'a str>) -> bool {
-    super::OPENAI_PATTERNS.iter().any(|&(_, p)| p == pattern) && !specials.any(|t| t.contains('\n'))
+/// The splitters, by `kind()` (`Splitter`'s or the pipeline's `PieceSplitter`'s), whose
+/// pieces every cut keeps: the OpenAI patterns' scanners, which the module docs argue for;
+/// Llama 3's pieces are cl100k's but for a text's last whitespace run after a newline (a
+/// part ends at a newline), Qwen2's and Qwen3.5's are Llama 3's with numbers cut or marks
+/// read as letters (neither joins a newline to what follows it), and Tekken's and Kimi K2's
+/// are o200k's with alternatives that take fewer chars (`pipeline/splitters.rs`,
+/// `pretok/o200k.rs`).
+pub const KEEPING_SPLITTERS: [&str; 8] = [
+    "r50k", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "tekken", "kimi-k2",
+];
+
+/// Does the rule of [`last_file_cut`] hold for an encoding whose splitter is `kind` with
+/// these special tokens? Only for [`KEEPING_SPLITTERS`], and only when no special token
+/// holds a `"\n"` (a special token across a cut would be split in two).
+pub fn file_cuts_apply<'a>(kind: &str, mut specials: impl Iterator<Item = &'a str>) -> bool {
+    KEEPING_SPLITTERS.contains(&kind) && !specials.any(|t| t.contains('\n'))
 }
 
 #[cfg(test)]
@@ -127,11 +140,21 @@ mod tests {
 
     #[test]
     fn cuts_apply_to_the_openai_patterns_without_newline_specials() {
+        let kind = |p: &str| Splitter::new(p).map(|s| s.kind());
         for (_, p) in OPENAI_PATTERNS {
-            assert!(file_cuts_apply(p, ["<|endoftext|>"].into_iter()));
-            assert!(!file_cuts_apply(p, ["<|a\nb|>"].into_iter()));
+            assert!(file_cuts_apply(
+                kind(p).unwrap(),
+                ["<|endoftext|>"].into_iter()
+            ));
+            assert!(!file_cuts_apply(kind(p).unwrap(), ["<|a\nb|>"].into_iter()));
         }
-        assert!(!file_cuts_apply(r"\w+|\s+", std::iter::empty()));
+        assert!(!file_cuts_apply(
+            kind(r"\w+|\s+").unwrap(),
+            std::iter::empty()
+        ));
+        // The reference path of an OpenAI pattern is not argued for.
+        let reference = Splitter::reference(OPENAI_PATTERNS[1].1).unwrap();
+        assert!(!file_cuts_apply(reference.kind(), std::iter::empty()));
     }
 
     /// The module's invariant on text built to hold many cuts and near-cuts: every cut splits
