@@ -239,12 +239,10 @@ def _tokens_per_byte(
     tokens = nbytes = 0
     block = 1 << 20 if can_cut(enc) else _MEASURE_BYTES
 
-    def add(part: bytes, continues: bool = False) -> None:
+    def add(part: bytes) -> None:
         nonlocal tokens, nbytes
-        # Special tokens in the text count as one token each, as in training. A part after a
-        # file's first continues its text (SentencePiece's `▁` goes in front of the first).
-        text = part.decode("utf-8", errors="replace").encode("utf-8")
-        tokens += enc._core_bpe.count_utf8(text, True, continues)
+        # Special tokens in the text count as one token each, as in training.
+        tokens += enc.count(part.decode("utf-8", errors="replace"), allowed_special="all")
         nbytes += len(part)
 
     from ..data.readers import input_format, iter_documents
@@ -258,7 +256,6 @@ def _tokens_per_byte(
             continue
         with open(p, "rb") as f:
             pending = b""
-            continues = False
             while nbytes + len(pending) < _MEASURE_BYTES:
                 chunk = f.read(block)
                 if not chunk:
@@ -267,11 +264,10 @@ def _tokens_per_byte(
                 pending += chunk
                 cut = last_cut(pending, searched) if block < _MEASURE_BYTES else 0
                 if cut:
-                    add(pending[:cut], continues)
+                    add(pending[:cut])
                     pending = pending[cut:]
-                    continues = True
             if pending and nbytes < _MEASURE_BYTES:
-                add(pending, continues)
+                add(pending)
         if nbytes >= _MEASURE_BYTES:
             return tokens, nbytes, True
     return tokens, nbytes, False
