@@ -4,8 +4,8 @@
 //! Invariant: for a text split by any of the three OpenAI patterns ([`super::OPENAI_PATTERNS`]),
 //! at every cut [`last_file_cut`] returns, the pieces of the whole text are the pieces of the
 //! text before the cut followed by those of the text after it. So, when no special token
-//! holds a `"\n"` ([`file_cuts_apply`]), the ids of the parts joined are the whole's ids. So
-//! they are for the other scanners of [`KEEPING_SPLITTERS`], whose pieces differ from the
+//! holds a `"\n"` ([`file_cuts_apply`]), the ids of the parts joined are the whole's ids. The
+//! same holds for the other scanners of [`KEEPING_SPLITTERS`], whose pieces differ from the
 //! OpenAI patterns' only where no cut falls.
 //!
 //! The rule: just after a `"\n"` that follows a char that is not whitespace, and before a
