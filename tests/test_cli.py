@@ -627,15 +627,20 @@ HF_MODELS = sorted(p.name.removesuffix(".tokenizer.json")
                    for p in (SHARED / "tokenizers").glob("*.tokenizer.json"))
 
 
-def hf_encoding(
-    model: str, edit: Callable[[dict[str, Any]], None] | None = None
-) -> ferrotok.Encoding:
+def hf_json(model: str, edit: Callable[[dict[str, Any]], None] | None = None) -> str:
+    """The shared `tokenizer.json` of `model`, as `edit` changes its config."""
     text = (SHARED / "tokenizers" / f"{model}.tokenizer.json").read_text(encoding="utf-8")
     if edit is not None:
         config = json.loads(text)
         edit(config)
         text = json.dumps(config)
-    return ferrotok.Encoding._from_hf_json(text, model)
+    return text
+
+
+def hf_encoding(
+    model: str, edit: Callable[[dict[str, Any]], None] | None = None
+) -> ferrotok.Encoding:
+    return ferrotok.Encoding._from_hf_json(hf_json(model, edit), model)
 
 
 @pytest.mark.parametrize("model", HF_MODELS)
@@ -700,10 +705,7 @@ def test_sentencepiece_parts_after_the_first_continue_the_text_as_hf_encodes_it(
         "first": ("first", False), "always": ("always", False),
         "always-split": ("always", True)}[layout])
     enc = hf_encoding("llama-spm", edit)
-    config = json.loads((SHARED / "tokenizers" / "llama-spm.tokenizer.json").read_text("utf-8"))
-    if edit is not None:
-        edit(config)
-    hf = tokenizers.Tokenizer.from_str(json.dumps(config))
+    hf = tokenizers.Tokenizer.from_str(hf_json("llama-spm", edit))
     assert cli.cuts.can_cut(enc)
     assert_fragment_pairs_cut_as(
         enc,

@@ -158,7 +158,8 @@ impl Pipeline {
 
     /// [`Pipeline::encode_into`] of a part of a text cut where [`Pipeline::file_cuts_apply`]
     /// admits, where `continues` says the part is not the first: it gets no `▁` in front
-    /// (the text's first part had it). Only SentencePiece's layout puts anything in front.
+    /// (the text's first part had it). Of the pipelines that admit cuts, only SentencePiece's
+    /// layout puts anything in front.
     pub fn encode_part_into(
         &self,
         enc: &Encoder,
@@ -167,16 +168,16 @@ impl Pipeline {
         continues: bool,
         out: &mut Vec<Rank>,
     ) -> Result<()> {
-        let mut cache = self.model.cache();
-        let mut engine_cache = enc.cache.local();
-        let mut buf = Vec::new();
-        let active = |ti: usize| self.active(ti, allowed);
         if continues && !self.file_cuts_apply() {
             // Its parts would not encode as the whole does, whatever was put in front.
             return Err(Error::Input(
                 "this tokenizer.json pipeline does not encode a text in parts".into(),
             ));
         }
+        let mut cache = self.model.cache();
+        let mut engine_cache = enc.cache.local();
+        let mut buf = Vec::new();
+        let active = |ti: usize| self.active(ti, allowed);
         let raw = self.raw_sentencepiece && !self.normalized_matters(allowed);
         let mut meta_buf = String::new();
         let mut prefixed = String::new();

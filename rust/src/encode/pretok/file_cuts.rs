@@ -140,18 +140,12 @@ mod tests {
 
     #[test]
     fn cuts_apply_to_the_openai_patterns_without_newline_specials() {
-        let kind = |p: &str| Splitter::new(p).map(|s| s.kind());
+        let kind = |p: &str| Splitter::new(p).unwrap().kind();
         for (_, p) in OPENAI_PATTERNS {
-            assert!(file_cuts_apply(
-                kind(p).unwrap(),
-                ["<|endoftext|>"].into_iter()
-            ));
-            assert!(!file_cuts_apply(kind(p).unwrap(), ["<|a\nb|>"].into_iter()));
+            assert!(file_cuts_apply(kind(p), ["<|endoftext|>"].into_iter()));
+            assert!(!file_cuts_apply(kind(p), ["<|a\nb|>"].into_iter()));
         }
-        assert!(!file_cuts_apply(
-            kind(r"\w+|\s+").unwrap(),
-            std::iter::empty()
-        ));
+        assert!(!file_cuts_apply(kind(r"\w+|\s+"), std::iter::empty()));
         // The reference path of an OpenAI pattern is not argued for.
         let reference = Splitter::reference(OPENAI_PATTERNS[1].1).unwrap();
         assert!(!file_cuts_apply(reference.kind(), std::iter::empty()));
