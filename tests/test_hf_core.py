@@ -266,6 +266,29 @@ PRE_TOKENIZERS: list[dict[str, Any]] = [
             {"type": "Punctuation", "behavior": "Contiguous"},
         ],
     },
+    *[
+        {
+            "type": "Sequence",
+            "pretokenizers": [{"type": "CharDelimiterSplit", "delimiter": d}, BYTE_LEVEL_STEP],
+        }
+        for d in [" ", "e", "\u00e9"]
+    ],
+    # FixedLength counts chars before ByteLevel, bytes (and the prefix space) after it.
+    *[
+        {"type": "Sequence", "pretokenizers": steps}
+        for steps in [
+            [{"type": "FixedLength", "length": 3}, BYTE_LEVEL_STEP],
+            [{"type": "WhitespaceSplit"}, {"type": "FixedLength", "length": 2}, BYTE_LEVEL_STEP],
+            [
+                {**BYTE_LEVEL_STEP, "add_prefix_space": True},
+                {"type": "FixedLength", "length": 4},
+            ],
+            [
+                {**BYTE_LEVEL_STEP, "use_regex": False},
+                {"type": "FixedLength", "length": 1},
+            ],
+        ]
+    ],
 ]
 
 
@@ -288,12 +311,15 @@ def test_pre_tokenizer_variants_match_hf(pre: dict[str, Any]) -> None:
         {"type": "NFKD"},
         {"type": "Lowercase"},
         {"type": "Sequence", "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}]},
+        {"type": "Nmt"},
+        {"type": "Sequence", "normalizers": [{"type": "Nmt"}, {"type": "NFKC"}]},
     ],
     ids=lambda n: json.dumps(n),
 )
 def test_normalizers_match_hf(normalizer: dict[str, Any]) -> None:
     enc, hf = _both(_gpt2_with(normalizer=normalizer, post_processor=None))
-    for text in VARIANT_TEXTS + ["e\u0301\u0323 \u1e0b\u0323 \u0130stanbul \u00df \u2460"]:
+    nmt = "\x01a\x08\x0b\x1f b\x7f\x8f\t\r\n\x0c\u1680\u200b\u200f\u2028\u2581\ufeff\ufffd\x00\x9f"
+    for text in VARIANT_TEXTS + ["e\u0301\u0323 \u1e0b\u0323 \u0130stanbul \u00df \u2460", nmt]:
         e = hf.encode(text, add_special_tokens=False)
         assert enc.encode_ordinary(text) == e.ids, text
         ids, offsets, words = enc._encode_hf_detail(text)
@@ -405,11 +431,11 @@ def test_word_class_is_oniguruma_s(invert: bool) -> None:
         ),
         ({"model": {"type": "Unigram", "vocab": []}}, "Unigram model behind a ByteLevel"),
         ({"model": {"type": "Mystery"}}, "model Mystery"),
-        ({"normalizer": {"type": "Nmt"}}, "normalizer Nmt"),
+        ({"normalizer": {"type": "ByteLevel"}}, "normalizer ByteLevel"),
         ({"normalizer": {"type": "Replace"}}, "normalizer Replace"),
         # Metaspace makes SentencePiece BPE too (tested in test_hf_sentencepiece.py).
         ({"pre_tokenizer": {"type": "Metaspace"}}, "decoder ByteLevel for SentencePiece BPE"),
-        ({"pre_tokenizer": {"type": "CharDelimiterSplit"}}, "pre-tokenizer CharDelimiterSplit"),
+        ({"pre_tokenizer": {"type": "UnicodeScripts"}}, "pre-tokenizer UnicodeScripts"),
         ({"decoder": {"type": "WordPiece"}}, "decoder WordPiece"),
         ({"post_processor": {"type": "Mystery"}}, "post-processor Mystery"),
         # No pre-tokenizer makes SentencePiece BPE, whose decoder is not ByteLevel.

@@ -10,12 +10,12 @@
 //!
 //! Stages:
 //! - [`normalizers`]: NFC/NFD/NFKC/NFKD, Lowercase, Prepend, Replace (a string or a regex),
-//!   Strip, BertNormalizer (`unicode_classes`: the char classes it asks), Precompiled
+//!   Strip, Nmt, BertNormalizer (`unicode_classes`: the char classes it asks), Precompiled
 //!   ([`precompiled`]: SentencePiece's rule table), Sequence, with HF's alignments;
 //! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
 //!   text first, normalized ones from the normalized text of each remaining part);
 //! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, WhitespaceSplit,
-//!   BertPreTokenizer, Sequence (`onig_checks`: the patterns Oniguruma reads otherwise,
+//!   Whitespace, CharDelimiterSplit, FixedLength, BertPreTokenizer, Sequence (`onig_checks`: the patterns Oniguruma reads otherwise,
 //!   refused by name); [`metaspace`] (SentencePiece's layout as a pre-tokenizer); [`scanners`]:
 //!   whole pre-tokenizers of known models (DeepSeek LLM, Falcon, StarCoder, BERT) as one
 //!   scanner each, the same pieces in one pass;
@@ -26,8 +26,9 @@
 //!     pre-tokenizer or only `Metaspace`; both BPE models merge through [`word`] (HF's `Word`);
 //!   - [`wordpiece`], BERT's greedy longest-match model;
 //!   - [`unigram`], SentencePiece's best-scoring segmentation;
+//!   - [`wordlevel`], a vocabulary of whole words;
 //!
-//!   the last two behind any pre-tokenizer but ByteLevel.
+//!   the last three behind any pre-tokenizer but ByteLevel.
 
 pub mod added_tokens;
 pub mod bpe_model;
@@ -44,6 +45,7 @@ pub mod splitters;
 mod unicode_classes;
 pub mod unigram;
 mod word;
+pub mod wordlevel;
 pub mod wordpiece;
 
 use crate::encode::bpe::piece_cache::Local;
@@ -62,6 +64,7 @@ use sentencepiece_bpe::{decoded_byte, SentencePieceBpe};
 use serde_json::Value;
 use std::borrow::Cow;
 use unigram::Unigram;
+use wordlevel::WordLevel;
 use wordpiece::WordPiece;
 
 pub struct Pipeline {
@@ -110,6 +113,8 @@ pub enum Model {
     WordPiece(Box<WordPiece>),
     /// Unigram (each pre-token's best-scoring segmentation).
     Unigram(Box<Unigram>),
+    /// WordLevel (each pre-token its token, or the unknown token).
+    WordLevel(Box<WordLevel>),
 }
 
 impl Model {
@@ -119,6 +124,8 @@ impl Model {
             Model::SentencePiece(m) => m.cache(),
             Model::WordPiece(m) => m.cache(),
             Model::Unigram(m) => m.cache(),
+            // One look-up a word: nothing to keep.
+            Model::WordLevel(_) => Local::none(),
         }
     }
 }
@@ -238,6 +245,11 @@ impl Pipeline {
                         return self.pretok.for_each_piece(s, &mut |p| {
                             wp.encode_word(&s[p.start..p.end], &mut cache, out)
                         });
+                    }
+                    Model::WordLevel(wl) => {
+                        return self
+                            .pretok
+                            .for_each_piece(s, &mut |p| wl.encode_word(&s[p.start..p.end], out));
                     }
                     Model::SentencePiece(sp) => {
                         return match &self.metaspace {
@@ -493,6 +505,18 @@ impl Pipeline {
                         }
                         continue;
                     }
+                    Model::WordLevel(wl) => {
+                        // Each pre-token a word and one token over the whole of it.
+                        pieces.clear();
+                        self.pretok.pieces(sub, &mut pieces)?;
+                        for p in &pieces {
+                            let id = wl.word_id(&sub[p.start..p.end])?;
+                            let (s, e) = span(nc.start + p.start, nc.start + p.end);
+                            out.push((id, s, e, word));
+                            word += 1;
+                        }
+                        continue;
+                    }
                     Model::SentencePiece(sp)
                         if self.metaspace.is_none() && !self.pretok.is_none() =>
                     {
@@ -721,7 +745,7 @@ impl Pipeline {
         match &self.model {
             Model::ByteLevel(m) => m.build_tables(vocab),
             Model::SentencePiece(m) => m.build_tables(),
-            Model::WordPiece(_) | Model::Unigram(_) => {}
+            Model::WordPiece(_) | Model::Unigram(_) | Model::WordLevel(_) => {}
         }
         self.pretok.build_tables();
     }
@@ -731,7 +755,7 @@ impl Pipeline {
         let mut v = match &self.model {
             Model::ByteLevel(m) => m.tables_built(),
             Model::SentencePiece(m) => m.tables_built(),
-            Model::WordPiece(_) | Model::Unigram(_) => Vec::new(),
+            Model::WordPiece(_) | Model::Unigram(_) | Model::WordLevel(_) => Vec::new(),
         };
         v.extend(self.pretok.tables_built());
         v
@@ -739,10 +763,10 @@ impl Pipeline {
 
     /// Whether a text cut where `encode::pretok::file_cuts` cuts encodes as the whole does
     /// (the command line then reads a file in parts): a byte-level BPE model with no
-    /// normalizer or NFC alone, or a WordPiece model with those or `BertNormalizer`; a
-    /// pre-tokenizer that keeps the cuts ([`PreTokenizer::keeps_file_cuts`]); and no added
-    /// token that could span a cut (one holding a newline) or take the newline before a part
-    /// (`lstrip`). Both models encode each word alone, and the added tokens are found before
+    /// normalizer or NFC alone, or a WordPiece or WordLevel model with those or
+    /// `BertNormalizer`; a pre-tokenizer that keeps the cuts ([`PreTokenizer::keeps_file_cuts`]);
+    /// and no added token that could span a cut (one holding a newline) or take the newline
+    /// before a part (`lstrip`). These models encode each word alone, and the added tokens are found before
     /// the pre-tokenizer cuts the text between them, so these are all a cut meets. NFC keeps
     /// the cut: the newline is a starter that composes with nothing, so nothing after it
     /// reorders or composes with anything before it, and no char's canonical decomposition
@@ -770,7 +794,7 @@ impl Pipeline {
                 self.normalizer,
                 None | Some(Normalizer::Nfc)
             )),
-            Model::WordPiece(_) => normalizer_and_pretok_keep_cuts(matches!(
+            Model::WordPiece(_) | Model::WordLevel(_) => normalizer_and_pretok_keep_cuts(matches!(
                 self.normalizer,
                 None | Some(Normalizer::Nfc) | Some(Normalizer::Bert { .. })
             )),
@@ -799,6 +823,7 @@ impl Pipeline {
             Model::SentencePiece(m) => m.paths(),
             Model::WordPiece(_) => vec!["wordpiece"],
             Model::Unigram(_) => vec!["unigram"],
+            Model::WordLevel(_) => vec!["wordlevel"],
         };
         if self.raw_sentencepiece {
             v.push("raw_words");
@@ -925,6 +950,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let mut join_decoder = false;
     // A `BPEDecoder`'s suffix: a space after a token, none after the last.
     let mut bpe_decoder: Option<String> = None;
+    // HF's `Fuse` alone: the tokens' texts joined as they are.
+    let mut fuse_decoder = false;
     let (model, vocab) = match kind {
         // The BPE family, from the pre-tokenizer: a ByteLevel step makes byte-level BPE;
         // none at all, BPE over the chars of each normalized segment (SentencePiece's); any
@@ -1000,6 +1027,36 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             let (m, vocab) = Unigram::from_json(model_json)?;
             (Model::Unigram(Box::new(m)), vocab)
         }
+        "WordLevel" => {
+            if pretok.is_byte_level() || metaspace.is_some() {
+                return Err(unsupported(
+                    "a WordLevel model behind a ByteLevel or Metaspace pre-tokenizer",
+                ));
+            }
+            match decoder.get("type").and_then(Value::as_str) {
+                // HF joins the tokens' texts with spaces (see the BPE arm).
+                None => {
+                    join_decoder = true;
+                    decode_strip = 1;
+                }
+                Some("WordPiece") => {
+                    wordpiece_decoder = Some(check_wordpiece_decoder(decoder)?);
+                    decode_strip = 1;
+                }
+                // `Fuse` joins the texts as they are; `ByteLevel` reads a text spelled in its
+                // alphabet as those bytes (the last branch of `token_bytes`).
+                Some("Fuse") => fuse_decoder = true,
+                Some("ByteLevel") => {}
+                Some(other) => {
+                    return Err(unsupported(&format!(
+                        "decoder {other} for a WordLevel model (supported: none, Fuse, \
+                         ByteLevel, WordPiece)"
+                    )))
+                }
+            }
+            let (m, vocab) = WordLevel::from_json(model_json)?;
+            (Model::WordLevel(Box::new(m)), vocab)
+        }
         other => return Err(unsupported(&format!("model {other}"))),
     };
     // A token's bytes, as the model's decoder gives them.
@@ -1007,6 +1064,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     let token_bytes = |t: &str| -> Vec<u8> {
         if join_decoder {
             [b" ", t.as_bytes()].concat()
+        } else if fuse_decoder {
+            t.as_bytes().to_vec()
         } else if let Some(suffix) = &bpe_decoder {
             t.replace(suffix.as_str(), " ").into_bytes()
         } else if let Some((prefix, cleanup)) = &wordpiece_decoder {

@@ -61,6 +61,10 @@ pub enum Normalizer {
     },
     /// SentencePiece's rule table (`Precompiled`).
     Precompiled(Box<super::precompiled::Precompiled>),
+    /// HF's `Nmt` (the first half of SentencePiece's `nmt_nfkc` rule): some control chars
+    /// removed, then some whitespace and invisible chars made `' '` (see [`nmt_removes`],
+    /// [`nmt_space`]).
+    Nmt,
     /// HF's `BertNormalizer` (BERT's "basic" cleaning), its steps in HF's order.
     Bert {
         /// Control chars, NUL and U+FFFD removed; whitespace made `' '`.
@@ -376,6 +380,7 @@ impl Normalizer {
                     right: side("strip_right")?,
                 }
             }
+            "Nmt" => Normalizer::Nmt,
             "Precompiled" => {
                 Normalizer::Precompiled(Box::new(super::precompiled::Precompiled::from_json(v)?))
             }
@@ -448,6 +453,7 @@ impl Normalizer {
                 None => !re.is_match(s).unwrap_or(true),
             },
             Normalizer::Precompiled(p) => p.leaves(s),
+            Normalizer::Nmt => !s.chars().any(|c| nmt_removes(c) || nmt_space(c)),
             Normalizer::Strip { left, right } => {
                 !(*left && s.starts_with(char::is_whitespace)
                     || *right && s.ends_with(char::is_whitespace))
@@ -485,6 +491,17 @@ impl Normalizer {
             }
             Normalizer::Strip { left, right } => return s.lrstrip(*left, *right, keep),
             Normalizer::StripAccents => return s.filter(|c| !is_combining_mark(c), keep),
+            Normalizer::Nmt => {
+                // HF's `filter`, then its `map` (each char in place: no alignment moves).
+                s.filter(|c| !nmt_removes(c), keep);
+                if s.text.chars().any(nmt_space) {
+                    let src = std::mem::take(&mut s.text);
+                    s.text.clone_from(&src);
+                    let dest = src.chars().map(|c| (if nmt_space(c) { ' ' } else { c }, 0));
+                    s.transform(dest, keep);
+                }
+                return;
+            }
             Normalizer::Precompiled(p) => {
                 if let Some(dest) = p.dest(&s.text) {
                     s.transform(dest.into_iter(), keep);
@@ -534,9 +551,29 @@ impl Normalizer {
             | Normalizer::Precompiled(_)
             | Normalizer::Strip { .. }
             | Normalizer::StripAccents
+            | Normalizer::Nmt
             | Normalizer::Bert { .. } => {}
         }
     }
+}
+
+/// The control chars HF's `Nmt` removes (NUL, tab, the line breaks are not among them).
+fn nmt_removes(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x01..=0x08 | 0x0B | 0x0E..=0x1F | 0x7F | 0x8F | 0x9F
+    )
+}
+
+/// The chars HF's `Nmt` makes a space: tab, line feed, form feed, carriage return, the
+/// Ogham space mark, the zero-width chars and marks U+200B-U+200F, the line and paragraph
+/// separators, `▁`, the byte order mark and U+FFFD.
+fn nmt_space(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x09 | 0x0A | 0x0C | 0x0D | 0x1680 | 0x200B
+            ..=0x200F | 0x2028 | 0x2029 | 0x2581 | 0xFEFF | 0xFFFD
+    )
 }
 
 /// Lowercases `text` in place if no char's lowercase is more than one char or another

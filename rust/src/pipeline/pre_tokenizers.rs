@@ -66,6 +66,8 @@ pub enum Step {
     /// `char::is_whitespace` chars removed, the text between them kept (HF's
     /// `WhitespaceSplit`, and the first half of `BertPreTokenizer`).
     WhitespaceSplit,
+    /// HF's `FixedLength`: each piece cut into runs of `length` chars (the last shorter).
+    FixedLength { length: usize },
 }
 
 /// A piece: bytes `start..end` of the segment, after a virtual space if `space`.
@@ -355,6 +357,37 @@ impl PreTokenizer {
                 invert: true,
                 required: None,
             }),
+            // HF's `CharDelimiterSplit`: the char removed, the text between kept; the same as
+            // a `Split` on the char as a string.
+            "CharDelimiterSplit" => {
+                let d = v
+                    .get("delimiter")
+                    .and_then(Value::as_str)
+                    .filter(|d| d.chars().count() == 1)
+                    .ok_or_else(|| bad("CharDelimiterSplit: `delimiter` is not one char"))?;
+                let re = escape(d);
+                steps.push(Step::Split {
+                    splitter: PieceSplitter::new(&re)?,
+                    behavior: Behavior::Removed,
+                    invert: false,
+                    required: Required::of(&re).map(Box::new),
+                });
+            }
+            "FixedLength" => {
+                let length = match v.get("length") {
+                    // HF's default.
+                    None | Some(Value::Null) => 5,
+                    Some(n) => n
+                        .as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .ok_or_else(|| bad("FixedLength: `length` is not a count"))?,
+                };
+                if length == 0 {
+                    // HF panics on it (runs of no chars).
+                    return Err(unsupported("pre-tokenizer FixedLength of length 0"));
+                }
+                steps.push(Step::FixedLength { length });
+            }
             // HF's `BertPreTokenizer` is these two splits, one after the other.
             "BertPreTokenizer" => {
                 steps.push(Step::WhitespaceSplit);
@@ -762,6 +795,34 @@ impl PreTokenizer {
             Step::WhitespaceSplit => {
                 self.by_char(seg, p, mapped, char::is_whitespace, Behavior::Removed, out);
             }
+            Step::FixedLength { length } => {
+                if mapped {
+                    // One char a byte (and the virtual space first).
+                    let n = p.end - p.start + usize::from(p.space);
+                    let starts: Vec<usize> = (0..=n).collect();
+                    for s in (0..n).step_by(*length) {
+                        push_mapped(out, p, &starts, s, (s + length).min(n));
+                    }
+                } else {
+                    let text = &seg[p.start..p.end];
+                    let mut start = 0;
+                    for (b, _) in text.char_indices().skip(*length).step_by(*length) {
+                        out.push(Piece {
+                            start: p.start + start,
+                            end: p.start + b,
+                            space: false,
+                        });
+                        start = b;
+                    }
+                    if start < text.len() {
+                        out.push(Piece {
+                            start: p.start + start,
+                            end: p.end,
+                            space: false,
+                        });
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -927,6 +988,8 @@ fn unchanged(step: &Step, seg: &str, p: Piece, mapped: bool) -> bool {
         Step::Digits { .. } => none(char::is_numeric),
         Step::Punctuation { .. } => none(is_punctuation),
         Step::WhitespaceSplit => none(char::is_whitespace),
+        // No more bytes than `length` is no more chars.
+        Step::FixedLength { length } => bytes.len() + usize::from(p.space) <= *length,
         Step::Split {
             required: Some(r), ..
         } => !r.in_piece(seg, p, mapped),

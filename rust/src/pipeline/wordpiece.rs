@@ -23,8 +23,9 @@ use crate::vocab::token_table::{hash_bytes, TokenTable};
 use rustc_hash::FxHashMap;
 
 /// Texts -> ids: a [`TokenTable`] over the texts laid end to end, keyed by each text's
-/// index here (so ids may repeat, or be far apart, as a file gives them).
-struct Texts {
+/// index here (so ids may repeat, or be far apart, as a file gives them). `WordLevel` keeps
+/// its words in one too.
+pub(super) struct Texts {
     table: TokenTable,
     /// Per text, its start and end in `bytes`, and its id.
     spans: Vec<(u32, u32)>,
@@ -41,7 +42,7 @@ struct Texts {
 const UNBOUNDED: u8 = u8::MAX;
 
 impl Texts {
-    fn new(entries: &[(&[u8], u32)]) -> Texts {
+    pub(super) fn new(entries: &[(&[u8], u32)]) -> Texts {
         let mut spans = Vec::with_capacity(entries.len());
         let mut bytes = Vec::new();
         for &(t, _) in entries {
@@ -82,8 +83,9 @@ impl Texts {
         }
     }
 
+    /// The id of `text`, if it is one of the texts.
     #[inline]
-    fn get(&self, text: &[u8]) -> Option<u32> {
+    pub(super) fn get(&self, text: &[u8]) -> Option<u32> {
         let i = self.table.get(text, |i| {
             let (a, b) = self.spans[i as usize];
             &self.bytes[a as usize..b as usize]
