@@ -135,6 +135,57 @@ def test_truncation_and_padding(name: str) -> None:
     assert face.truncation is None and face.padding is None
 
 
+@pytest.mark.parametrize("name", MODELS)
+def test_encode_batch_fast_is_hfs(name: str) -> None:
+    # HF's fast path: the text's tokens without texts, offsets or words; the template's and
+    # padding's tokens with theirs; the rest as encode_batch. Texts (through the core's ids
+    # alone), pairs, special tokens' texts in the text, pre-tokenized words.
+    hf, face = fresh(name)
+    specials = special_texts(hf)
+    texts = TEXTS + [f"{specials[0]} hi {specials[-1]}"]
+    batches: list[tuple[list[Any], bool]] = [
+        (texts, False),
+        ([(t, "the pair " + t) for t in texts], False),
+        ([["Hello", " world", "x"], (["a", "b"], ["c"])], True),
+    ]
+    for trunc, pad in [(None, None), (TRUNCATIONS[1], PADDINGS[1]), (TRUNCATIONS[2], PADDINGS[2])]:
+        for tok in (hf, face):
+            if trunc is None:
+                tok.no_truncation()
+            else:
+                tok.enable_truncation(**trunc)
+            if pad is None:
+                tok.no_padding()
+            else:
+                tok.enable_padding(**pad)
+        for batch, pre in batches:
+            for add in (True, False):
+                kw = dict(is_pretokenized=pre, add_special_tokens=add)
+                try:
+                    want = hf.encode_batch_fast(batch, **kw)
+                except BaseException:  # noqa: BLE001 (HF raises, or panics: so must we, cleanly)
+                    with pytest.raises(ValueError):
+                        face.encode_batch_fast(batch, **kw)
+                    continue
+                got = face.encode_batch_fast(batch, **kw)
+                assert len(got) == len(want)
+                for i, (a, b) in enumerate(zip(got, want)):
+                    same(a, b, f"{name} {trunc} {pad} {pre} {add} item {i}")
+    assert any(t == "" for t in got[0].tokens)
+
+
+def test_the_transformers_backend_answers_encode_batch_fast() -> None:
+    from ferrotok.hf.patch import FerrotokBackend
+
+    hf, _ = fresh("bert-bge")
+    backend = FerrotokBackend(hf)
+    assert backend.uses_ferrotok
+    batch = [TEXTS[0], (TEXTS[4], TEXTS[5])]
+    for a, b in zip(backend.encode_batch_fast(batch), hf.encode_batch_fast(batch)):
+        same(a, b, "backend")
+        assert isinstance(a, ferrotok.hf.Encoding)
+
+
 def test_settings_from_the_file(tmp_path: Any) -> None:
     hf, _ = fresh("llama-bpe")
     hf.enable_truncation(16, stride=4, direction="left")

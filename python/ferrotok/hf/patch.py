@@ -100,7 +100,14 @@ class FerrotokBackend:
     def encode_batch_fast(
         self, input: Any, is_pretokenized: bool = False, add_special_tokens: bool = True
     ) -> Any:
-        return self.encode_batch(input, is_pretokenized, add_special_tokens)
+        ferro = self._tokenizer()
+        if ferro is None:
+            return self._raw.encode_batch_fast(
+                input, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
+            )
+        return ferro.encode_batch_fast(
+            input, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
+        )
 
     def encode(
         self,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Union, cast
 
 from . import processors
@@ -198,6 +198,34 @@ def _stripped_text(content: str, matched: str, normalize: Callable[[str], str]) 
     lead, trail = _ws_run(matched, False), _ws_run(matched, True)
     core = content.strip(_WHITE_SPACE_STR)
     return normalize(matched[:lead]) + core + normalize(matched[len(matched) - trail :])
+
+
+def _batch_items(input: Sequence[Any], is_pretokenized: bool) -> list[tuple[Any, Any]]:
+    """A batch's items as (first, second or None): a text or a (text, pair) tuple; with
+    `is_pretokenized`, a list of words or a pair of such lists."""
+    if isinstance(input, str):
+        raise TypeError("encode_batch takes a list of inputs, not a str")
+    items: list[tuple[Any, Any]] = []
+    for item in input:
+        first: Any
+        second: Any = None
+        if is_pretokenized:
+            if (
+                isinstance(item, (list, tuple))
+                and len(item) == 2
+                and all(isinstance(x, (list, tuple)) for x in item)
+            ):
+                first, second = item
+            else:
+                first = item
+        elif isinstance(item, (list, tuple)):
+            if len(item) != 2:
+                raise TypeError("a batch item must be a str or a (text, pair) tuple")
+            first, second = item
+        else:
+            first = item
+        items.append((first, second))
+    return items
 
 
 class Tokenizer:
@@ -429,53 +457,66 @@ class Tokenizer:
         add_special_tokens: bool = True,
     ) -> list[Encoding]:
         """Encodes a batch; each item a text or a (text, pair) tuple; padded as a batch."""
-        if isinstance(input, str):
-            raise TypeError("encode_batch takes a list of inputs, not a str")
-        items: list[tuple[Any, Any]] = []
-        for item in input:
-            first: Any
-            second: Any = None
-            if is_pretokenized:
-                if (
-                    isinstance(item, (list, tuple))
-                    and len(item) == 2
-                    and all(isinstance(x, (list, tuple)) for x in item)
-                ):
-                    first, second = item
-                else:
-                    first = item
-            elif isinstance(item, (list, tuple)):
-                if len(item) != 2:
-                    raise TypeError("a batch item must be a str or a (text, pair) tuple")
-                first, second = item
-            else:
-                first = item
-            items.append((first, second))
-        texts = [t for item in items for t in item if t is not None]
+        items = _batch_items(input, is_pretokenized)
+        # Each text with its type id (a pair's second: 1).
+        slots = [(t, k) for item in items for k, t in enumerate(item) if t is not None]
+        texts = [t for t, _ in slots]
         if texts and not is_pretokenized and all(isinstance(t, str) for t in texts):
             # Every text of the batch through the core in one call, on its threads.
             self._check_mode()
             faces = iter(self._enc._encode_hf_face_batch(texts, self._token_text))
-            out = []
-            for first, second in items:
-                a = Encoding.from_model(*self._fixed(first, *next(faces)), 0)
-                b = (
-                    None
-                    if second is None
-                    else Encoding.from_model(*self._fixed(second, *next(faces)), 1)
-                )
-                out.append(
-                    processors.post_process(
-                        self._processor, a, b, add_special_tokens, self._truncation, self._padding
-                    )
-                )
-        else:
-            out = [self.encode(a, b, is_pretokenized, add_special_tokens) for a, b in items]
+            models = (Encoding.from_model(*self._fixed(t, *next(faces)), k) for t, k in slots)
+            return self._post_process_batch(items, models, add_special_tokens)
+        out = [self.encode(a, b, is_pretokenized, add_special_tokens) for a, b in items]
         if self._padding is not None:
             processors.pad_batch(out, self._padding)
         return out
 
-    encode_batch_fast = encode_batch
+    def encode_batch_fast(
+        self,
+        input: Sequence[Any],
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+    ) -> list[Encoding]:
+        """`encode_batch` as HF's fast path gives it: the same ids, masks, sequence ids and
+        overflowing pieces, but the text's own tokens without offsets ((0, 0)), words (None)
+        or texts (""); the tokens a template or padding adds keep their texts. As there, the
+        model's tokens all get type id 0, a pair's second too: the template's `$B:1` gives
+        them 1, but its overflowing pieces keep 0s where HF's do. A batch of texts takes the
+        core's ids alone, with no offsets worked out."""
+        self._check_mode()
+        items = _batch_items(input, is_pretokenized)
+        texts = [t for item in items for t in item if t is not None]
+        if texts and not is_pretokenized and all(isinstance(t, str) for t in texts):
+            rows = self._enc.encode_batch(texts, allowed_special="all")
+        else:
+            rows = [self._model_encoding(t, is_pretokenized, 0).ids for t in texts]
+        models = (
+            Encoding.from_model(ids, [""] * len(ids), [(0, 0)] * len(ids), [None] * len(ids))
+            for ids in rows
+        )
+        return self._post_process_batch(items, models, add_special_tokens)
+
+    def _post_process_batch(
+        self,
+        items: list[tuple[Any, Any]],
+        models: Iterator[Encoding],
+        add_special_tokens: bool,
+    ) -> list[Encoding]:
+        """The batch's items from the model's encodings of their texts, in order,
+        post-processed and padded as a batch."""
+        out = []
+        for _, second in items:
+            a = next(models)
+            b = None if second is None else next(models)
+            out.append(
+                processors.post_process(
+                    self._processor, a, b, add_special_tokens, self._truncation, self._padding
+                )
+            )
+        if self._padding is not None:
+            processors.pad_batch(out, self._padding)
+        return out
 
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         return self._processor.added_tokens(is_pair) if self._processor is not None else 0
