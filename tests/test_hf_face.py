@@ -186,6 +186,42 @@ def test_the_transformers_backend_answers_encode_batch_fast() -> None:
         assert isinstance(a, ferrotok.hf.Encoding)
 
 
+def test_async_methods_and_from_buffer_are_hfs() -> None:
+    import asyncio
+
+    hf, face = fresh("llama-bpe")
+    path = model_path("llama-bpe")
+    from_buffer = ferrotok.hf.Tokenizer.from_buffer(path.read_bytes())
+    assert from_buffer.encode(TEXTS[4]).ids == hf.encode(TEXTS[4]).ids
+    batch = [TEXTS[0], (TEXTS[4], TEXTS[5])]
+
+    async def both(tok: Any) -> list[Any]:
+        # Awaited one by one and side by side, as an event loop's tasks run them.
+        single = await tok.async_encode(TEXTS[4], "a pair", add_special_tokens=False)
+        gathered = await asyncio.gather(
+            tok.async_encode_batch(batch),
+            tok.async_encode_batch_fast(batch, add_special_tokens=False),
+            *(tok.async_encode(t) for t in TEXTS),
+        )
+        decoded = await tok.async_decode_batch([single.ids, [1, 2, 3]], skip_special_tokens=False)
+        return [single, *gathered, decoded]
+
+    got, want = asyncio.run(both(face)), asyncio.run(both(hf))
+    # HF 0.23's `async_encode` gives byte offsets, against its docstring and its `encode`
+    # (huggingface/tokenizers#2369 fixes it): ours are `encode`'s char offsets.
+    same(got[0], hf.encode(TEXTS[4], "a pair", add_special_tokens=False), "async_encode")
+    assert got[0].ids == want[0].ids and got[0].offsets != want[0].offsets
+    for a, b in zip(got[1] + got[2], want[1] + want[2]):
+        same(a, b, "async batches")
+    for a, t in zip(got[3:-1], TEXTS):
+        same(a, hf.encode(t), "async_encode side by side")
+    assert got[-1] == want[-1]
+    # Without a running event loop both refuse, as an asyncio future needs one.
+    for tok in (hf, face):
+        with pytest.raises(RuntimeError):
+            tok.async_encode("x")
+
+
 def test_settings_from_the_file(tmp_path: Any) -> None:
     hf, _ = fresh("llama-bpe")
     hf.enable_truncation(16, stride=4, direction="left")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
 from . import processors
 from .encoding import Encoding
@@ -27,9 +27,22 @@ from .processors import WHITE_SPACE
 _WHITE_SPACE_STR = "".join(sorted(WHITE_SPACE))
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..core import Encoding as CoreEncoding
 
 InputSequence = Union[str, Sequence[str]]
+_T = TypeVar("_T")
+
+
+def _in_executor(fn: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
+    """`fn(*args)` on the running event loop's default executor, as a future of that loop: what
+    HF's `async_*` methods return (the core releases the GIL, so calls run side by side). Like
+    theirs, it raises RuntimeError where no loop runs."""
+    import asyncio
+
+    return asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
 
 _STRATEGIES = ("longest_first", "only_first", "only_second")
 
@@ -343,6 +356,11 @@ class Tokenizer:
         from ..core import Encoding as CoreEncoding
 
         return cls(CoreEncoding._from_hf_json(json_str, "tokenizer"))
+
+    @classmethod
+    def from_buffer(cls, buffer: bytes) -> Tokenizer:
+        """Loads a `tokenizer.json`'s content from its UTF-8 bytes."""
+        return cls.from_str(bytes(buffer).decode("utf-8"))
 
     @classmethod
     def from_encoding(cls, encoding: CoreEncoding) -> Tokenizer:
@@ -668,6 +686,46 @@ class Tokenizer:
         self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True
     ) -> list[str]:
         return [self.decode(ids, skip_special_tokens) for ids in sequences]
+
+    # ---- HF's async methods: the same calls, awaited on the event loop's executor ----
+
+    def async_encode(
+        self,
+        sequence: InputSequence,
+        pair: InputSequence | None = None,
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+    ) -> asyncio.Future[Encoding]:
+        """`await tok.async_encode(text)`: `encode` off the event loop's thread. Its offsets
+        are `encode`'s, in chars, as HF's docstring says (HF 0.23 gives bytes here, a bug
+        huggingface/tokenizers#2369 fixes).
+
+        >>> import asyncio, ferrotok.hf
+        >>> tok = ferrotok.hf.Tokenizer.from_encoding(ferrotok.get_encoding("gpt2"))
+        >>> async def main():
+        ...     return (await tok.async_encode("hello world")).ids
+        >>> asyncio.run(main())
+        [31373, 995]
+        """
+        return _in_executor(self.encode, sequence, pair, is_pretokenized, add_special_tokens)
+
+    def async_encode_batch(
+        self, input: Sequence[Any], is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> asyncio.Future[list[Encoding]]:
+        """`encode_batch` off the event loop's thread."""
+        return _in_executor(self.encode_batch, input, is_pretokenized, add_special_tokens)
+
+    def async_encode_batch_fast(
+        self, input: Sequence[Any], is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> asyncio.Future[list[Encoding]]:
+        """`encode_batch_fast` off the event loop's thread."""
+        return _in_executor(self.encode_batch_fast, input, is_pretokenized, add_special_tokens)
+
+    def async_decode_batch(
+        self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True
+    ) -> asyncio.Future[list[str]]:
+        """`decode_batch` off the event loop's thread."""
+        return _in_executor(self.decode_batch, sequences, skip_special_tokens)
 
     def _fallback(self, what: str) -> Any:
         """HF `tokenizers` itself, for a component this face does not run natively."""
