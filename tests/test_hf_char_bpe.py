@@ -32,10 +32,13 @@ TOKENIZERS = SHARED / "tokenizers"
 
 
 @functools.cache
-def _trained(byte_fallback: bool = False, suffix: str | None = None) -> str:
+def _trained(
+    byte_fallback: bool = False, suffix: str | None = None, prefix: str | None = None
+) -> str:
     """HF's quicktour: BPE with `[UNK]`, `Whitespace`, BERT's template; a corpus sample.
     With `suffix`, the classic BPE of OpenAI's GPT and HerBERT: each word's last symbol
-    carries it, behind BERT's normalizer and pre-tokenizer, with the `BPEDecoder`."""
+    carries it, behind BERT's normalizer and pre-tokenizer, with the `BPEDecoder`. With
+    `prefix`, every symbol after a word's first carries it (`##`, as WordPiece's do)."""
     from tokenizers import (
         Tokenizer,
         decoders,
@@ -46,7 +49,9 @@ def _trained(byte_fallback: bool = False, suffix: str | None = None) -> str:
         trainers,
     )
 
-    affix = {} if suffix is None else {"end_of_word_suffix": suffix}
+    affix: dict[str, str] = {} if suffix is None else {"end_of_word_suffix": suffix}
+    if prefix is not None:
+        affix["continuing_subword_prefix"] = prefix
     tok = Tokenizer(models.BPE(unk_token="[UNK]", byte_fallback=byte_fallback, **affix))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     if suffix is not None:
@@ -66,8 +71,10 @@ def _trained(byte_fallback: bool = False, suffix: str | None = None) -> str:
     return tok.to_str()
 
 
-def trained(byte_fallback: bool = False, suffix: str | None = None) -> dict[str, Any]:
-    return copy.deepcopy(json.loads(_trained(byte_fallback, suffix)))
+def trained(
+    byte_fallback: bool = False, suffix: str | None = None, prefix: str | None = None
+) -> dict[str, Any]:
+    return copy.deepcopy(json.loads(_trained(byte_fallback, suffix, prefix)))
 
 
 NFD_LOWER = {
@@ -138,6 +145,26 @@ def test_word_suffix_and_its_decoder(tmp_path: Path, ignore_merges: bool) -> Non
     assert text == "hello world" and offsets[0] == 0 and offsets == sorted(offsets)
 
 
+@pytest.mark.parametrize(
+    ("suffix", "decoder"),
+    [(None, None), (None, "WordPiece"), ("</w>", "BPEDecoder")],
+)
+def test_continuing_subword_prefix(tmp_path: Path, suffix: str | None, decoder: str | None) -> None:
+    # BPE trained with a prefix: every symbol after a word's first is looked up with `##` in
+    # front, and a merge makes `a` + `b` less its prefix. Decoded by HF's join, by the
+    # WordPiece decoder (which takes the `##` off) or, with a suffix too, the BPEDecoder.
+    cfg = trained(suffix=suffix, prefix="##")
+    if decoder == "WordPiece":
+        cfg["decoder"] = {"type": "WordPiece", "prefix": "##", "cleanup": True}
+    enc, hf, face = load(tmp_path, cfg)
+    check_all(enc, hf, face, texts(13))
+    tokens = hf.encode("supercalifragilistic words", add_special_tokens=False).tokens
+    assert any(t.startswith("##") for t in tokens), tokens
+    if decoder == "WordPiece":
+        ids = hf.encode("Hello, world!", add_special_tokens=False).ids
+        assert enc.decode(ids) == hf.decode(ids) == "Hello, world!"
+
+
 @pytest.mark.parametrize("suffix", ["\u2581", "d"])
 def test_word_suffix_on_a_whole_segment(tmp_path: Path, suffix: str) -> None:
     # Without a pre-tokenizer the segment is the word: its last char alone carries the suffix
@@ -194,8 +221,14 @@ def test_transformers_patched_is_identical(tmp_path: Path, suffix: str | None) -
             "end_of_word_suffix with byte_fallback",
         ),
         (
-            lambda c: c["model"].update(continuing_subword_prefix="##"),
-            "continuing_subword_prefix",
+            lambda c: c.update(model={**trained(prefix="##")["model"], "byte_fallback": True}),
+            "continuing_subword_prefix with byte_fallback",
+        ),
+        # HF makes a merge's token of `a` and `b` less the prefix's length: `b` shorter
+        # than it makes HF panic.
+        (
+            lambda c: c["model"].update(continuing_subword_prefix="###"),
+            "shorter than the continuing_subword_prefix",
         ),
     ],
 )
@@ -212,6 +245,8 @@ def test_char_bpe_components_are_refused_by_name(change: Any, component: str) ->
         lambda c: c["model"].update(end_of_word_suffix=5),
         lambda c: c["model"].update(end_of_word_suffix="x" * 5000),
         lambda c: c["model"].update(end_of_word_suffix="e"),
+        lambda c: c["model"].update(continuing_subword_prefix="x" * 5000),
+        lambda c: c["model"].update(continuing_subword_prefix="\u00e9"),
         lambda c: c["model"].update(vocab={"</w>": 0}, merges=[]),
         lambda c: c["model"].update(vocab={"": 0, "[UNK]": 1}, merges=[]),
         lambda c: c["model"].update(unk_token=None),

@@ -2,14 +2,14 @@
 put them, held to HF `tokenizers` 0.23 on generated text.
 
 The other HF tests each hold one layout (a model with the normalizer and pre-tokenizer its
-files carry) to HF. Here the stages are crossed: five models (WordLevel, WordPiece, BPE over
-chars, Unigram, each trained here with HF's trainer; byte-level BPE, GPT-2's first merges,
-behind each pre-tokenizer followed by ByteLevel), each behind each of ten normalizers and
-twelve pre-tokenizers, with a non-special added token that the normalizer sees (and one it does
-not). A combination ferrotok refuses must name what it does not support; the rest (550 of 600)
-must give HF's ids, the HF face's fields (offsets included) and HF's decoding, on texts drawn
-from fragments aimed at the stages' edges: every combination on a few texts, and hypothesis's
-draws of both.
+files carry) to HF. Here the stages are crossed: six models (WordLevel, WordPiece, BPE over
+chars with and without a `##` prefix, Unigram, each trained here with HF's trainer; byte-level
+BPE, GPT-2's first merges, behind each pre-tokenizer followed by ByteLevel), each behind each
+of ten normalizers and twelve pre-tokenizers, with a non-special added token that the
+normalizer sees (and one it does not). A combination ferrotok refuses must name what it does
+not support; the rest (650 of 720) must give HF's ids, the HF face's fields (offsets
+included) and HF's decoding, on texts drawn from fragments aimed at the stages' edges: every
+combination on a few texts, and hypothesis's draws of both.
 """
 
 from __future__ import annotations
@@ -118,6 +118,12 @@ def _trained(kind: str) -> str:
     elif kind == "char-bpe":
         tok = Tokenizer(models.BPE(unk_token="[UNK]"))
         trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=SPECIALS)
+    elif kind == "char-bpe-prefix":
+        tok = Tokenizer(models.BPE(unk_token="[UNK]", continuing_subword_prefix="##"))
+        trainer = trainers.BpeTrainer(
+            vocab_size=2000, special_tokens=SPECIALS, continuing_subword_prefix="##"
+        )
+        tok.decoder = decoders.WordPiece()
     else:
         tok = Tokenizer(models.Unigram())
         trainer = trainers.UnigramTrainer(
@@ -130,7 +136,7 @@ def _trained(kind: str) -> str:
     return str(tok.to_str())
 
 
-MODELS = ["wordlevel", "wordpiece", "char-bpe", "unigram", "byte-bpe"]
+MODELS = ["wordlevel", "wordpiece", "char-bpe", "char-bpe-prefix", "unigram", "byte-bpe"]
 
 
 def _config(model: str, normalizer: Any, pre: Any) -> str:

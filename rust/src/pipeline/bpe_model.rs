@@ -138,11 +138,14 @@ pub(super) struct BpeJson {
     pub byte_fallback: bool,
     /// `end_of_word_suffix` where it is not empty (CLIP's `</w>`).
     pub suffix: Option<String>,
+    /// `continuing_subword_prefix` where it is not empty (`##`): every char of a word but the
+    /// first is looked up with it in front.
+    pub prefix: Option<String>,
 }
 
 impl BpeJson {
-    /// The `model` object of a BPE `tokenizer.json`: dropout and a subword prefix refused by
-    /// name, the vocab, merges and unknown token checked.
+    /// The `model` object of a BPE `tokenizer.json`: dropout refused by name, the vocab,
+    /// merges and unknown token checked.
     pub(super) fn parse(m: &Value) -> Result<BpeJson> {
         let kind = m.get("type").and_then(Value::as_str).unwrap_or("BPE");
         if kind != "BPE" {
@@ -155,9 +158,7 @@ impl BpeJson {
             return Err(unsupported("BPE dropout (non-deterministic ids)"));
         }
         let affix = |k: &str| m.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
-        if affix("continuing_subword_prefix").is_some() {
-            return Err(unsupported("BPE continuing_subword_prefix"));
-        }
+        let prefix = affix("continuing_subword_prefix").map(str::to_owned);
         let suffix = affix("end_of_word_suffix").map(str::to_owned);
         let vocab_json = m
             .get("vocab")
@@ -202,7 +203,16 @@ impl BpeJson {
             let (ia, ib) = (look(a)?, look(b)?);
             merged.clear();
             merged.push_str(a);
-            merged.push_str(b);
+            // With a prefix HF makes `a` + `b` without its first `prefix.len()` bytes,
+            // whether or not `b` starts with the prefix (and panics where `b` is shorter, or
+            // the cut falls inside a char).
+            let cut = prefix.as_ref().map_or(0, String::len);
+            merged.push_str(b.get(cut..).ok_or_else(|| {
+                bad(&format!(
+                    "merge {a:?} {b:?}: {b:?} is shorter than the continuing_subword_prefix, or \
+                     it ends inside a char of it"
+                ))
+            })?);
             let new_id = look(&merged)?;
             merges.insert(key(ia, ib), (rank as u32, new_id));
         }
@@ -224,6 +234,7 @@ impl BpeJson {
             ignore_merges: m.get("ignore_merges").and_then(Value::as_bool) == Some(true),
             byte_fallback: m.get("byte_fallback").and_then(Value::as_bool) == Some(true),
             suffix,
+            prefix,
         })
     }
 }
@@ -247,7 +258,13 @@ impl HfBpe {
             ignore_merges,
             byte_fallback,
             suffix,
+            prefix,
         } = parsed;
+        if prefix.is_some() {
+            return Err(unsupported(
+                "BPE continuing_subword_prefix with a ByteLevel pre-tokenizer",
+            ));
+        }
         if byte_fallback {
             return Err(unsupported(
                 "BPE byte_fallback with a ByteLevel pre-tokenizer (SentencePiece BPE has none)",

@@ -991,6 +991,11 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                         return Err(unsupported("decoder BPEDecoder with an empty suffix"));
                     }
                     bpe_decoder = Some(suffix.to_owned());
+                } else if decoder.get("type").and_then(Value::as_str) == Some("WordPiece") {
+                    // BPE trained with a `continuing_subword_prefix`: `##` tokens continue a
+                    // word, as WordPiece's do.
+                    wordpiece_decoder = Some(check_wordpiece_decoder(decoder)?);
+                    decode_strip = 1;
                 } else {
                     (decode_strip, decode_bytes) =
                         sentencepiece_decoder(decoder, parsed.byte_fallback)?;

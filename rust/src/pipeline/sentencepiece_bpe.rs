@@ -8,7 +8,9 @@
 //! segment `s`, and `encode_with_lens` each id's byte count in `s`: a symbol a char (its
 //! token; else, with `byte_fallback`, its UTF-8 bytes' `<0xHH>` tokens if all exist; else the
 //! unknown token, consecutive ones fused with `fuse_unk`; else nothing), merged by HF's pair
-//! ranks (`word.rs`). With `ignore_merges`, a segment that is a token is that token.
+//! ranks (`word.rs`). With `ignore_merges`, a segment that is a token is that token. With a
+//! `continuing_subword_prefix` every char but a word's first is looked up with it in front,
+//! with an `end_of_word_suffix` the last with it after (and a word is then never cut).
 //!
 //! Why the segment is cut into words: HF merges the whole segment as one word, a heap over
 //! every char of the text. But no merge joins two symbols across a boundary that no token
@@ -110,6 +112,10 @@ pub struct SentencePieceBpe {
     /// looked up with it after it, so the token a word ends in carries it. Words are then
     /// never cut (a part would end in a char without it), nor answered whole.
     suffix: Option<Box<str>>,
+    /// `continuing_subword_prefix` (`##`): every char of a word but the first is looked up
+    /// with it in front. Words are then never cut either (a part after the first would start
+    /// with a char without it).
+    prefix: Option<Box<str>>,
     /// Whether a newline's symbol (its token, else its `<0x0A>`) exists and is in no merge
     /// (see [`SentencePieceBpe::keeps_newline_cuts`]).
     newline_stays: bool,
@@ -155,6 +161,7 @@ impl SentencePieceBpe {
             ignore_merges,
             byte_fallback,
             suffix,
+            prefix,
         } = m;
         if suffix.is_some() && byte_fallback {
             // HF falls back to the bytes of the last char and the suffix, each counted a byte
@@ -163,6 +170,14 @@ impl SentencePieceBpe {
                 "BPE end_of_word_suffix with byte_fallback",
             ));
         }
+        if prefix.is_some() && byte_fallback {
+            // The same with the prefix in front of a char.
+            return Err(super::normalizers::unsupported(
+                "BPE continuing_subword_prefix with byte_fallback",
+            ));
+        }
+        // Words are cut, or answered by their parts, only where no affix is looked up.
+        let affixed = suffix.is_some() || prefix.is_some();
         let mut ascii_id = [NONE; 256];
         let mut char_id = FxHashMap::default();
         let mut byte_tokens = byte_fallback.then(|| Box::new([NONE; 256]));
@@ -204,10 +219,8 @@ impl SentencePieceBpe {
                 .iter()
                 .any(|(t, &id)| id == u && t.ends_with('\u{2581}'))
         });
-        let cut_at_meta = char_id.contains_key(&'\u{2581}')
-            && !meta_after_other
-            && !unk_ends_in_meta
-            && suffix.is_none();
+        let cut_at_meta =
+            char_id.contains_key(&'\u{2581}') && !meta_after_other && !unk_ends_in_meta && !affixed;
         if vocab.is_empty() {
             return Err(bad("the BPE model's vocab is empty"));
         }
@@ -227,7 +240,7 @@ impl SentencePieceBpe {
             !merges
                 .keys()
                 .any(|&k| (k >> 32) as u32 == n || k as u32 == n)
-        }) && suffix.is_none();
+        }) && !affixed;
         let table = MergeTable::new(&merges, &ascii_id);
         let model = SentencePieceBpe {
             by_text,
@@ -246,6 +259,7 @@ impl SentencePieceBpe {
             pairs: ProcessOnce::new(),
             cache: PieceCache::new(),
             suffix: suffix.map(String::into_boxed_str),
+            prefix: prefix.map(String::into_boxed_str),
             newline_stays,
         };
         Ok((model, vocab))
@@ -253,6 +267,13 @@ impl SentencePieceBpe {
 
     pub fn cache(&self) -> Local<'_> {
         self.cache.local()
+    }
+
+    /// Whether chars are looked up with an affix (a suffix or a prefix): words are then
+    /// merged whole, never cut.
+    #[inline]
+    fn affixed(&self) -> bool {
+        self.suffix.is_some() || self.prefix.is_some()
     }
 
     /// The paths on: `"cut_at_meta"` where segments are cut into words at `▁` after another
@@ -273,7 +294,7 @@ impl SentencePieceBpe {
     /// text gives it (`whole`), in parallel. Like `HfBpe::build_tables`: for a program that
     /// forks workers, and for benchmarks that time encoding, not these first needs.
     pub fn build_tables(&self) {
-        if self.suffix.is_some() {
+        if self.affixed() {
             // Words are merged whole, then cached: neither is asked.
             return;
         }
@@ -290,7 +311,7 @@ impl SentencePieceBpe {
 
     /// Which of [`SentencePieceBpe::build_tables`]'s tables are built.
     pub fn tables_built(&self) -> Vec<(&'static str, bool)> {
-        if self.suffix.is_some() {
+        if self.affixed() {
             return Vec::new();
         }
         vec![
@@ -477,7 +498,7 @@ impl SentencePieceBpe {
     /// where it has one.
     #[inline]
     fn encode_word(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
-        if w.len() <= MAX_PIECE || self.suffix.is_some() {
+        if w.len() <= MAX_PIECE || self.affixed() {
             return self.encode_part(w, cache, out);
         }
         let mut buf = [0u8; MAX_PIECE];
@@ -571,7 +592,7 @@ impl SentencePieceBpe {
     /// is merged at its first meeting.
     #[inline]
     fn encode_part(&self, w: &[u8], cache: &mut Local<'_>, out: &mut Vec<u32>) {
-        if self.suffix.is_some() {
+        if self.affixed() {
             return self.encode_uncut(w, cache, out);
         }
         let Some(h) = self.token_or_cached(w, cache, out) else {
@@ -630,8 +651,10 @@ impl SentencePieceBpe {
     /// the bytes, without validating it again.
     fn merge(&self, w: &[u8], out: &mut Vec<u32>, lens: Option<&mut Vec<u32>>) {
         let mut syms = Symbols::new();
+        let mut affixed: Vec<u8> = Vec::new();
         let mut i = 0;
         while i < w.len() {
+            let first = i == 0;
             let b0 = w[i];
             let (c, len) = if b0 < 0x80 {
                 (char::from(b0), 1)
@@ -644,13 +667,17 @@ impl SentencePieceBpe {
             };
             let bytes = &w[i..(i + len).min(w.len())];
             i += len;
-            let id = match &self.suffix {
-                // The last char: its text and the suffix.
-                Some(sfx) if i >= w.len() => {
-                    let with_suffix = [bytes, sfx.as_bytes()].concat();
-                    self.by_text.get(&with_suffix[..]).copied().unwrap_or(NONE)
-                }
-                _ => self.char_token(c),
+            // A char after the first with the prefix in front, the last with the suffix after.
+            let prefix = self.prefix.as_deref().filter(|_| !first);
+            let suffix = self.suffix.as_deref().filter(|_| i >= w.len());
+            let id = if prefix.is_none() && suffix.is_none() {
+                self.char_token(c)
+            } else {
+                affixed.clear();
+                affixed.extend_from_slice(prefix.unwrap_or_default().as_bytes());
+                affixed.extend_from_slice(bytes);
+                affixed.extend_from_slice(suffix.unwrap_or_default().as_bytes());
+                self.by_text.get(&affixed[..]).copied().unwrap_or(NONE)
             };
             if id != NONE {
                 syms.known(id, len as u32);
