@@ -26,6 +26,7 @@ import pytest
 from hf_support import sample_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_cli import assert_parts_encode_as_whole
 from test_hf_core import tiny_gpt2
 from test_hf_unigram import check_all
 
@@ -264,3 +265,24 @@ def test_every_combination_on_fragment_texts() -> None:
         assert loaded is not None
         texts = ["".join(rng.choices(FRAGMENTS, k=rng.randrange(24))) for _ in range(6)]
         check_all(*loaded, texts)
+
+
+def test_the_command_line_cuts_only_where_the_parts_encode_as_the_whole() -> None:
+    # Where the core admits cuts (each pre-token encoded alone, behind a normalizer that
+    # keeps a newline whitespace and a pre-tokenizer that drops whitespace first, or the
+    # byte-level rule), a text read in parts of ~64 bytes, cut after newlines, gives the
+    # whole text's ids. Every combination that admits them is tried (104 of them: those of
+    # the four whitespace-first pre-tokenizers with a normalizer that keeps a newline, but
+    # where the normalizer makes it the space the added token "hello world" holds).
+    rng = random.Random(9)
+    admitted = 0
+    for combination in _accepted():
+        loaded = _loaded(combination)
+        assert loaded is not None
+        enc = loaded[0]
+        if not enc._core_bpe.file_cuts_apply():
+            continue
+        admitted += 1
+        lines = ["".join(rng.choices(FRAGMENTS[:-1], k=rng.randrange(1, 8))) for _ in range(40)]
+        assert_parts_encode_as_whole(enc, "\n".join(lines) + "\n", 64)
+    assert admitted > 90, admitted

@@ -162,16 +162,35 @@ def test_decoders(tmp_path: Path) -> None:
     assert enc.decode(ids) == hf.decode(ids) == face.decode(ids) == "Hello, world!"
 
 
-def test_the_command_line_reads_bert_layouts_in_parts(tmp_path: Path) -> None:
-    # Each word alone, behind BERT's normalizer and pre-tokenizer: a cut after a newline keeps
-    # the ids, as for WordPiece; behind `Whitespace` (no argument yet) the file is read whole.
-    enc, _, _ = load(tmp_path, trained("bert"))
-    assert enc._core_bpe.file_cuts_apply()
-    text = "\n".join(sample_all(3, 2)) + "\nLast line\n"
-    assert_parts_encode_as_whole(enc, text, 4096)
-    (tmp_path / "whitespace").mkdir()
-    enc, _, _ = load(tmp_path / "whitespace", trained("whitespace"))
+def test_the_command_line_reads_whitespace_first_layouts_in_parts(tmp_path: Path) -> None:
+    # Each word alone, behind a pre-tokenizer that cuts at whitespace first (BERT's,
+    # `Whitespace`): a cut after a newline keeps the ids. A char a piece (`Split` on `.`,
+    # which keeps the newline a piece of its own) is read whole: no argument for it yet.
+    for layout in ["bert", "whitespace", "whitespace-split", "nmt-nfkc", "fixed-length"]:
+        (tmp_path / layout).mkdir()
+        enc, _, _ = load(tmp_path / layout, trained(layout))
+        assert enc._core_bpe.file_cuts_apply(), layout
+        text = "\n".join(sample_all(3, 2)) + "\nLast line\n"
+        assert_parts_encode_as_whole(enc, text, 4096)
+    (tmp_path / "chars").mkdir()
+    enc, _, _ = load(tmp_path / "chars", trained("chars"))
     assert not enc._core_bpe.file_cuts_apply()
+
+
+def test_a_normalizer_that_hides_the_newline_from_the_pre_tokenizer_is_read_whole(
+    tmp_path: Path,
+) -> None:
+    # Nmt makes the newline a space, which a Replace then makes "_": WhitespaceSplit no
+    # longer cuts there, so "a\nb" is one word, and its parts would be two.
+    cfg = trained("whitespace-split")
+    steps = [{"type": "Nmt"}, {"type": "Replace", "pattern": {"String": " "}, "content": "_"}]
+    cfg["normalizer"] = {"type": "Sequence", "normalizers": steps}
+    cfg["model"]["vocab"]["a_b"] = len(cfg["model"]["vocab"])
+    enc, hf, _ = load(tmp_path, cfg)
+    assert not enc._core_bpe.file_cuts_apply()
+    whole = hf.encode("a\nb", add_special_tokens=False).ids
+    assert whole == [cfg["model"]["vocab"]["a_b"]] == enc.encode("a\nb")
+    assert enc.encode("a\n") + enc.encode("b") != whole
 
 
 def test_a_missing_unknown_token_fails_only_the_words_that_need_it(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ not whitespace, the second not "/": with an OpenAI pattern (or another scanner o
 `file_cuts::KEEPING_SPLITTERS`), and no special token holding a "\\n", the parts' ids joined
 are the whole's ids; and so with a `tokenizer.json` pipeline the core admits
 (`Pipeline::file_cuts_apply`: byte-level BPE on one of those scanners or a fused scanner, no
-normalizer but NFC; WordPiece or WordLevel behind BERT's normalizer and pre-tokenizer;
-SentencePiece BPE whose newline is merged with nothing, each part after the first then encoded
-without the `▁` in front, `continues`; no added token holding a "\\n" or taking the whitespace
-before it).
+normalizer but NFC; a model that encodes each pre-token alone behind a pre-tokenizer that cuts
+at whitespace first, and a normalizer that keeps the newline whitespace; SentencePiece BPE
+whose newline is merged with nothing, each part after the first then encoded without the `▁`
+in front, `continues`; no added token holding a "\\n" or taking the whitespace before it).
 """
 
 from __future__ import annotations

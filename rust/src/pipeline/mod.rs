@@ -762,56 +762,65 @@ impl Pipeline {
     }
 
     /// Whether a text cut where `encode::pretok::file_cuts` cuts encodes as the whole does
-    /// (the command line then reads a file in parts): a byte-level BPE model with no
-    /// normalizer or NFC alone, or a WordPiece or WordLevel model with those or
-    /// `BertNormalizer`; a pre-tokenizer that keeps the cuts ([`PreTokenizer::keeps_file_cuts`]);
-    /// and no added token that could span a cut (one holding a newline) or take the newline
-    /// before a part (`lstrip`). These models encode each word alone, and the added tokens are found before
-    /// the pre-tokenizer cuts the text between them, so these are all a cut meets. NFC keeps
-    /// the cut: the newline is a starter that composes with nothing, so nothing after it
-    /// reorders or composes with anything before it, and no char's canonical decomposition
-    /// is whitespace or `/` unless the char is (NFKC's can be: `／`). `BertNormalizer` keeps
-    /// it too: it maps each char alone (a control dropped, whitespace to a space, spaces
-    /// around a CJK char, the char lowercased) but for accents, which go with the run of
-    /// non-starters they follow (NFD, then marks dropped), and the newline is a starter; and
-    /// the newline (or the space it becomes) is whitespace, which BERT's pre-tokenizer cuts
-    /// around whatever the chars beside it are. But an added token matched on that
-    /// normalizer's text could take the space a newline became (`"a b"` in `"a\nb"`), so
-    /// there each such (`normalized`) token must be printable ASCII, with no space to meet
-    /// and none the normalizer puts around a CJK char.
+    /// (the command line then reads a file in parts), the cut just after a newline between
+    /// two chars that are not whitespace. The added tokens are found before the
+    /// pre-tokenizer cuts the text between them, and none may span a cut (hold a newline) or
+    /// take the newline before a part (`lstrip`); the rest depends on the model:
     ///
-    /// SentencePiece's layout keeps the cuts on its raw path (its normalizers, or Metaspace
-    /// alone), whatever special tokens are allowed (no `normalized` added token), where the
-    /// model merges the newline with nothing
-    /// ([`sentencepiece_bpe::SentencePieceBpe::keeps_newline_cuts`]): each part but the first
-    /// then goes without the `▁` in front ([`Pipeline::encode_part_into`]).
+    /// - Byte-level BPE: no normalizer or NFC alone, and a pre-tokenizer that keeps the cuts
+    ///   ([`PreTokenizer::keeps_file_cuts`]). NFC keeps the cut: the newline is a starter
+    ///   that composes with nothing, so nothing after it reorders or composes with anything
+    ///   before it, and no char's canonical decomposition is whitespace or `/` unless the
+    ///   char is (NFKC's can be: `／`).
+    /// - A model that encodes each pre-token alone (WordPiece, WordLevel, Unigram, BPE over
+    ///   chars behind a pre-tokenizer), with no `Metaspace`: a normalizer that keeps the
+    ///   newline whitespace and normalizes either side of it as each side alone
+    ///   ([`Normalizer::keeps_newline_cuts`]: `BertNormalizer` among them), and a
+    ///   pre-tokenizer that keeps the cuts or starts by cutting at whitespace and dropping it
+    ///   ([`PreTokenizer::cuts_at_whitespace`]): no piece then holds the newline, and the
+    ///   pieces either side are those of each side alone. But an added token matched on the
+    ///   normalized text could take the space a newline became (`"a b"` in `"a\nb"`, after
+    ///   `Nmt` or `BertNormalizer`), so no such (`normalized`) token may hold, once
+    ///   normalized (as HF matches it), what the normalizer makes of a newline.
+    /// - SentencePiece's layout keeps the cuts on its raw path (its normalizers, or Metaspace
+    ///   alone), whatever special tokens are allowed (no `normalized` added token), where
+    ///   the model merges the newline with nothing
+    ///   ([`sentencepiece_bpe::SentencePieceBpe::keeps_newline_cuts`]): each part but the
+    ///   first then goes without the `▁` in front ([`Pipeline::encode_part_into`]).
     pub fn file_cuts_apply(&self) -> bool {
-        let normalizer_and_pretok_keep_cuts = |normalizer_keeps: bool| {
-            normalizer_keeps && self.metaspace.is_none() && self.pretok.keeps_file_cuts()
-        };
         let pipeline_keeps_cuts = match &self.model {
-            Model::ByteLevel(_) => normalizer_and_pretok_keep_cuts(matches!(
-                self.normalizer,
-                None | Some(Normalizer::Nfc)
-            )),
-            Model::WordPiece(_) | Model::WordLevel(_) => normalizer_and_pretok_keep_cuts(matches!(
-                self.normalizer,
-                None | Some(Normalizer::Nfc) | Some(Normalizer::Bert { .. })
-            )),
-            Model::SentencePiece(sp) => {
-                self.raw_sentencepiece
-                    && !self.added.has(Which::Normalized)
-                    && sp.keeps_newline_cuts()
+            Model::ByteLevel(_) => {
+                matches!(self.normalizer, None | Some(Normalizer::Nfc))
+                    && self.metaspace.is_none()
+                    && self.pretok.keeps_file_cuts()
             }
-            Model::Unigram(_) => false,
+            Model::SentencePiece(sp) if self.raw_sentencepiece => {
+                !self.added.has(Which::Normalized) && sp.keeps_newline_cuts()
+            }
+            // Each pre-token encoded alone (a SentencePiece model off its raw path has a
+            // pre-tokenizer here, or none: then a segment is one word, which is no cut).
+            _ => {
+                self.metaspace.is_none()
+                    && !self.pretok.is_none()
+                    && self
+                        .normalizer
+                        .as_ref()
+                        .is_none_or(Normalizer::keeps_newline_cuts)
+                    && (self.pretok.keeps_file_cuts() || self.pretok.cuts_at_whitespace())
+            }
         };
-        let bert_text = matches!(self.normalizer, Some(Normalizer::Bert { .. }));
+        // A normalized added token is matched on the normalized text: it must not hold what
+        // a newline becomes there (a space, after `Nmt` or `BertNormalizer`).
+        let newline = self.normalizer.as_ref().map(|n| n.normalize("\n"));
+        let meets_newline = |t: &str| match (&self.normalizer, &newline) {
+            (Some(n), Some(nl)) => nl.is_empty() || n.normalize(t).contains(nl.as_str()),
+            _ => false,
+        };
         pipeline_keeps_cuts
-            && self.added.tokens.iter().all(|t| {
-                let printable = t.content.bytes().all(|b| b.is_ascii_graphic());
-                !t.lstrip
-                    && !t.content.contains(['\n', '\r'])
-                    && (printable || !t.normalized || !bert_text)
+            && !self.added.tokens.iter().any(|t| {
+                t.lstrip
+                    || t.content.contains(['\n', '\r'])
+                    || (t.normalized && meets_newline(&t.content))
             })
     }
 

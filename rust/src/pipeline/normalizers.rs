@@ -418,6 +418,33 @@ impl Normalizer {
         }
     }
 
+    /// Whether a newline of the text stays a whitespace char of its own in the normalized
+    /// text, and the text either side of it normalizes as it would were the text cut just
+    /// after it: each step maps (or drops) a char alone, or a char with the non-starters
+    /// after it (the Unicode forms, `StripAccents`), and a newline is a starter that composes
+    /// with nothing; `Nmt` and `BertNormalizer` make it a space; a string `Replace` whose
+    /// pattern holds no whitespace never matches it (nor the space it became), so no match
+    /// spans it. Not so: `Prepend` and `Strip`, which read where the text starts or ends, a
+    /// regex `Replace`, and `Precompiled` (not read for this yet).
+    pub fn keeps_newline_cuts(&self) -> bool {
+        match self {
+            Normalizer::Nfc
+            | Normalizer::Nfd
+            | Normalizer::Nfkc
+            | Normalizer::Nfkd
+            | Normalizer::Lowercase
+            | Normalizer::StripAccents
+            | Normalizer::Nmt
+            | Normalizer::Bert { .. } => true,
+            Normalizer::Replace { pattern, .. } => !pattern.chars().any(char::is_whitespace),
+            Normalizer::Sequence(v) => v.iter().all(Normalizer::keeps_newline_cuts),
+            Normalizer::Prepend(_)
+            | Normalizer::ReplaceRegex { .. }
+            | Normalizer::Strip { .. }
+            | Normalizer::Precompiled(_) => false,
+        }
+    }
+
     /// `s` normalized, without alignments.
     pub fn normalize(&self, s: &str) -> String {
         let mut ns = NString::identity(s, 0, false);

@@ -85,6 +85,23 @@ pub struct PreTokenizer {
     /// The whole Sequence as one scanner, where one is written for it (`super::scanners`):
     /// then it makes the pieces, the same as the steps would.
     fused: Option<Fused>,
+    /// Whether the first step cuts at whitespace and removes it (see
+    /// [`PreTokenizer::cuts_at_whitespace`]).
+    whitespace_first: bool,
+}
+
+/// Whether pre-tokenizer `v`'s first step is `WhitespaceSplit`, `Whitespace` or
+/// `BertPreTokenizer` (the first step of a Sequence, at any depth).
+fn whitespace_first(v: &Value) -> bool {
+    match v.get("type").and_then(Value::as_str) {
+        Some("WhitespaceSplit" | "Whitespace" | "BertPreTokenizer") => true,
+        Some("Sequence") => v
+            .get("pretokenizers")
+            .and_then(Value::as_array)
+            .and_then(|steps| steps.first())
+            .is_some_and(whitespace_first),
+        _ => false,
+    }
 }
 
 fn flag(v: &Value, k: &str, default: bool) -> bool {
@@ -276,6 +293,7 @@ impl PreTokenizer {
             steps,
             byte_level_scan: Some(PieceSplitter::new(R50K_PATTERN)?),
             fused: None,
+            whitespace_first: whitespace_first(v),
         })
     }
 
@@ -420,6 +438,16 @@ impl PreTokenizer {
                 .single_scan()
                 .is_some_and(|s| KEEPING_SPLITTERS.contains(&s.kind())),
         }
+    }
+
+    /// Whether the first step cuts the text at every whitespace char and drops it
+    /// (`WhitespaceSplit`; `Whitespace`, whose pieces are runs of word chars or of other
+    /// chars but whitespace; `BertPreTokenizer`, which starts with `WhitespaceSplit`). Every
+    /// later step refines the pieces it leaves, so no piece holds a whitespace char of the
+    /// text the pre-tokenizer is given, and a text cut just after one gives the pieces of
+    /// its two sides.
+    pub fn cuts_at_whitespace(&self) -> bool {
+        self.whitespace_first
     }
 
     /// The kind of each `Split` step's splitter (`"split:<kind>"`), or the fused scanner's
@@ -1164,6 +1192,7 @@ mod tests {
         let pt = PreTokenizer {
             byte_level_scan: None,
             fused: None,
+            whitespace_first: false,
             steps: vec![
                 Step::ByteLevel {
                     prefix_space: false,
