@@ -174,6 +174,35 @@ def test_trained_model_in_each_layout(tmp_path: Path, layout: str) -> None:
     check_all(enc, hf, face, EDGE_TEXTS + sample_all(2, 1) + randoms)
 
 
+CUT_LAYOUTS = {"t5-hub", "whitespace-first", "whitespace"}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_the_command_line_cuts_t5s_layouts_and_no_other(tmp_path: Path, layout: str) -> None:
+    # WhitespaceSplit first (T5's files: then Metaspace on each piece, each with its `▁`,
+    # with "first" only the text's first, which a part after the first does not hold), and
+    # behind `Precompiled` and a `Replace` of space runs by a space: a part ends at the
+    # newline a space became, and the ids of the parts joined are the whole's. Metaspace
+    # alone (XLM-R's, the converters' files) gives the space before a part's first word a
+    # `▁` of its own in the part before: read whole.
+    from test_cli import assert_parts_encode_as_whole
+
+    cfg = trained()
+    cfg["pre_tokenizer"], cfg["decoder"] = LAYOUTS[layout]
+    precompiled = json.loads(_converted(False)["spm-legacy"])["normalizer"]["normalizers"][0]
+    assert precompiled["type"] == "Precompiled"
+    spaces = {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}
+    both = {"type": "Sequence", "normalizers": [precompiled, spaces]}
+    text = "\n".join(sample_all(3, 4)) + "\nx\u200b\ny\u00a8\nLast line \n"
+    for i, normalizer in enumerate([None, precompiled, both]):
+        cfg["normalizer"] = normalizer
+        (tmp_path / str(i)).mkdir()
+        enc, _, _ = load(tmp_path / str(i), cfg)
+        assert enc._core_bpe.file_cuts_apply() == (layout in CUT_LAYOUTS), (layout, i)
+        if layout in CUT_LAYOUTS:
+            assert_parts_encode_as_whole(enc, text, 2048)
+
+
 # Normalizers SentencePiece's converters write (besides `Precompiled`, tested below): `Strip`
 # either side or both, regex `Replace`s of runs and ends of spaces, `▁` doubled in front.
 NORMALIZERS = [

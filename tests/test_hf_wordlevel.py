@@ -250,6 +250,8 @@ def test_components_are_refused_by_name(change: dict[str, Any], component: str) 
         {"model": {"type": "WordLevel", "vocab": {"a": -1}, "unk_token": "a"}},
         {"model": {"type": "WordLevel", "vocab": ["a"], "unk_token": "a"}},
         {"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": 3}},
+        {"model": {"type": "WordLevel", "vocab": {"a": 0}, "unk_token": None}},
+        {"model": {"type": "WordLevel", "vocab": {"a": 0}}},
     ],
 )
 def test_hostile_files_raise_value_errors(change: dict[str, Any]) -> None:

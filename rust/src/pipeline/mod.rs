@@ -204,8 +204,10 @@ impl Pipeline {
                 _ => Cow::Borrowed(s),
             };
             // Metaspace's `first` asks where the normalized text starts in the original: a
-            // normalizer that takes chars off its front (`Strip`) moves it.
+            // normalizer that takes chars off its front (`Strip`) moves it. A part that
+            // continues a text does not start one.
             let at_start = at_start
+                && !continues
                 && (!self.metaspace_first() || matches!(norm, Cow::Borrowed(_)) || {
                     self.normalized_starts_at_zero(s)
                 });
@@ -773,12 +775,14 @@ impl Pipeline {
     ///   before it, and no char's canonical decomposition is whitespace or `/` unless the
     ///   char is (NFKC's can be: `／`).
     /// - A model that encodes each pre-token alone (WordPiece, WordLevel, Unigram, BPE over
-    ///   chars behind a pre-tokenizer), with no `Metaspace`: a normalizer that keeps the
-    ///   newline whitespace and normalizes either side of it as each side alone
-    ///   ([`Normalizer::keeps_newline_cuts`]: `BertNormalizer` among them), and a
-    ///   pre-tokenizer that keeps the cuts or starts by cutting at whitespace and dropping it
-    ///   ([`PreTokenizer::cuts_at_whitespace`]): no piece then holds the newline, and the
-    ///   pieces either side are those of each side alone. But an added token matched on the
+    ///   chars behind a pre-tokenizer): a normalizer that keeps the newline whitespace and
+    ///   normalizes either side of it as each side alone ([`Normalizer::keeps_newline_cuts`]:
+    ///   `BertNormalizer` among them), and a pre-tokenizer that keeps the cuts or starts by
+    ///   cutting at whitespace and dropping it ([`PreTokenizer::cuts_at_whitespace`]): no
+    ///   piece then holds the newline, and the pieces either side are those of each side
+    ///   alone. No `Metaspace`, but on each piece after such a cut (T5's files): each piece
+    ///   gets its `▁` alone (with `first`, the text's first piece, which a part after the
+    ///   first does not hold: it goes as `continues`). But an added token matched on the
     ///   normalized text could take the space a newline became (`"a b"` in `"a\nb"`, after
     ///   `Nmt` or `BertNormalizer`), so no such (`normalized`) token may hold, once
     ///   normalized (as HF matches it), what the normalizer makes of a newline.
@@ -800,7 +804,8 @@ impl Pipeline {
             // Each pre-token encoded alone (a SentencePiece model off its raw path has a
             // pre-tokenizer here, or none: then a segment is one word, which is no cut).
             _ => {
-                self.metaspace.is_none()
+                (self.metaspace.is_none()
+                    || self.metaspace_per_piece && self.pretok.cuts_at_whitespace())
                     && !self.pretok.is_none()
                     && self
                         .normalizer

@@ -418,15 +418,30 @@ impl Normalizer {
         }
     }
 
-    /// Whether a newline of the text stays a whitespace char of its own in the normalized
-    /// text, and the text either side of it normalizes as it would were the text cut just
-    /// after it: each step maps (or drops) a char alone, or a char with the non-starters
-    /// after it (the Unicode forms, `StripAccents`), and a newline is a starter that composes
-    /// with nothing; `Nmt` and `BertNormalizer` make it a space; a string `Replace` whose
-    /// pattern holds no whitespace never matches it (nor the space it became), so no match
-    /// spans it. Not so: `Prepend` and `Strip`, which read where the text starts or ends, a
-    /// regex `Replace`, and `Precompiled` (not read for this yet).
+    /// Whether a newline of the text stays whitespace in the normalized text, and the text
+    /// either side of it normalizes as it would were the text cut just after it (but for the
+    /// whitespace the newline became, at the cut): each step maps (or drops) a char alone, or
+    /// a char with the non-starters after it (the Unicode forms, `StripAccents`), and a
+    /// newline is a starter that composes with nothing; `Nmt` and `BertNormalizer` make it a
+    /// space; a string `Replace` whose pattern holds no whitespace never matches it (nor the
+    /// space it became), so no match spans it; a regex `Replace` of whitespace runs (`\s+`,
+    /// ` {2,}`) by whitespace leaves whitespace there; `Precompiled` maps a grapheme cluster
+    /// at a time, and a newline is a cluster of its own, so as the first step (before any
+    /// other could make the newline a space, which a mark after it would join) where it maps
+    /// a newline to whitespace. Not so: `Prepend` and `Strip`, which read where the text
+    /// starts or ends, and other regex `Replace`s.
     pub fn keeps_newline_cuts(&self) -> bool {
+        match self {
+            Normalizer::Sequence(v) => v.iter().enumerate().all(|(i, n)| {
+                n.keeps_newline_cuts() && (i == 0 || !matches!(n, Normalizer::Precompiled(_)))
+            }),
+            _ => self.keeps_newline_cuts_alone(),
+        }
+    }
+
+    /// [`Normalizer::keeps_newline_cuts`] of one step.
+    fn keeps_newline_cuts_alone(&self) -> bool {
+        let whitespace = |t: &str| !t.is_empty() && t.chars().all(char::is_whitespace);
         match self {
             Normalizer::Nfc
             | Normalizer::Nfd
@@ -437,11 +452,10 @@ impl Normalizer {
             | Normalizer::Nmt
             | Normalizer::Bert { .. } => true,
             Normalizer::Replace { pattern, .. } => !pattern.chars().any(char::is_whitespace),
-            Normalizer::Sequence(v) => v.iter().all(Normalizer::keeps_newline_cuts),
-            Normalizer::Prepend(_)
-            | Normalizer::ReplaceRegex { .. }
-            | Normalizer::Strip { .. }
-            | Normalizer::Precompiled(_) => false,
+            Normalizer::ReplaceRegex { runs, content, .. } => runs.is_some() && whitespace(content),
+            Normalizer::Precompiled(_) => whitespace(&self.normalize("\n")),
+            Normalizer::Sequence(_) => self.keeps_newline_cuts(),
+            Normalizer::Prepend(_) | Normalizer::Strip { .. } => false,
         }
     }
 

@@ -9,7 +9,7 @@
 //! word is cached.
 
 use super::normalizers::bad;
-use super::wordpiece::Texts;
+use super::wordpiece::{vocab_object, Texts};
 use crate::error::{Error, Result};
 use rustc_hash::FxHashMap;
 
@@ -25,24 +25,11 @@ impl WordLevel {
     /// vocabulary (token text -> id).
     pub fn from_json(v: &serde_json::Value) -> Result<(Self, FxHashMap<String, u32>)> {
         use serde_json::Value;
-        let vocab_json = v
-            .get("vocab")
-            .and_then(Value::as_object)
-            .ok_or_else(|| bad("WordLevel model without a `vocab` object"))?;
-        let mut vocab: FxHashMap<String, u32> = FxHashMap::default();
-        vocab.reserve(vocab_json.len());
-        for (t, id) in vocab_json {
-            let id = id
-                .as_u64()
-                .and_then(|x| u32::try_from(x).ok())
-                .ok_or_else(|| bad(&format!("WordLevel vocab: the id of {t:?} is not a u32")))?;
-            vocab.insert(t.clone(), id);
-        }
-        // HF's default where the file has none.
+        let vocab = vocab_object(v, "WordLevel")?;
+        // HF's loader wants it, as a string, whether or not the vocabulary holds it.
         let unk_token = match v.get("unk_token") {
-            None | Some(Value::Null) => "<unk>".to_owned(),
             Some(Value::String(s)) => s.clone(),
-            Some(_) => return Err(bad("WordLevel `unk_token` is not a string")),
+            _ => return Err(bad("WordLevel model without an `unk_token` string")),
         };
         Ok((Self::new(&vocab, unk_token), vocab))
     }

@@ -38,6 +38,25 @@ pub(super) struct Texts {
     longest_from: Box<[u8]>,
 }
 
+/// The `vocab` object (token text -> id) of a `model` of kind `model` (WordPiece's,
+/// WordLevel's), each id a u32.
+pub(super) fn vocab_object(v: &serde_json::Value, model: &str) -> Result<FxHashMap<String, u32>> {
+    let vocab_json = v
+        .get("vocab")
+        .and_then(serde_json::Value::as_object)
+        .ok_or_else(|| bad(&format!("{model} model without a `vocab` object")))?;
+    let mut vocab: FxHashMap<String, u32> = FxHashMap::default();
+    vocab.reserve(vocab_json.len());
+    for (t, id) in vocab_json {
+        let id = id
+            .as_u64()
+            .and_then(|x| u32::try_from(x).ok())
+            .ok_or_else(|| bad(&format!("{model} vocab: the id of {t:?} is not a u32")))?;
+        vocab.insert(t.clone(), id);
+    }
+    Ok(vocab)
+}
+
 /// A `longest_from` entry that does not fit a byte.
 const UNBOUNDED: u8 = u8::MAX;
 
@@ -112,19 +131,7 @@ impl WordPiece {
     /// (token text -> id).
     pub fn from_json(v: &serde_json::Value) -> Result<(Self, FxHashMap<String, u32>)> {
         use serde_json::Value;
-        let vocab_json = v
-            .get("vocab")
-            .and_then(Value::as_object)
-            .ok_or_else(|| bad("WordPiece model without a `vocab` object"))?;
-        let mut vocab: FxHashMap<String, u32> = FxHashMap::default();
-        vocab.reserve(vocab_json.len());
-        for (t, id) in vocab_json {
-            let id = id
-                .as_u64()
-                .and_then(|x| u32::try_from(x).ok())
-                .ok_or_else(|| bad(&format!("WordPiece vocab: the id of {t:?} is not a u32")))?;
-            vocab.insert(t.clone(), id);
-        }
+        let vocab = vocab_object(v, "WordPiece")?;
         let text = |k: &str, default: &str| -> Result<String> {
             match v.get(k) {
                 None | Some(Value::Null) => Ok(default.to_owned()),
