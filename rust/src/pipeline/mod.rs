@@ -14,11 +14,11 @@
 //!   ([`precompiled`]: SentencePiece's rule table), Sequence, with HF's alignments;
 //! - [`added_tokens`]: HF's `AddedVocabulary` (non-normalized tokens cut from the raw
 //!   text first, normalized ones from the normalized text of each remaining part);
-//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, WhitespaceSplit,
-//!   Whitespace, CharDelimiterSplit, FixedLength, BertPreTokenizer, Sequence (`onig_checks`: the patterns Oniguruma reads otherwise,
-//!   refused by name); [`metaspace`] (SentencePiece's layout as a pre-tokenizer); [`scanners`]:
-//!   whole pre-tokenizers of known models (DeepSeek LLM, Falcon, StarCoder, BERT) as one
-//!   scanner each, the same pieces in one pass;
+//! - [`pre_tokenizers`]: ByteLevel, Split, Digits, Punctuation, WhitespaceSplit, Whitespace,
+//!   CharDelimiterSplit, FixedLength, BertPreTokenizer, Sequence (`onig_checks`: the patterns
+//!   Oniguruma reads otherwise, refused by name); [`metaspace`] (SentencePiece's layout as a
+//!   pre-tokenizer); [`scanners`]: whole pre-tokenizers of known models (DeepSeek LLM,
+//!   Falcon, StarCoder, BERT) as one scanner each, the same pieces in one pass;
 //! - the model, one of [`Model`]:
 //!   - [`bpe_model`], byte-level BPE with HF's merge-pair rule, behind a ByteLevel
 //!     pre-tokenizer;

@@ -610,11 +610,12 @@ fn nmt_removes(c: char) -> bool {
 /// Ogham space mark, the zero-width chars and marks U+200B-U+200F, the line and paragraph
 /// separators, `▁`, the byte order mark and U+FFFD.
 fn nmt_space(c: char) -> bool {
-    matches!(
-        u32::from(c),
-        0x09 | 0x0A | 0x0C | 0x0D | 0x1680 | 0x200B
-            ..=0x200F | 0x2028 | 0x2029 | 0x2581 | 0xFEFF | 0xFFFD
-    )
+    let zero_width = ('\u{200b}'..='\u{200f}').contains(&c);
+    let other = matches!(
+        c,
+        '\t' | '\n' | '\u{c}' | '\r' | '\u{1680}' | '\u{2028}' | '\u{2029}'
+    );
+    zero_width || other || matches!(c, '\u{2581}' | '\u{feff}' | '\u{fffd}')
 }
 
 /// Lowercases `text` in place if no char's lowercase is more than one char or another
