@@ -7,7 +7,7 @@ chars with and without a `##` prefix, Unigram, each trained here with HF's train
 BPE, GPT-2's first merges, behind each pre-tokenizer followed by ByteLevel), each behind each
 of ten normalizers and twelve pre-tokenizers, with a non-special added token that the
 normalizer sees (and one it does not). A combination ferrotok refuses must name what it does
-not support; the rest (650 of 720) must give HF's ids, the HF face's fields (offsets
+not support; the rest (670 of 720) must give HF's ids, the HF face's fields (offsets
 included) and HF's decoding, on texts drawn from fragments aimed at the stages' edges: every
 combination on a few texts, and hypothesis's draws of both.
 """

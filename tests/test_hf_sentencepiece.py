@@ -428,6 +428,24 @@ def test_tiny_model_loads_and_matches_hf() -> None:
         assert enc.encode(t) == hf.encode(t, add_special_tokens=False).ids
 
 
+def test_without_a_decoder_the_tokens_are_joined_with_spaces() -> None:
+    # HF's BPE with neither a pre-tokenizer nor a decoder (a model trained with `tokenizers`
+    # without setting them): HF decodes by joining the tokens' texts with spaces, byte
+    # tokens' `<0xHH>` texts among them.
+    shared = json.loads(model_path("llama-spm").read_text(encoding="utf-8"))
+    for cfg in [copy.deepcopy(_tiny()), shared]:
+        cfg["decoder"] = None
+        text = json.dumps(cfg)
+        enc = ferrotok.Encoding._from_hf_json(text, "joined")
+        hf = tokenizers.Tokenizer.from_str(text)
+        face = ferrotok.hf.Tokenizer.from_str(text)
+        for t in ["a ab ba", "Hello world\n", " x \u00e9 \U0001f600", ""]:
+            ids = hf.encode(t, add_special_tokens=False).ids
+            assert enc.encode(t) == ids
+            assert enc.decode(ids) == hf.decode(ids) == face.decode(ids), t
+    assert "<0x" in hf.decode(hf.encode("\U0001f600").ids)
+
+
 def _decoders(*steps: dict[str, Any]) -> dict[str, Any]:
     return {"decoder": {"type": "Sequence", "decoders": list(steps)}}
 
@@ -439,7 +457,6 @@ _REPLACE = {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}
     ("change", "component"),
     [
         ({"decoder": {"type": "Metaspace"}}, "decoder Metaspace for SentencePiece BPE"),
-        ({"decoder": None}, "decoder none for SentencePiece BPE"),
         (_decoders(_REPLACE, {"type": "Fuse"}), "without ByteFallback"),
         (_decoders({"type": "ByteFallback"}), r"without Replace\('▁', ' '\)"),
         (

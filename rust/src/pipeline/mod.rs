@@ -981,22 +981,22 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                     "a BPE model behind Metaspace after other pre-tokenizers (supported: \
                      Unigram)",
                 ));
-            } else if pretok.is_none() {
-                (decode_strip, decode_bytes) =
-                    sentencepiece_decoder(decoder, parsed.byte_fallback)?;
-                let split_all = metaspace.is_some_and(|m| m.split);
-                let (m, vocab) = SentencePieceBpe::new(parsed, split_all)?;
-                (Model::SentencePiece(Box::new(m)), vocab)
             } else {
-                // BPE over the chars of each pre-token (HF's quicktour: `Whitespace`). No
-                // `Metaspace` is left here: alone it leaves no step, after others it is per
-                // piece (both above).
-                if decoder.is_null() {
+                // BPE over the chars of each normalized segment (SentencePiece's: no
+                // pre-tokenizer, or `Metaspace` alone), or of each pre-token (HF's quicktour:
+                // `Whitespace`). No `Metaspace` is left among the steps: alone it leaves none,
+                // after others it is per piece (above). Without `Metaspace`, the decoders of
+                // HF's own BPE files too (a model trained without a pre-tokenizer has them).
+                let kind = decoder.get("type").and_then(Value::as_str);
+                if metaspace.is_some() {
+                    (decode_strip, decode_bytes) =
+                        sentencepiece_decoder(decoder, parsed.byte_fallback)?;
+                } else if decoder.is_null() {
                     // Each token's bytes start with the space the join puts before it, and
                     // decoding strips the one in front.
                     join_decoder = true;
                     decode_strip = 1;
-                } else if decoder.get("type").and_then(Value::as_str) == Some("BPEDecoder") {
+                } else if kind == Some("BPEDecoder") {
                     let suffix = decoder
                         .get("suffix")
                         .and_then(Value::as_str)
@@ -1005,7 +1005,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                         return Err(unsupported("decoder BPEDecoder with an empty suffix"));
                     }
                     bpe_decoder = Some(suffix.to_owned());
-                } else if decoder.get("type").and_then(Value::as_str) == Some("WordPiece") {
+                } else if kind == Some("WordPiece") {
                     // BPE trained with a `continuing_subword_prefix`: `##` tokens continue a
                     // word, as WordPiece's do.
                     wordpiece_decoder = Some(check_wordpiece_decoder(decoder)?);
@@ -1014,7 +1014,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                     (decode_strip, decode_bytes) =
                         sentencepiece_decoder(decoder, parsed.byte_fallback)?;
                 }
-                let (m, vocab) = SentencePieceBpe::new(parsed, false)?;
+                let split_all = metaspace.is_some_and(|m| m.split);
+                let (m, vocab) = SentencePieceBpe::new(parsed, split_all)?;
                 (Model::SentencePiece(Box::new(m)), vocab)
             }
         }
