@@ -428,6 +428,19 @@ def test_tiny_model_loads_and_matches_hf() -> None:
         assert enc.encode(t) == hf.encode(t, add_special_tokens=False).ids
 
 
+def test_an_empty_normalized_split_takes_no_word() -> None:
+    # `Strip` leaves nothing of the whitespace between two special tokens: HF drops that
+    # split, which then takes no word index, and the words after it keep HF's numbers.
+    cfg = json.loads(model_path("llama-spm").read_text(encoding="utf-8"))
+    cfg["normalizer"] = {"type": "Strip", "strip_left": True, "strip_right": True}
+    text = json.dumps(cfg)
+    hf = tokenizers.Tokenizer.from_str(text)
+    face = ferrotok.hf.Tokenizer.from_str(text)
+    texts = ["<s>\t</s>x y", "\t<s>ab", "a<s> </s>\n", "<s></s>", " "]
+    check_face(face, hf, texts, "llama-spm with Strip")
+    assert hf.encode("<s>\t</s>x", add_special_tokens=False).word_ids == [0, 1, 2]
+
+
 def test_without_a_decoder_the_tokens_are_joined_with_spaces() -> None:
     # HF's BPE with neither a pre-tokenizer nor a decoder (a model trained with `tokenizers`
     # without setting them): HF decodes by joining the tokens' texts with spaces, byte

@@ -572,7 +572,10 @@ impl Pipeline {
                                 word += 1;
                             }
                         }
-                        if ends.is_empty() {
+                        // One word, unless the normalizer left nothing: HF drops an empty
+                        // split, which then takes no word index (`Strip` of a "\t" between two
+                        // added tokens).
+                        if ends.is_empty() && !t.is_empty() {
                             word += 1;
                         }
                         continue;
