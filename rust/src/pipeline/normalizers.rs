@@ -431,15 +431,22 @@ impl Normalizer {
     /// a newline to whitespace. Not so: `Prepend` and `Strip`, which read where the text
     /// starts or ends, and other regex `Replace`s.
     pub fn keeps_newline_cuts(&self) -> bool {
+        let mut steps = Vec::new();
+        self.steps_into(&mut steps);
+        steps.iter().enumerate().all(|(i, n)| {
+            n.keeps_newline_cuts_alone() && (i == 0 || !matches!(n, Normalizer::Precompiled(_)))
+        })
+    }
+
+    /// The steps of this normalizer in order, Sequences (at any depth) opened.
+    fn steps_into<'a>(&'a self, out: &mut Vec<&'a Normalizer>) {
         match self {
-            Normalizer::Sequence(v) => v.iter().enumerate().all(|(i, n)| {
-                n.keeps_newline_cuts() && (i == 0 || !matches!(n, Normalizer::Precompiled(_)))
-            }),
-            _ => self.keeps_newline_cuts_alone(),
+            Normalizer::Sequence(v) => v.iter().for_each(|n| n.steps_into(out)),
+            n => out.push(n),
         }
     }
 
-    /// [`Normalizer::keeps_newline_cuts`] of one step.
+    /// [`Normalizer::keeps_newline_cuts`] of one step (not a Sequence).
     fn keeps_newline_cuts_alone(&self) -> bool {
         let whitespace = |t: &str| !t.is_empty() && t.chars().all(char::is_whitespace);
         match self {
@@ -454,8 +461,7 @@ impl Normalizer {
             Normalizer::Replace { pattern, .. } => !pattern.chars().any(char::is_whitespace),
             Normalizer::ReplaceRegex { runs, content, .. } => runs.is_some() && whitespace(content),
             Normalizer::Precompiled(_) => whitespace(&self.normalize("\n")),
-            Normalizer::Sequence(_) => self.keeps_newline_cuts(),
-            Normalizer::Prepend(_) | Normalizer::Strip { .. } => false,
+            Normalizer::Prepend(_) | Normalizer::Strip { .. } | Normalizer::Sequence(_) => false,
         }
     }
 
@@ -984,6 +990,32 @@ pub fn unsupported(what: &str) -> Error {
 
 #[cfg(test)]
 mod tests {
+    /// `Precompiled` keeps the cut only as the first step of the whole normalizer, nested
+    /// Sequences opened: after `Nmt` the newline is a space, which a mark after it would join.
+    #[test]
+    fn precompiled_keeps_newline_cuts_only_first() {
+        use serde_json::json;
+        // An empty table (a trie of no units) maps nothing: a newline stays a newline.
+        let pc = json!({"type": "Precompiled", "precompiled_charsmap": "AAAAAA=="});
+        let seq = |steps: Vec<serde_json::Value>| json!({"type": "Sequence", "normalizers": steps});
+        let keeps = |v: serde_json::Value| {
+            super::Normalizer::from_json(&v)
+                .unwrap()
+                .is_some_and(|n| n.keeps_newline_cuts())
+        };
+        assert!(keeps(pc.clone()));
+        assert!(keeps(seq(vec![pc.clone(), json!({"type": "NFKC"})])));
+        assert!(!keeps(seq(vec![json!({"type": "Nmt"}), pc.clone()])));
+        assert!(!keeps(seq(vec![
+            json!({"type": "Nmt"}),
+            seq(vec![pc.clone()])
+        ])));
+        assert!(!keeps(seq(vec![
+            json!({"type": "Strip"}),
+            json!({"type": "NFC"})
+        ])));
+    }
+
     use super::*;
 
     #[test]
