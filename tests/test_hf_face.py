@@ -248,6 +248,63 @@ def test_bad_settings_are_refused() -> None:
         face.encode("hi")
 
 
+SEP, CLS = ["<|endoftext|>", 50256], ["Hello", 15496]
+
+
+@pytest.mark.parametrize(
+    ("post_processor", "hf_reads"),
+    [
+        # HF reads a post-processor as the first of Roberta, Bert, ByteLevel, Template and
+        # Sequence whose fields it has (an untagged enum: the `type` is not checked).
+        ({"type": "RobertaProcessing", "sep": SEP, "cls": CLS}, "BertProcessing"),
+        (
+            {"type": "RobertaProcessing", "sep": SEP, "cls": CLS, "trim_offsets": None},
+            "BertProcessing",
+        ),
+        (
+            {"type": "BertProcessing", "sep": SEP, "cls": CLS, "trim_offsets": True}
+            | {"add_prefix_space": False},
+            "RobertaProcessing",
+        ),
+        ({"type": "ByteLevel", "sep": SEP, "cls": CLS}, "BertProcessing"),
+        ({"sep": SEP, "cls": CLS}, "BertProcessing"),
+        ({"type": "Sequence", "processors": [], "sep": SEP, "cls": CLS}, "BertProcessing"),
+        # Refused by HF, so by ferrotok (a ValueError, not a KeyError or TypeError).
+        ({"type": "RobertaProcessing", "sep": SEP}, None),
+        ({"type": "BertProcessing", "sep": ["</s>", -1], "cls": CLS}, None),
+        ({"type": "BertProcessing", "sep": ["</s>", 2, 3], "cls": CLS}, None),
+        ({"type": "BertProcessing", "sep": None, "cls": CLS}, None),
+        ({"type": "TemplateProcessing"}, None),
+        ({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "X"}}]}, None),
+        ({"type": "Sequence"}, None),
+        ({"type": "Sequence", "processors": [{"type": "RobertaProcessing"}]}, None),
+        ({"type": "Sequence", "processors": [{"type": "RobertaProcessing", "sep": SEP}]}, None),
+    ],
+)
+def test_a_post_processor_is_what_hf_reads_it_as(
+    post_processor: dict[str, Any], hf_reads: str | None
+) -> None:
+    cfg = json.loads(model_path("gpt-2").read_text(encoding="utf-8"))
+    cfg["post_processor"] = post_processor
+    text = json.dumps(cfg)
+    if hf_reads is None:
+        with pytest.raises(Exception, match="did not match any variant"):
+            tokenizers.Tokenizer.from_str(text)
+        with pytest.raises(ValueError):
+            ferrotok.hf.Tokenizer.from_str(text)
+        with pytest.raises(ValueError):
+            ferrotok.Encoding._from_hf_json(text, "gpt-2")
+        return
+    hf = tokenizers.Tokenizer.from_str(text)
+    assert json.loads(hf.to_str())["post_processor"]["type"] == hf_reads
+    face = ferrotok.hf.Tokenizer.from_str(text)
+    enc = ferrotok.Encoding._from_hf_json(text, "gpt-2")
+    for t in ["  two  spaces ", *TEXTS]:
+        same(face.encode(t), hf.encode(t), repr(t))
+        same(face.encode(t, " a pair "), hf.encode(t, " a pair "), repr(t))
+        assert enc.encode(t, add_special_tokens=True) == hf.encode(t).ids
+
+
 def test_offset_trimming_takes_only_lists_that_match() -> None:
     # ByteLevel's trimming in the core, on the face's lists: lists that do not match raise.
     from ferrotok._core import trim_byte_level_offsets

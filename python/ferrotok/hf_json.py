@@ -50,16 +50,27 @@ def read_hf(path: StrPath) -> tuple[str, str]:
 
 def single_template(pp: Any) -> tuple[list[int], list[int]]:
     """The ids the post-processor puts before and after a single sequence."""
+    try:
+        return _single_template(pp)
+    except (KeyError, TypeError, IndexError, AttributeError) as e:
+        msg = f"tokenizer.json: a malformed post-processor ({type(e).__name__}: {e})"
+        raise ValueError(msg) from e
+
+
+def _single_template(pp: Any) -> tuple[list[int], list[int]]:
+    from .hf.processors import build, kind_of
+
     if not pp:
         return [], []
-    kind = pp.get("type")
+    build(pp)  # refuses what HF refuses (or ferrotok does not read), naming it
+    kind = kind_of(pp)
     if kind == "ByteLevel":
         return [], []
     if kind == "Sequence":
         before: list[int] = []
         after: list[int] = []
         for p in pp.get("processors") or []:
-            b, a = single_template(p)
+            b, a = _single_template(p)
             before = b + before
             after = after + a
         return before, after

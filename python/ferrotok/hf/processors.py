@@ -162,10 +162,16 @@ class _Wrapping(Processor):
     roberta = True
 
     def __init__(self, config: dict[str, Any]) -> None:
-        self.sep = (str(config["sep"][0]), int(config["sep"][1]))
-        self.cls = (str(config["cls"][0]), int(config["cls"][1]))
-        self.trim_offsets = bool(config.get("trim_offsets", True)) and self.roberta
-        self.add_prefix_space = bool(config.get("add_prefix_space", True))
+        sep, cls = _token_pair(config.get("sep")), _token_pair(config.get("cls"))
+        if sep is None or cls is None:
+            raise ValueError(
+                f"post-processor {config.get('type')!r}: `sep` and `cls` must each be a "
+                "[token, id] pair (HF does not load it either)"
+            )
+        self.sep, self.cls = sep, cls
+        # Roberta's flags are both present (`build` chose it for that); Bert has none.
+        self.trim_offsets = config.get("trim_offsets") is True and self.roberta
+        self.add_prefix_space = config.get("add_prefix_space") is True
 
     def added_tokens(self, is_pair: bool) -> int:
         if self.roberta:
@@ -238,21 +244,54 @@ def build(config: dict[str, Any] | None) -> Processor | None:
     """The processor a `tokenizer.json`'s `post_processor` describes (None for none)."""
     if config is None:
         return None
-    kind = config.get("type")
-    if kind == "ByteLevel":
-        return ByteLevel(config)
-    if kind == "TemplateProcessing":
-        return Template(config)
-    if kind == "RobertaProcessing":
-        return Roberta(config)
-    if kind == "BertProcessing":
-        return Bert(config)
+    if not isinstance(config, dict):
+        raise ValueError(f"a post-processor must be an object, not {type(config).__name__}")
+    kind = kind_of(config)
+    try:
+        if kind == "ByteLevel":
+            return ByteLevel(config)
+        if kind == "TemplateProcessing":
+            return Template(config)
+        if kind == "RobertaProcessing":
+            return Roberta(config)
+        if kind == "BertProcessing":
+            return Bert(config)
+    except (KeyError, TypeError, IndexError) as e:
+        raise ValueError(f"post-processor {kind!r} is malformed ({type(e).__name__}: {e})") from e
     if kind == "Sequence":
-        return SequenceProcessor([_must(build(p)) for p in config.get("processors", [])])
+        steps = config.get("processors")
+        if not isinstance(steps, list):
+            raise ValueError("post-processor 'Sequence' has no `processors` list")
+        return SequenceProcessor([_must(build(p)) for p in steps])
     raise ValueError(
         f"unsupported post-processor {kind!r} (ferrotok.hf supports ByteLevel, "
         "TemplateProcessing, RobertaProcessing, BertProcessing and Sequence)"
     )
+
+
+def kind_of(config: dict[str, Any]) -> Any:
+    """The post-processor HF makes of `config`: its `type`, but where it has `sep` and `cls`
+    Bert's, or Roberta's if both bool flags are there too.
+
+    HF reads a post-processor as the first of Roberta, Bert, ByteLevel, Template and Sequence
+    whose fields it has, whatever its `type` says (serde's untagged enum does not check the
+    tag): a RobertaProcessing without `trim_offsets` is a BertProcessing to it, a
+    BertProcessing with both flags a RobertaProcessing."""
+    if _token_pair(config.get("sep")) is not None and _token_pair(config.get("cls")) is not None:
+        flags = (config.get("trim_offsets"), config.get("add_prefix_space"))
+        bools = all(isinstance(f, bool) for f in flags)
+        return "RobertaProcessing" if bools else "BertProcessing"
+    return config.get("type")
+
+
+def _token_pair(v: Any) -> tuple[str, int] | None:
+    """A `[token, id]` pair as HF reads `sep` and `cls` (a string and a u32), else None."""
+    if not isinstance(v, list) or len(v) != 2:
+        return None
+    token, i = v
+    if not isinstance(token, str) or not isinstance(i, int) or isinstance(i, bool):
+        return None
+    return (token, i) if 0 <= i < 2**32 else None
 
 
 def _must(p: Processor | None) -> Processor:

@@ -1425,6 +1425,16 @@ fn check_post_processor(v: &Value) -> Result<()> {
     if v.is_null() {
         return Ok(());
     }
+    // HF reads any object with `sep` and `cls` pairs as Bert's or Roberta's processor, whatever
+    // its `type` (serde's untagged enum: the Python side, `hf/processors.py`, says which).
+    let pair = |k: &str| {
+        v.get(k).and_then(Value::as_array).is_some_and(|p| {
+            p.len() == 2 && p[0].is_string() && p[1].as_u64().is_some_and(|i| i <= u32::MAX.into())
+        })
+    };
+    if pair("sep") && pair("cls") {
+        return Ok(());
+    }
     match v.get("type").and_then(Value::as_str).unwrap_or("?") {
         "ByteLevel" | "TemplateProcessing" | "RobertaProcessing" | "BertProcessing" => Ok(()),
         "Sequence" => {
