@@ -165,6 +165,23 @@ def test_continuing_subword_prefix(tmp_path: Path, suffix: str | None, decoder: 
         assert enc.decode(ids) == hf.decode(ids) == "Hello, world!"
 
 
+@pytest.mark.parametrize(("suffix", "prefix"), [(None, None), (None, "##"), ("</w>", None)])
+def test_a_char_without_a_token_is_dropped_as_hf_drops_it(
+    tmp_path: Path, suffix: str | None, prefix: str | None
+) -> None:
+    # No unknown token: HF drops a char with no token from its word without counting it, so
+    # the tokens after it sit early by its length (their offsets). With an affix a token's
+    # text is not what it stands for (`##A` for `A`): lengths that summed to the word's by
+    # chance (`##A` over `\u0301A`) once placed it after the dropped char.
+    cfg = trained(suffix=suffix, prefix=prefix)
+    cfg["model"]["unk_token"] = None
+    cfg["normalizer"] = cfg["pre_tokenizer"] = None
+    enc, hf, face = load(tmp_path, cfg)
+    dropped = ["\u0301A", "\x07 a", "ab\u0301cd", "\u0301\u0301x y\u0301", "ꙮab ꙮ"]
+    check_all(enc, hf, face, dropped + texts(17))
+    assert face.encode("\u0301a", add_special_tokens=False).offsets == [(0, 1)]
+
+
 @pytest.mark.parametrize("suffix", ["\u2581", "d"])
 def test_word_suffix_on_a_whole_segment(tmp_path: Path, suffix: str) -> None:
     # Without a pre-tokenizer the segment is the word: its last char alone carries the suffix

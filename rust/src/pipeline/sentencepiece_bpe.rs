@@ -92,7 +92,8 @@ pub struct SentencePieceBpe {
     ignore_merges: bool,
     table: MergeTable,
     /// Per id, the bytes of the normalized text its token stands for: its text's length, 1
-    /// for a `<0xHH>` token, 0 for the unknown token (which stands for what it replaced).
+    /// for a `<0xHH>` token, 0 for the unknown token (which stands for what it replaced) and
+    /// for every token of a model with a subword prefix or suffix (0: found by merging).
     token_lens: Box<[u32]>,
     /// Per id: whether BPE on the token's text gives the token.
     whole: Reached,
@@ -213,6 +214,13 @@ impl SentencePieceBpe {
         }
         if let Some(u) = unk {
             token_lens[u as usize] = 0;
+        }
+        if affixed {
+            // A token's text is then not the text it stands for (`##a` and `a</w>` stand for
+            // one byte): unknown here, so each word's lengths come from merging it again.
+            // (Text lengths that summed to the word's by chance, `##A` for `\u{301}A`, once
+            // placed a token where HF does not: after a dropped char, HF places it early.)
+            token_lens.fill(0);
         }
         let unk_ends_in_meta = unk.is_some_and(|u| {
             vocab
