@@ -135,6 +135,24 @@ def test_trained_model_in_each_layout(tmp_path: Path, layout: str) -> None:
     assert known > len(ids) / 3 or LAYOUTS[layout][1] is None, layout
 
 
+@pytest.mark.parametrize("lstrip", [False, True])
+def test_a_normalized_added_token_keeps_the_models_text_where_the_model_gives_it(
+    tmp_path: Path, lstrip: bool
+) -> None:
+    # `[UNK]` as a normalized added token under Lowercase: where it matches, HF's token is
+    # its normalized content, `[unk]`; where the model gives its id (an unknown word), the
+    # model's own text, `[UNK]`.
+    cfg = trained("whitespace")
+    cfg["normalizer"] = {"type": "Lowercase"}
+    for token in cfg["added_tokens"]:
+        if token["content"] == "[UNK]":
+            token.update(normalized=True, lstrip=lstrip)
+    enc, hf, face = load(tmp_path, cfg)
+    check_all(enc, hf, face, ["a [UNK] ꙮ b", "ꙮ[UNK]ꙮ", " [UNK] ", *texts(23)])
+    want = ["[unk]", "[UNK]"]
+    assert face.encode("[UNK] ꙮ").tokens[1:3] == hf.encode("[UNK] ꙮ").tokens[1:3] == want
+
+
 def test_nmt_removes_controls_and_makes_spaces_as_hf(tmp_path: Path) -> None:
     # Every char Nmt removes or makes a space, alone and between words, through the offsets
     # of the HF face (a removed char widens the kept char before it).

@@ -311,6 +311,15 @@ class Tokenizer:
             normalize = self._normalize if i in self._normalized else None
             id_to_token[i] = normalize(token) if normalize is not None else token
         self._id_to_token = id_to_token
+        # Ids whose text that way is not the model's own (`[UNK]` under Lowercase is `[unk]`),
+        # each with the model's text: HF's token is that where the model gives the id (its
+        # unknown token), the normalized content where the added token matched.
+        model_text = {i: t for t, i in vocab.items()}
+        self._shadowed: dict[int, str] = {
+            i: model_text[i]
+            for i in self._normalized
+            if i in model_text and model_text[i] != id_to_token[i]
+        }
         # Every id the engine can give has a text; "" fills the gaps (never met).
         self._token_text: list[str] = [t or "" for t in id_to_token]
         # `skip_special_tokens` drops an id whose text is a special token's content, as HF's
@@ -425,6 +434,19 @@ class Tokenizer:
     ) -> tuple[list[int], list[str], list[tuple[int, int]], list[int | None]]:
         """The core's face of `text` (`_encode_hf_face`) with the tokens whose HF text is not
         their id's (the text they matched) put right, in place."""
+        # An id the model gave, not the added token's match (see `_shadowed`).
+        shadowed = self._shadowed
+        normalize = self._normalize
+        if shadowed and normalize is not None and not shadowed.keys().isdisjoint(ids):
+            for k, t in enumerate(ids):
+                own = shadowed.get(t)
+                if own is None:
+                    continue
+                start, end = offsets[k]
+                matched = normalize(text[start:end])
+                is_match = tokens[k] in matched if t in self._stripping else tokens[k] == matched
+                if not is_match:
+                    tokens[k] = own
         # A Unigram model's unknown piece is, to HF, the (normalized) text it covers.
         if self._unigram_unk is not None and self._unigram_unk in ids:
             for k, piece in self._enc._core_bpe.encode_hf_unknown_texts(text):
@@ -435,7 +457,7 @@ class Tokenizer:
         stripping = self._stripping
         if stripping and not stripping.isdisjoint(ids):
             for k, t in enumerate(ids):
-                if t in stripping:
+                if t in stripping and tokens[k] != shadowed.get(t):
                     start, end = offsets[k]
                     matched = text[start:end]
                     if t in self._normalized and self._normalize is not None:
