@@ -305,6 +305,46 @@ def test_a_post_processor_is_what_hf_reads_it_as(
         assert enc.encode(t, add_special_tokens=True) == hf.encode(t).ids
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: t.decode([-1]),
+        lambda t: t.decode([2**32]),
+        lambda t: t.decode([1.5]),
+        lambda t: t.decode_batch([[9906], [None]]),
+        lambda t: t.id_to_token(-1),
+        lambda t: t.enable_truncation(-1),
+        lambda t: t.enable_truncation(8, stride=-2),
+        lambda t: t.enable_truncation(2**64),
+        lambda t: t.enable_truncation(1.5),
+        lambda t: t.enable_padding(pad_id=-1),
+        lambda t: t.enable_padding(pad_id=2**32),
+        lambda t: t.enable_padding(pad_type_id=-1),
+        lambda t: t.enable_padding(length=-1),
+        lambda t: t.enable_padding(length=1.5),
+        lambda t: t.enable_padding(pad_to_multiple_of=-1),
+        lambda t: t.enable_padding(pad_token=5),
+    ],
+)
+def test_bad_arguments_raise_what_hf_raises(call: Any) -> None:
+    # Ids and sizes are unsigned ints to HF's bindings: a negative or too large one is an
+    # OverflowError, a float a TypeError, never a value dropped, wrapped or rounded.
+    hf, face = fresh("gpt-2")
+    with pytest.raises((TypeError, OverflowError)) as theirs:
+        call(hf)
+    with pytest.raises(theirs.type):
+        call(face)
+
+
+def test_ids_of_any_integer_type_decode() -> None:
+    np = pytest.importorskip("numpy")
+    hf, face = fresh("gpt-2")
+    ids = hf.encode("Hello world, again").ids
+    for given in (ids, tuple(ids), np.array(ids, dtype=np.uint32), np.array(ids)):
+        assert face.decode(given) == hf.decode(list(map(int, given)))
+    assert face.id_to_token(np.int64(ids[0])) == hf.id_to_token(ids[0])
+
+
 def test_offset_trimming_takes_only_lists_that_match() -> None:
     # ByteLevel's trimming in the core, on the face's lists: lists that do not match raise.
     from ferrotok._core import trim_byte_level_offsets

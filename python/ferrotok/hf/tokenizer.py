@@ -16,6 +16,7 @@ ByteFallback, Fuse, Strip) when `tokenizers` is not installed to run them.
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
@@ -45,6 +46,26 @@ def _in_executor(fn: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
 
 
 _STRATEGIES = ("longest_first", "only_first", "only_second")
+
+
+def _unsigned(value: Any, bits: int) -> int:
+    """`value` as HF's bindings read an unsigned int of `bits` bits (PyO3's conversion): an
+    int or anything with `__index__` (a float or str is a TypeError), in range (else an
+    OverflowError, never a value wrapped or clamped)."""
+    i = operator.index(value)
+    if i < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if i >> bits:
+        raise OverflowError("int too big to convert")
+    return i
+
+
+def _ids(ids: Sequence[int]) -> list[int]:
+    """Token ids as HF's `decode` reads them (u32s): TypeError or OverflowError otherwise."""
+    out = list(map(operator.index, ids))
+    if out and (min(out) < 0 or max(out) >> 32):
+        raise OverflowError("a token id does not fit in an unsigned 32-bit int")
+    return out
 
 
 def _serde_name(value: Any) -> str:
@@ -590,8 +611,8 @@ class Tokenizer:
         if direction not in ("left", "right"):
             raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`")
         self._truncation = {
-            "max_length": int(max_length),
-            "stride": int(stride),
+            "max_length": _unsigned(max_length, 64),
+            "stride": _unsigned(stride, 64),
             "strategy": strategy,
             "direction": direction,
         }
@@ -614,12 +635,16 @@ class Tokenizer:
     ) -> None:
         if direction not in ("left", "right"):
             raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`")
+        if not isinstance(pad_token, str):
+            raise TypeError(f"pad_token must be a str, not {type(pad_token).__name__}")
         self._padding = {
-            "length": length,
-            "pad_to_multiple_of": pad_to_multiple_of,
-            "pad_id": int(pad_id),
-            "pad_token": str(pad_token),
-            "pad_type_id": int(pad_type_id),
+            "length": None if length is None else _unsigned(length, 64),
+            "pad_to_multiple_of": (
+                None if pad_to_multiple_of is None else _unsigned(pad_to_multiple_of, 64)
+            ),
+            "pad_id": _unsigned(pad_id, 32),
+            "pad_token": pad_token,
+            "pad_type_id": _unsigned(pad_type_id, 32),
             "direction": direction,
         }
 
@@ -660,9 +685,7 @@ class Tokenizer:
         n = len(self._id_to_token)
         table = self._id_to_token
         special = self._special_ids if skip_special_tokens else ()
-        return [
-            i for i in map(int, ids) if 0 <= i < n and table[i] is not None and i not in special
-        ]
+        return [i for i in _ids(ids) if i < n and table[i] is not None and i not in special]
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         """The text of `ids` through the file's decoder (unknown ids are dropped, as HF does)."""
@@ -701,7 +724,7 @@ class Tokenizer:
                 bool(decoder.get("cleanup", True)),
             )
         return str(
-            self._fallback("decoder").decode(list(ids), skip_special_tokens=skip_special_tokens)
+            self._fallback("decoder").decode(_ids(ids), skip_special_tokens=skip_special_tokens)
         )
 
     def decode_batch(
@@ -802,7 +825,8 @@ class Tokenizer:
         return found if found is not None else self._model_vocab.get(token)
 
     def id_to_token(self, id: int) -> str | None:
-        if 0 <= id < len(self._id_to_token):
+        id = _unsigned(id, 32)
+        if id < len(self._id_to_token):
             return self._id_to_token[id]
         return None
 
