@@ -10,6 +10,7 @@ every encoding, overflowing pieces included, must be HF's.
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import ferrotok.hf
@@ -133,6 +134,47 @@ def test_truncation_and_padding(name: str) -> None:
     face.no_truncation()
     face.no_padding()
     assert face.truncation is None and face.padding is None
+
+
+@pytest.mark.parametrize("name", ["gpt-2", "llama-bpe", "bert-bge"])
+def test_random_truncation_and_padding(name: str) -> None:
+    # Settings drawn at random, small enough that every limit is met (a stride the length
+    # leaves no room for, an empty second sequence, a padding shorter than the text):
+    # where HF sets and encodes, the same fields; where it refuses (or panics), a ValueError.
+    hf, face = fresh(name)
+    rng = random.Random(3)
+    words = ["Hello", " world", "é", "中文", "  ", "don't", "123456", "\n", "<|endoftext|>"]
+    strategies = ["longest_first", "only_first", "only_second"]
+    for _ in range(120):
+        trunc = dict(
+            max_length=rng.randrange(8),
+            stride=rng.randrange(5),
+            strategy=rng.choice(strategies),
+            direction=rng.choice(["left", "right"]),
+        )
+        pad = dict(
+            direction=rng.choice(["left", "right"]),
+            pad_id=rng.randrange(3),
+            pad_type_id=rng.randrange(3),
+            length=rng.choice([None, rng.randrange(12)]),
+            pad_to_multiple_of=rng.choice([None, rng.randrange(4)]),
+        )
+        texts = ["".join(rng.choices(words, k=rng.randrange(6))) for _ in range(3)]
+        batch = [(texts[0], texts[1]), texts[2]]
+        add = rng.random() < 0.7
+        results = []
+        for tok in (hf, face):
+            tok.no_truncation()
+            try:
+                tok.enable_truncation(**trunc)
+                tok.enable_padding(**pad)
+                results.append(tok.encode_batch(batch, add_special_tokens=add))
+            except BaseException:  # noqa: BLE001 (HF raises, or panics)
+                results.append(None)
+        want, got = results
+        assert (want is None) == (got is None), (trunc, pad, texts, add)
+        for i, (a, b) in enumerate(zip(got or [], want or [])):
+            same(a, b, f"{trunc} {pad} {texts} item {i}")
 
 
 @pytest.mark.parametrize("name", MODELS)

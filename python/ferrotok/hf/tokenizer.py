@@ -60,6 +60,16 @@ def _unsigned(value: Any, bits: int) -> int:
     return i
 
 
+def _check_truncation(strategy: str, direction: str) -> None:
+    if strategy not in _STRATEGIES:
+        raise ValueError(
+            f"Unknown `strategy`: `{strategy}`. Use one of `longest_first`, `only_first`, "
+            "or `only_second`"
+        )
+    if direction not in ("left", "right"):
+        raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`")
+
+
 def _ids(ids: Sequence[int]) -> list[int]:
     """Token ids as HF's `decode` reads them (u32s): TypeError or OverflowError otherwise."""
     out = list(map(operator.index, ids))
@@ -352,11 +362,15 @@ class Tokenizer:
         self._padding: dict[str, Any] | None = None
         trunc = config.get("truncation")
         if trunc:
-            self.enable_truncation(
-                int(trunc["max_length"]),
-                int(trunc.get("stride", 0)),
-                _serde_name(trunc.get("strategy", "LongestFirst")),
-                _serde_name(trunc.get("direction", "Right")),
+            # As HF reads the file: without `enable_truncation`'s check of the stride.
+            strategy = _serde_name(trunc.get("strategy", "LongestFirst"))
+            direction = _serde_name(trunc.get("direction", "Right"))
+            _check_truncation(strategy, direction)
+            self._truncate_with(
+                _unsigned(trunc["max_length"], 64),
+                _unsigned(trunc.get("stride", 0), 64),
+                strategy,
+                direction,
             )
         pad = config.get("padding")
         if pad:
@@ -603,16 +617,23 @@ class Tokenizer:
         strategy: str = "longest_first",
         direction: str = "right",
     ) -> None:
-        if strategy not in _STRATEGIES:
+        _check_truncation(strategy, direction)
+        max_length, stride = _unsigned(max_length, 64), _unsigned(stride, 64)
+        # HF's `with_truncation` refuses a stride the single template leaves no room for
+        # (its length less the template's tokens, in usize: under 0 it wraps, and passes).
+        added = self.num_special_tokens_to_add(False)
+        if added <= max_length < added + stride:
             raise ValueError(
-                f"Unknown `strategy`: `{strategy}`. Use one of `longest_first`, `only_first`, "
-                "or `only_second`"
+                f"tokenizer stride set to {stride}, which is greater than or equal to its "
+                f"effective max length of {max_length - added} (= {max_length} original max "
+                f"length - {added} added special tokens)"
             )
-        if direction not in ("left", "right"):
-            raise ValueError(f"Unknown `direction`: `{direction}`. Use one of `left` or `right`")
+        self._truncate_with(max_length, stride, strategy, direction)
+
+    def _truncate_with(self, max_length: int, stride: int, strategy: str, direction: str) -> None:
         self._truncation = {
-            "max_length": _unsigned(max_length, 64),
-            "stride": _unsigned(stride, 64),
+            "max_length": max_length,
+            "stride": stride,
             "strategy": strategy,
             "direction": direction,
         }
