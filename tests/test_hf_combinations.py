@@ -286,3 +286,110 @@ def test_the_command_line_cuts_only_where_the_parts_encode_as_the_whole() -> Non
         lines = ["".join(rng.choices(FRAGMENTS[:-1], k=rng.randrange(1, 8))) for _ in range(40)]
         assert_parts_encode_as_whole(enc, "\n".join(lines) + "\n", 64)
     assert admitted > 90, admitted
+
+
+def _fields(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every field of a `tokenizer.json` but a model's tables and `type`s (of a
+    long list, only its first two items and its last)."""
+    out: list[tuple[Any, ...]] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("vocab", "merges"):
+                continue
+            if k != "type":
+                out.append((*path, k))
+            out += _fields(v, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            if len(node) <= 4 or i in (0, 1, len(node) - 1):
+                out += _fields(v, (*path, i))
+    return out
+
+
+def _variants(cfg: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """`cfg` with one field deleted, made null or (a bool) flipped, each way."""
+    out = []
+    for path in _fields(cfg):
+        parent: Any = cfg
+        for k in path[:-1]:
+            parent = parent[k]
+        value = parent[path[-1]]
+        changes = [("null", None)] if value is not None else []
+        if isinstance(value, bool):
+            changes.append(("flip", not value))
+        if isinstance(parent, dict):
+            changes.append(("delete", ...))
+        for what, new in changes:
+            changed = copy.deepcopy(cfg)
+            at: Any = changed
+            for k in path[:-1]:
+                at = at[k]
+            if new is ...:
+                del at[path[-1]]
+            else:
+                at[path[-1]] = new
+            out.append((f"{what} {'/'.join(map(str, path))}", changed))
+    return out
+
+
+def _seeds() -> dict[str, dict[str, Any]]:
+    byte_bpe = json.loads(_config("byte-bpe", NORMALIZERS[3], PRE_TOKENIZERS[5]))
+    byte_bpe["post_processor"] = {
+        "type": "RobertaProcessing",
+        "sep": ["[SEP]", byte_bpe["model"]["vocab"]["!"]],
+        "cls": ["[CLS]", byte_bpe["model"]["vocab"]["a"]],
+        "trim_offsets": True,
+        "add_prefix_space": False,
+    }
+    return {
+        "byte-bpe": byte_bpe,
+        "wordpiece": json.loads(_config("wordpiece", NORMALIZERS[6], PRE_TOKENIZERS[3])),
+        "char-bpe-prefix": json.loads(_config("char-bpe-prefix", NORMALIZERS[3], None)),
+        "unigram": json.loads(_config("unigram", NORMALIZERS[5], PRE_TOKENIZERS[11])),
+    }
+
+
+@pytest.mark.parametrize("seed", ["byte-bpe", "wordpiece", "char-bpe-prefix", "unigram"])
+def test_every_field_missing_null_or_flipped_is_read_as_hf_reads_it(seed: str) -> None:
+    # A file as people edit them or older versions wrote them: each field deleted, made null
+    # or flipped, one at a time. Where HF loads it, ferrotok refuses it by name or gives HF's
+    # ids, HF-face fields and decoding (HF's defaults, its untagged post-processors, its
+    # quirks); where HF refuses it, a refusal is a ValueError.
+    rng = random.Random(11)
+    fields = ["ids", "type_ids", "tokens", "offsets", "attention_mask", "word_ids"]
+    loaded = 0
+    for what, cfg in _variants(_seeds()[seed]):
+        text = json.dumps(cfg)
+        try:
+            hf = tokenizers.Tokenizer.from_str(text)
+        except Exception:
+            # HF gives no ids to differ from: ferrotok may read the file (it is lenient
+            # where a field does not change the ids, `"version": null`) or refuse it, with
+            # a ValueError.
+            try:
+                ferrotok.Encoding._from_hf_json(text, what)
+            except ValueError:
+                pass
+            continue
+        try:
+            enc = ferrotok.Encoding._from_hf_json(text, what)
+        except ValueError as e:
+            assert "ferrotok" in str(e) or "HF" in str(e), (what, e)
+            continue
+        loaded += 1
+        face = ferrotok.hf.Tokenizer(enc)
+        texts = ["".join(rng.choices(FRAGMENTS, k=rng.randrange(16))) for _ in range(3)]
+        for t in texts:
+            try:
+                want = hf.encode(t)
+            except Exception:  # an unknown char without an unknown token fails both
+                with pytest.raises(ValueError):
+                    face.encode(t)
+                continue
+            got = face.encode(t)
+            for field in fields:
+                assert getattr(got, field) == getattr(want, field), (what, field, t)
+            assert enc.encode(t, allowed_special="all", add_special_tokens=True) == want.ids
+            for skip in (True, False):
+                assert face.decode(want.ids, skip) == hf.decode(want.ids, skip), (what, t)
+    assert loaded > 20, loaded
