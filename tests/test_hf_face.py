@@ -387,6 +387,37 @@ def test_ids_of_any_integer_type_decode() -> None:
     assert face.id_to_token(np.int64(ids[0])) == hf.id_to_token(ids[0])
 
 
+def _outcome(query: Any, encoding: Any) -> Any:
+    try:
+        return query(encoding)
+    except (TypeError, OverflowError) as e:
+        return type(e)
+
+
+@pytest.mark.parametrize("name", ["gpt-2", "bert-bge", "llama-spm"])
+def test_alignment_queries_are_hfs(name: str) -> None:
+    # What transformers' BatchEncoding asks (char_to_token for question answering, word_ids'
+    # spans): every query at every place, past both ends included, gives HF's answer, or the
+    # error HF gives (a negative index is an OverflowError to its bindings).
+    hf, face = fresh(name)
+    for text, pair in [("Hello world, don't 東京 café!", None), ("Hi  there", "a pair"), ("", "x")]:
+        a, b = hf.encode(text, pair), face.encode(text, pair)
+        queries: list[Any] = []
+        for i in range(-1, len(text) + 2):
+            for seq in (0, 1):
+                queries += [lambda e, i=i, s=seq: e.char_to_token(i, s)]
+                queries += [lambda e, i=i, s=seq: e.char_to_word(i, s)]
+                queries += [lambda e, i=i, s=seq: e.word_to_tokens(i, s)]
+                queries += [lambda e, i=i, s=seq: e.word_to_chars(i, s)]
+        for t in range(-1, len(a.ids) + 2):
+            queries += [lambda e, t=t: e.token_to_chars(t)]
+            queries += [lambda e, t=t: e.token_to_word(t)]
+            queries += [lambda e, t=t: e.token_to_sequence(t)]
+        assert a.n_sequences == b.n_sequences
+        for k, query in enumerate(queries):
+            assert _outcome(query, b) == _outcome(query, a), (text, pair, k)
+
+
 def test_offset_trimming_takes_only_lists_that_match() -> None:
     # ByteLevel's trimming in the core, on the face's lists: lists that do not match raise.
     from ferrotok._core import trim_byte_level_offsets

@@ -9,9 +9,23 @@ padding) transform them exactly as `tokenizers` 0.23's `Encoding` does, quirks i
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
+from typing import Any
 
 Offsets = tuple[int, int]
+
+
+def unsigned(value: Any, bits: int = 64) -> int:
+    """`value` as HF's bindings read an unsigned int of `bits` bits (PyO3's conversion): an
+    int or anything with `__index__` (a float or str is a TypeError), in range (else an
+    OverflowError, never a value wrapped or clamped)."""
+    i = operator.index(value)
+    if i < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if i >> bits:
+        raise OverflowError("int too big to convert")
+    return i
 
 
 class Encoding:
@@ -90,7 +104,7 @@ class Encoding:
         return out
 
     def _range(self, seq: int) -> tuple[int, int]:
-        return self._ranges.get(seq, (0, len(self.ids)))
+        return self._ranges.get(unsigned(seq), (0, len(self.ids)))
 
     def copy(self) -> Encoding:
         return Encoding(
@@ -111,6 +125,7 @@ class Encoding:
     # ---- alignment queries (as tokenizers.Encoding) ----
 
     def token_to_sequence(self, token_index: int) -> int | None:
+        token_index = unsigned(token_index)
         if token_index > len(self.ids):
             return None
         if not self._ranges:
@@ -121,16 +136,19 @@ class Encoding:
         return None
 
     def token_to_chars(self, token_index: int) -> Offsets | None:
+        token_index = unsigned(token_index)
         if self.token_to_sequence(token_index) is None or not 0 <= token_index < len(self.ids):
             return None
         return self.offsets[token_index]
 
     def token_to_word(self, token_index: int) -> int | None:
+        token_index = unsigned(token_index)
         if self.token_to_sequence(token_index) is None or not 0 <= token_index < len(self.ids):
             return None
         return self.word_ids[token_index]
 
     def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        char_pos = unsigned(char_pos)
         start, end = self._range(sequence_index)
         for i in range(start, min(end, len(self.offsets))):
             a, b = self.offsets[i]
@@ -139,10 +157,12 @@ class Encoding:
         return None
 
     def char_to_word(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        char_pos = unsigned(char_pos)
         token = self.char_to_token(char_pos, sequence_index)
         return None if token is None else self.token_to_word(token)
 
     def word_to_tokens(self, word_index: int, sequence_index: int = 0) -> Offsets | None:
+        word_index = unsigned(word_index, 32)
         start, end = self._range(sequence_index)
         first = last = None
         for i in range(start, min(end, len(self.word_ids))):
@@ -159,6 +179,7 @@ class Encoding:
         return (first, last)
 
     def word_to_chars(self, word_index: int, sequence_index: int = 0) -> Offsets | None:
+        word_index = unsigned(word_index, 32)
         span = self.word_to_tokens(word_index, sequence_index)
         if span is None or span[1] == 0:
             return None
@@ -180,6 +201,7 @@ class Encoding:
     def truncate(self, max_length: int, stride: int = 0, direction: str = "right") -> None:
         """Keeps `max_length` tokens; the rest go to `overflowing`, windows overlapping by
         `stride` tokens (tokenizers' `Encoding.truncate`)."""
+        max_length, stride = unsigned(max_length), unsigned(stride)
         n = len(self.ids)
         if max_length >= n:
             return
@@ -287,6 +309,8 @@ class Encoding:
         pad_token: str = "[PAD]",
     ) -> None:
         """Pads to `length` tokens (and the overflowing pieces too), as tokenizers does."""
+        length, pad_id = unsigned(length), unsigned(pad_id, 32)
+        pad_type_id = unsigned(pad_type_id, 32)
         for o in self.overflowing:
             o.pad(length, direction, pad_id, pad_type_id, pad_token)
         n = length - len(self.ids)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
 from . import processors
-from .encoding import Encoding
+from .encoding import Encoding, unsigned
 from .processors import WHITE_SPACE
 
 _WHITE_SPACE_STR = "".join(sorted(WHITE_SPACE))
@@ -46,18 +46,6 @@ def _in_executor(fn: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
 
 
 _STRATEGIES = ("longest_first", "only_first", "only_second")
-
-
-def _unsigned(value: Any, bits: int) -> int:
-    """`value` as HF's bindings read an unsigned int of `bits` bits (PyO3's conversion): an
-    int or anything with `__index__` (a float or str is a TypeError), in range (else an
-    OverflowError, never a value wrapped or clamped)."""
-    i = operator.index(value)
-    if i < 0:
-        raise OverflowError("can't convert negative int to unsigned")
-    if i >> bits:
-        raise OverflowError("int too big to convert")
-    return i
 
 
 def _check_truncation(strategy: str, direction: str) -> None:
@@ -367,8 +355,8 @@ class Tokenizer:
             direction = _serde_name(trunc.get("direction", "Right"))
             _check_truncation(strategy, direction)
             self._truncate_with(
-                _unsigned(trunc["max_length"], 64),
-                _unsigned(trunc.get("stride", 0), 64),
+                unsigned(trunc["max_length"], 64),
+                unsigned(trunc.get("stride", 0), 64),
                 strategy,
                 direction,
             )
@@ -618,7 +606,7 @@ class Tokenizer:
         direction: str = "right",
     ) -> None:
         _check_truncation(strategy, direction)
-        max_length, stride = _unsigned(max_length, 64), _unsigned(stride, 64)
+        max_length, stride = unsigned(max_length, 64), unsigned(stride, 64)
         # HF's `with_truncation` refuses a stride the single template leaves no room for
         # (its length less the template's tokens, in usize: under 0 it wraps, and passes).
         added = self.num_special_tokens_to_add(False)
@@ -659,13 +647,13 @@ class Tokenizer:
         if not isinstance(pad_token, str):
             raise TypeError(f"pad_token must be a str, not {type(pad_token).__name__}")
         self._padding = {
-            "length": None if length is None else _unsigned(length, 64),
+            "length": None if length is None else unsigned(length, 64),
             "pad_to_multiple_of": (
-                None if pad_to_multiple_of is None else _unsigned(pad_to_multiple_of, 64)
+                None if pad_to_multiple_of is None else unsigned(pad_to_multiple_of, 64)
             ),
-            "pad_id": _unsigned(pad_id, 32),
+            "pad_id": unsigned(pad_id, 32),
             "pad_token": pad_token,
-            "pad_type_id": _unsigned(pad_type_id, 32),
+            "pad_type_id": unsigned(pad_type_id, 32),
             "direction": direction,
         }
 
@@ -846,7 +834,7 @@ class Tokenizer:
         return found if found is not None else self._model_vocab.get(token)
 
     def id_to_token(self, id: int) -> str | None:
-        id = _unsigned(id, 32)
+        id = unsigned(id, 32)
         if id < len(self._id_to_token):
             return self._id_to_token[id]
         return None
