@@ -418,6 +418,26 @@ def test_alignment_queries_are_hfs(name: str) -> None:
             assert _outcome(query, b) == _outcome(query, a), (text, pair, k)
 
 
+def test_from_pretrained_reads_the_hub_cache(tmp_path: Any, monkeypatch: Any) -> None:
+    # HF's `Tokenizer.from_pretrained("openai-community/gpt2")`, offline: the file comes from
+    # huggingface_hub's cache, laid out as a download leaves it.
+    hub = pytest.importorskip("huggingface_hub.constants")
+    model = tmp_path / "models--openai-community--gpt2"
+    commit = "0" * 40
+    (model / "refs").mkdir(parents=True)
+    (model / "refs" / "main").write_text(commit)
+    (model / "snapshots" / commit).mkdir(parents=True)
+    data = model_path("gpt-2").read_bytes()
+    (model / "snapshots" / commit / "tokenizer.json").write_bytes(data)
+    monkeypatch.setattr(hub, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(hub, "HF_HUB_OFFLINE", True)
+    face = ferrotok.hf.Tokenizer.from_pretrained("openai-community/gpt2")
+    hf = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
+    same(face.encode(TEXTS[-2]), hf.encode(TEXTS[-2]), "from_pretrained")
+    with pytest.raises(Exception, match="cache|offline|not found|connect"):
+        ferrotok.hf.Tokenizer.from_pretrained("no-such/model")
+
+
 def test_offset_trimming_takes_only_lists_that_match() -> None:
     # ByteLevel's trimming in the core, on the face's lists: lists that do not match raise.
     from ferrotok._core import trim_byte_level_offsets

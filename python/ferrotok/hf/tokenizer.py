@@ -395,6 +395,23 @@ class Tokenizer:
         return cls.from_str(bytes(buffer).decode("utf-8"))
 
     @classmethod
+    def from_pretrained(
+        cls, identifier: str, revision: str = "main", token: str | None = None
+    ) -> Tokenizer:
+        """The `tokenizer.json` of a model on the Hugging Face Hub, as HF's `from_pretrained`
+        finds it: through `huggingface_hub` (its cache, which `HF_HUB_OFFLINE=1` keeps to,
+        else a download), which must be installed."""
+        try:
+            from huggingface_hub import hf_hub_download
+        except ImportError as e:
+            raise ImportError(
+                "Tokenizer.from_pretrained needs huggingface_hub (pip install huggingface_hub); "
+                "Tokenizer.from_file reads a local tokenizer.json"
+            ) from e
+        path = hf_hub_download(identifier, "tokenizer.json", revision=revision, token=token)
+        return cls.from_file(path)
+
+    @classmethod
     def from_encoding(cls, encoding: CoreEncoding) -> Tokenizer:
         """The HF face of any ferrotok Encoding (an OpenAI one, a trained one): through its
         `to_hf` export when it was not loaded from a tokenizer.json."""
