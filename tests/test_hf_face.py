@@ -366,6 +366,8 @@ def test_a_post_processor_is_what_hf_reads_it_as(
         lambda t: t.enable_padding(length=1.5),
         lambda t: t.enable_padding(pad_to_multiple_of=-1),
         lambda t: t.enable_padding(pad_token=5),
+        lambda t: t.encode_batch(["a", None]),
+        lambda t: t.encode_batch_fast([None]),
     ],
 )
 def test_bad_arguments_raise_what_hf_raises(call: Any) -> None:

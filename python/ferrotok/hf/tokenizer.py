@@ -256,6 +256,8 @@ def _batch_items(input: Sequence[Any], is_pretokenized: bool) -> list[tuple[Any,
             first, second = item
         else:
             first = item
+        if first is None:
+            raise TypeError("a batch item must be a str or a (text, pair) tuple, not None")
         items.append((first, second))
     return items
 
