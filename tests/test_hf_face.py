@@ -304,8 +304,13 @@ SEP, CLS = ["<|endoftext|>", 50256], ["Hello", 15496]
             "BertProcessing",
         ),
         (
-            {"type": "BertProcessing", "sep": SEP, "cls": CLS, "trim_offsets": True}
-            | {"add_prefix_space": False},
+            {
+                "type": "BertProcessing",
+                "sep": SEP,
+                "cls": CLS,
+                "trim_offsets": True,
+                "add_prefix_space": False,
+            },
             "RobertaProcessing",
         ),
         ({"type": "ByteLevel", "sep": SEP, "cls": CLS}, "BertProcessing"),

@@ -49,43 +49,10 @@ def read_hf(path: StrPath) -> tuple[str, str]:
 
 
 def single_template(pp: Any) -> tuple[list[int], list[int]]:
-    """The ids the post-processor puts before and after a single sequence."""
-    try:
-        return _single_template(pp)
-    except (KeyError, TypeError, IndexError, AttributeError) as e:
-        msg = f"tokenizer.json: a malformed post-processor ({type(e).__name__}: {e})"
-        raise ValueError(msg) from e
+    """The ids the post-processor puts before and after a single sequence: HF's reading of
+    it (`ferrotok.hf.processors.build`, which refuses what HF refuses or ferrotok does not
+    read, with a ValueError naming it)."""
+    from .hf.processors import build
 
-
-def _single_template(pp: Any) -> tuple[list[int], list[int]]:
-    from .hf.processors import build, kind_of
-
-    if not pp:
-        return [], []
-    build(pp)  # refuses what HF refuses (or ferrotok does not read), naming it
-    kind = kind_of(pp)
-    if kind == "ByteLevel":
-        return [], []
-    if kind == "Sequence":
-        before: list[int] = []
-        after: list[int] = []
-        for p in pp.get("processors") or []:
-            b, a = _single_template(p)
-            before = b + before
-            after = after + a
-        return before, after
-    if kind in ("RobertaProcessing", "BertProcessing"):
-        return [int(pp["cls"][1])], [int(pp["sep"][1])]
-    if kind == "TemplateProcessing":
-        specials = pp.get("special_tokens") or {}
-        before, after = [], []
-        seen_sequence = False
-        for piece in pp.get("single") or []:
-            if "Sequence" in piece:
-                seen_sequence = True
-                continue
-            token = piece["SpecialToken"]["id"]
-            ids = [int(i) for i in specials[token]["ids"]]
-            (after if seen_sequence else before).extend(ids)
-        return before, after
-    raise ValueError(f"tokenizer.json: post-processor {kind} is not supported by ferrotok")
+    processor = build(pp)
+    return ([], []) if processor is None else processor.single_ids()

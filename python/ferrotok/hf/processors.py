@@ -27,6 +27,10 @@ class Processor:
     def added_tokens(self, is_pair: bool) -> int:
         return 0
 
+    def single_ids(self) -> tuple[list[int], list[int]]:
+        """The ids put before and after a single sequence (tiktoken's face's template)."""
+        return [], []
+
     def process_encodings(self, encodings: list[Encoding], add_special: bool) -> list[Encoding]:
         raise NotImplementedError
 
@@ -120,6 +124,17 @@ class Template(Processor):
         template = self.pair if is_pair else self.single
         return sum(len(p.ids) for p in template if isinstance(p, _SpecialPiece))
 
+    def single_ids(self) -> tuple[list[int], list[int]]:
+        before: list[int] = []
+        after: list[int] = []
+        side = before
+        for piece in self.single:
+            if isinstance(piece, _SpecialPiece):
+                side.extend(piece.ids)
+            else:
+                side = after  # the special tokens after the (first) sequence
+        return before, after
+
     def process_encodings(self, encodings: list[Encoding], add_special: bool) -> list[Encoding]:
         template, repeats = (
             (self.pair, self.pair_repeats)
@@ -178,6 +193,9 @@ class _Wrapping(Processor):
             return 4 if is_pair else 2
         return 3 if is_pair else 2
 
+    def single_ids(self) -> tuple[list[int], list[int]]:
+        return [self.cls[1]], [self.sep[1]]
+
     def _wrap(self, e: Encoding, first: bool, seq: int) -> Encoding:
         head = self.cls if first else self.sep
         if not first and not self.roberta:
@@ -233,6 +251,15 @@ class SequenceProcessor(Processor):
 
     def added_tokens(self, is_pair: bool) -> int:
         return sum(p.added_tokens(is_pair) for p in self.processors)
+
+    def single_ids(self) -> tuple[list[int], list[int]]:
+        # Each step wraps what the steps before it made.
+        before: list[int] = []
+        after: list[int] = []
+        for p in self.processors:
+            b, a = p.single_ids()
+            before, after = b + before, after + a
+        return before, after
 
     def process_encodings(self, encodings: list[Encoding], add_special: bool) -> list[Encoding]:
         for p in self.processors:
