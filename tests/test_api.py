@@ -535,6 +535,36 @@ def test_kimi_k2s_pattern_gives_tiktokens_ids() -> None:
     assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts)
 
 
+# Llama 4's pattern (Meta's `llama4` tiktoken `pat_str`, and its tokenizer.json's Split):
+# o200k's with its letter classes by ASCII case, each a look-ahead for a letter and a negated
+# ASCII range, which ferrotok runs on o200k's scanner (`rust/src/encode/pretok/o200k.rs`).
+LLAMA4_PATTERN = (
+    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+"
+    r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+    r"|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*"
+    r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def test_llama4s_pattern_gives_tiktokens_ids() -> None:
+    # Llama 4 ships a tiktoken file and this pattern; over o200k's ranks, ids as tiktoken's
+    # where its classes part from o200k's (letters beyond ASCII in both case runs, marks as
+    # punctuation, no `'ſ` contraction) and on corpus text.
+    _, o200k = pair("o200k_base")
+    kwargs = {"name": "llama4", "pat_str": LLAMA4_PATTERN,
+              "mergeable_ranks": o200k._mergeable_ranks, "special_tokens": {}}
+    ours, theirs = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
+    texts = ["a\u00c9b HTTPServer \u00c9COLE\u00e9cole e\u0301x x'\u017f x'S \u01c5ungla",
+             "\u02b0a \u4e2d\u6587!\n/x I'M don'T \u03a3\u03c3\u03c2 2024\u5e74\r\n\t//"]
+    for name in ["english", "code", "multilingual"]:
+        with open(corpus_file(f"{name}.txt"), encoding="utf-8") as f:
+            texts.append(f.read(200_000))
+    for text in texts:
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+    assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts)
+
+
 BYTES = {bytes([i]): i for i in range(256)}
 
 

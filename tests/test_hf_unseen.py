@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import SHARED
 from test_api import KIMI_K2_PATTERN as KIMI_K2_RE
+from test_api import LLAMA4_PATTERN as LLAMA4_RE
 from test_hf_face import FIELDS
 from test_hf_parity import check_transformers_patched
 
@@ -379,7 +380,22 @@ LLAMA31_SPECIALS = [
 ]
 
 
-def _llama31(pattern: str = LLAMA3_RE) -> str:
+LLAMA4_SPECIALS = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|fim_prefix|>",
+    "<|header_start|>",
+    "<|header_end|>",
+    "<|eom|>",
+    "<|eot|>",
+    "<|step|>",
+    "<|python_start|>",
+    "<|image|>",
+    "<|patch|>",
+]
+
+
+def _llama31(pattern: str = LLAMA3_RE, specials: list[str] = LLAMA31_SPECIALS) -> str:
     # Llama 3.1's pipeline (ignore_merges, its template) on Qwen2's whole vocabulary.
     return build(
         _qwen_plain(),
@@ -395,7 +411,7 @@ def _llama31(pattern: str = LLAMA3_RE) -> str:
                 ),
             ],
         },
-        added_tokens=[added(t) for t in LLAMA31_SPECIALS],
+        added_tokens=[added(t) for t in specials],
         model={"ignore_merges": True},
     )
 
@@ -689,6 +705,8 @@ FAMILIES: dict[str, Callable[[], str]] = {
     # Llama 3's pattern as some files write it, `\s*[\r\n]` for `\s*[\r\n]+` (the same
     # matches; gigatoken's loader knows it as GPT-4's).
     "llama3-one-newline": lambda: _llama31(LLAMA3_RE.replace(r"\s*[\r\n]+", r"\s*[\r\n]")),
+    # Llama 4: Llama 3.1's pipeline around its own Split and special tokens.
+    "llama4": lambda: _llama31(LLAMA4_RE, LLAMA4_SPECIALS),
     "qwen2.5": lambda: _qwen(QWEN25_ADDED, False),
     "qwen3": lambda: _qwen(QWEN3_ADDED, True),
     "qwen3.5": lambda: _qwen(QWEN3_ADDED, False, QWEN35_RE),
@@ -862,6 +880,19 @@ def test_kimi_k2s_pattern_runs_on_o200ks_scanner_with_han_apart() -> None:
     assert enc.decode(ids) == text
 
 
+def test_llama4s_pattern_runs_on_o200ks_scanner_with_letters_by_ascii_case() -> None:
+    # Llama 4's pattern is o200k's with its letter classes by ASCII case (every other letter
+    # in both, marks in neither) and contractions without `ſ`: o200k's scanner on a table of
+    # those classes (the tests above check the ids against HF's). It ran on fancy-regex's
+    # backtracking: its look-aheads are beyond the general path.
+    enc, _, hf, _ = family("llama4")
+    assert "split:llama4" in enc._core_bpe.hf_paths()
+    text = "aÉb HTTPServer ÉCOLEécole e\u0301x x'ſ x'S \u01c5ungla \u02b0a \u4e2d\u6587!\n/x"
+    ids = enc.encode_ordinary(text)
+    assert ids == hf.encode(text, add_special_tokens=False).ids
+    assert enc.decode(ids) == text
+
+
 def test_deepseek_v3_runs_on_its_fused_scanner() -> None:
     # Its three Splits ran step by step on the general path; one pass makes the same pieces
     # (the tests above check the ids against HF).
@@ -963,6 +994,10 @@ FRAGMENTS = [
     "\ufb01",
     "\u1e0b\u0323",
     "\u00e9",
+    "\u00c9",
+    "\u01c5",
+    "\u02b0",
+    "\u017f",
     "A",
     "abc",
     "Hello",

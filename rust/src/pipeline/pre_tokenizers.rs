@@ -465,6 +465,7 @@ impl PreTokenizer {
                     "qwen3.5" => "split:qwen3.5",
                     "tekken" => "split:tekken",
                     "kimi-k2" => "split:kimi-k2",
+                    "llama4" => "split:llama4",
                     "cl100k-digit-runs" => "split:cl100k-digit-runs",
                     "general" => "split:general",
                     "fancy-regex" => "split:fancy-regex",

@@ -14,6 +14,9 @@
 //! [`L`], which it sets iff `[\p{L}\p{M}]` matches c. `CharClasses::han_apart()` is the same
 //! but for [`U`] and [`W`], whose classes it reads with `&&[^\p{Han}]`, and [`H`], which it
 //! sets iff `\p{Han}` matches c (the other tables set [`H`] for no char).
+//! `CharClasses::ascii_case()` is the same but for [`U`] and [`W`], which it sets iff
+//! `[\p{L}&&[^a-z]]` and `[\p{L}&&[^A-Z]]` match c (the letter classes Llama 4's pattern
+//! writes as `(?=[\p{L}])([^a-z])` and `(?=[\p{L}])([^A-Z])`).
 //!
 //! Why this holds: the table is built at first use from the class ranges that
 //! `regex-syntax` produces for exactly those class expressions, and fancy-regex
@@ -117,6 +120,16 @@ impl CharClasses {
                 (r"\p{Han}", H),
             ])
         })
+    }
+
+    /// The table with [`U`] for `[\p{L}&&[^a-z]]` and [`W`] for `[\p{L}&&[^A-Z]]` (every
+    /// other bit as in [`CharClasses::get`]'s): o200k's letter classes as Llama 4's pattern
+    /// writes them, by ASCII case alone. Every letter but `A-Z` and `a-z` is in both, and marks
+    /// in neither (see `o200k.rs`).
+    pub(crate) fn ascii_case() -> &'static CharClasses {
+        static TABLE: ProcessOnce<CharClasses> = ProcessOnce::new();
+        TABLE
+            .get_or_init(|| CharClasses::build(&[(r"[\p{L}&&[^a-z]]", U), (r"[\p{L}&&[^A-Z]]", W)]))
     }
 
     /// End of the maximal run of chars whose class has `bit`, starting at `k`.

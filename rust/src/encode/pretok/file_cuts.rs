@@ -88,11 +88,12 @@ pub fn last_file_cut(data: &[u8], start: usize) -> usize {
 /// pieces every cut keeps: the OpenAI patterns' scanners, which the module docs argue for;
 /// Llama 3's pieces are cl100k's but for a text's last whitespace run after a newline (a
 /// part ends at a newline), Qwen2's and Qwen3.5's are Llama 3's with numbers cut or marks
-/// read as letters (neither joins a newline to what follows it), and Tekken's and Kimi K2's
-/// are o200k's with alternatives that take fewer chars (`pipeline/splitters.rs`,
-/// `pretok/o200k.rs`).
-pub const KEEPING_SPLITTERS: [&str; 8] = [
-    "r50k", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "tekken", "kimi-k2",
+/// read as letters (neither joins a newline to what follows it), Tekken's and Kimi K2's are
+/// o200k's with alternatives that take fewer chars, and Llama 4's are o200k's with letters
+/// told apart by ASCII case and marks as punctuation, whose runs take nothing after a newline
+/// but newlines and `/` (`pipeline/splitters.rs`, `pretok/o200k.rs`).
+pub const KEEPING_SPLITTERS: [&str; 9] = [
+    "r50k", "cl100k", "o200k", "llama3", "qwen2", "qwen3.5", "tekken", "kimi-k2", "llama4",
 ];
 
 /// Does the rule of [`last_file_cut`] hold for an encoding whose splitter is `kind` with
@@ -105,7 +106,7 @@ pub fn file_cuts_apply<'a>(kind: &str, mut specials: impl Iterator<Item = &'a st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::pretok::{Splitter, OPENAI_PATTERNS};
+    use crate::encode::pretok::{Splitter, LLAMA4_PATTERN, OPENAI_PATTERNS};
 
     #[test]
     fn cuts_follow_the_rule() {
@@ -152,12 +153,13 @@ mod tests {
     }
 
     /// The module's invariant on text built to hold many cuts and near-cuts: every cut splits
-    /// the pieces of all three patterns in two.
+    /// the pieces of the three patterns and of Llama 4's in two.
     #[test]
     fn pieces_split_at_every_cut() {
         let units = [
             "a", "Ab", "7", "123", " ", "  ", "\n", "\r\n", "\n\n", "/", "//", "{", "<", "#", "'s",
-            "'ll", "é", "中", "\u{301}", "\t", "\u{a0}", "\u{1c}", ".", "!!", "\u{3000}", "-",
+            "'ll", "é", "中", "\u{301}", "\t", "\u{a0}", "\u{1c}", ".", "!!", "\u{3000}", "-", "É",
+            "'ſ",
         ];
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
         let mut texts = Vec::new();
@@ -181,8 +183,12 @@ mod tests {
             v
         };
         let mut cuts = 0;
-        for (name, pattern) in OPENAI_PATTERNS {
+        for (name, pattern) in OPENAI_PATTERNS
+            .into_iter()
+            .chain([("llama4", LLAMA4_PATTERN)])
+        {
             let s = Splitter::new(pattern).unwrap();
+            assert_eq!(s.kind(), name);
             for t in &texts {
                 let mut end = t.len();
                 loop {

@@ -8,7 +8,8 @@
 //! `Splitter::new` picks the fastest path that keeps this invariant:
 //! - the three OpenAI patterns, recognised by exact string, get hand-written
 //!   scanners ([`r50k`], [`cl100k`], [`o200k`]; each file argues its equivalence), and so
-//!   does Kimi K2's ([`KIMI_K2_PATTERN`], on o200k's with Han runs apart).
+//!   do Kimi K2's ([`KIMI_K2_PATTERN`], on o200k's with Han runs apart) and Llama 4's
+//!   ([`LLAMA4_PATTERN`], on o200k's with letter classes by ASCII case).
 //!   Where 64 bytes of ASCII lie ahead, each finds all their pieces at once from class
 //!   masks (`ascii_window.rs`, with the rules per pattern in `*_block.rs`), and goes char by
 //!   char only elsewhere;
@@ -71,6 +72,18 @@ pub const KIMI_K2_PATTERN: &str = concat!(
     r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
+/// Llama 4's pattern (Meta's `llama4` tokenizer's `pat_str`, and its `tokenizer.json`'s
+/// `Split`; llama.cpp's `gpt-4o`): o200k's with its letter classes by ASCII case, each a
+/// look-ahead for a letter and a negated ASCII range, and contractions spelt out in ASCII
+/// (see [`o200k`]).
+pub const LLAMA4_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+",
+    r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|",
+    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*",
+    r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|",
+    r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
 /// The OpenAI patterns by name, for the bindings (`_core.OPENAI_PATTERNS`) and the file-cut
 /// rule ([`file_cuts`]): `r50k` is also p50k_base's and p50k_edit's.
 pub const OPENAI_PATTERNS: [(&str, &str); 3] = [
@@ -90,6 +103,8 @@ pub enum Splitter {
     O200k(o200k::O200k),
     /// [`KIMI_K2_PATTERN`], by o200k's scanner with Han runs apart.
     KimiK2(o200k::KimiK2),
+    /// [`LLAMA4_PATTERN`], by o200k's scanner with letter classes by ASCII case.
+    Llama4(o200k::Llama4),
     /// A pattern proven equivalent to a plain regex (see [`general`]).
     General(Box<general::General>),
 }
@@ -103,6 +118,7 @@ impl Splitter {
             CL100K_PATTERN => return Ok(Splitter::Cl100k(cl100k::Cl100k::new())),
             O200K_PATTERN => return Ok(Splitter::O200k(o200k::O200k::new())),
             KIMI_K2_PATTERN => return Ok(Splitter::KimiK2(o200k::KimiK2::new())),
+            LLAMA4_PATTERN => return Ok(Splitter::Llama4(o200k::Llama4::new())),
             _ => {}
         }
         let reference = Self::reference(pattern)?;
@@ -122,7 +138,7 @@ impl Splitter {
     }
 
     /// Which path this splitter takes: `"fancy-regex"`, `"r50k"`, `"cl100k"`,
-    /// `"o200k"`, `"kimi-k2"` or `"general"`.
+    /// `"o200k"`, `"kimi-k2"`, `"llama4"` or `"general"`.
     pub fn kind(&self) -> &'static str {
         match self {
             Splitter::Regex(_) => "fancy-regex",
@@ -130,6 +146,7 @@ impl Splitter {
             Splitter::Cl100k(_) => "cl100k",
             Splitter::O200k(_) => "o200k",
             Splitter::KimiK2(_) => "kimi-k2",
+            Splitter::Llama4(_) => "llama4",
             Splitter::General(_) => "general",
         }
     }
@@ -143,6 +160,7 @@ impl Splitter {
             Splitter::Cl100k(s) => s.scan(text, sink),
             Splitter::O200k(s) => s.scan(text, sink),
             Splitter::KimiK2(s) => kimi_k2_scan(s, text, sink),
+            Splitter::Llama4(s) => llama4_scan(s, text, sink),
             Splitter::General(_) | Splitter::Regex(_) => {
                 self.for_each_piece(text, |p| sink.piece(p))
             }
@@ -164,6 +182,7 @@ impl Splitter {
             Splitter::Cl100k(s) => s.for_each_piece(text, f),
             Splitter::O200k(s) => s.for_each_piece(text, f),
             Splitter::KimiK2(s) => kimi_k2_scan(s, text, &mut EachPiece(f)),
+            Splitter::Llama4(s) => llama4_scan(s, text, &mut EachPiece(f)),
             Splitter::General(g) => g.for_each_piece(text, f),
             Splitter::Regex(re) => {
                 // One search may scan to the end of the text, which the backtrack limit
@@ -213,6 +232,13 @@ fn kimi_k2_scan<'t>(s: &o200k::KimiK2, text: &'t str, sink: &mut impl Pieces<'t>
     s.scan(text, sink)
 }
 
+/// Llama 4's scan, out of line and cold for the reason [`kimi_k2_scan`] is.
+#[cold]
+#[inline(never)]
+fn llama4_scan<'t>(s: &o200k::Llama4, text: &'t str, sink: &mut impl Pieces<'t>) -> Result<()> {
+    s.scan(text, sink)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,6 +277,36 @@ mod tests {
             ("a中文b", vec!["a", "中文", "b"]),
             (" 中x", vec![" ", "中", "x"]),
             ("!\n/x", vec!["!\n", "/x"]),
+        ] {
+            assert_eq!(pieces(&fast, t), want, "{t:?}");
+            assert_ne!(pieces(&o200k, t), want, "{t:?}");
+        }
+    }
+
+    /// Llama 4's splitter against its pattern on the reference engine, on random texts of
+    /// letters of every case kind (ASCII and not: upper, lower, title, modifier, other), marks,
+    /// `ſ`, apostrophes, digits, punctuation, `/`, spaces and newlines.
+    #[test]
+    fn llama4_equals_its_pattern() {
+        let alphabet: Vec<char> =
+            "aZsStTlLdD1 '\n\r\t./!ÉéΣσǅʰ中あſ\u{301}\u{94d}²٣\u{a0}\u{10400}\u{10428}"
+                .chars()
+                .collect();
+        let fast = Splitter::new(LLAMA4_PATTERN).unwrap();
+        assert_eq!(fast.kind(), "llama4");
+        let reference = Splitter::reference(LLAMA4_PATTERN).unwrap();
+        let mut rng = crate::test_rng::Rng(0x6C6C_616D_6134_0001);
+        for round in 0..8000 {
+            let text: String = (0..1 + round % 60).map(|_| *rng.pick(&alphabet)).collect();
+            assert_eq!(pieces(&fast, &text), pieces(&reference, &text), "{text:?}");
+        }
+        // Where its classes part from o200k's: a non-ASCII lower-case letter continues an
+        // upper-case run, marks are punctuation, and `'ſ` is no contraction.
+        let o200k = Splitter::new(O200K_PATTERN).unwrap();
+        for (t, want) in [
+            ("aÉb", vec!["aÉb"]),
+            ("e\u{301}x", vec!["e", "\u{301}x"]),
+            ("x'ſ", vec!["x", "'ſ"]),
         ] {
             assert_eq!(pieces(&fast, t), want, "{t:?}");
             assert_ne!(pieces(&o200k, t), want, "{t:?}");
@@ -316,7 +372,7 @@ mod tests {
             "''s ' 's",
             "ÀB'S ÀB'sx",
         ];
-        for p in [R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN] {
+        for p in [R50K_PATTERN, CL100K_PATTERN, O200K_PATTERN, LLAMA4_PATTERN] {
             let fast = Splitter::new(p).unwrap();
             let slow = Splitter::reference(p).unwrap();
             for c in cases {

@@ -58,8 +58,25 @@
 //! as they take any N or P char. No Han char is ASCII, so the fast path's rules are o200k's
 //! with A4's tail of `\r` and `\n` only.
 //!
+//! [`Llama4`] splits Llama 4's pattern, o200k's written without `\p{Lu}` and its kin (as
+//! llama.cpp's `gpt-4o` pre-tokenizer and Meta's `llama4` tokenizer write it):
+//!
+//! ```text
+//! A1 [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?
+//! A2 [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|...)?
+//! ```
+//!
+//! then A3-A7 as in o200k. `(?=[\p{L}])([^a-z])` is one char, a letter but not `a-z`: U =
+//! `[\p{L}&&[^a-z]]` and W = `[\p{L}&&[^A-Z]]`, which [`CharClasses::ascii_case`] holds.
+//! The argument above reads no more of U and W than that a char in either is a letter or a
+//! mark, and so holds for these sets too: every letter but `A-Z` and `a-z` is in both, and a
+//! mark in neither (a mark is then an X and a P char, which A1/A2 never take past their
+//! first char, and the table says so). C is written out in ASCII, so `ſ` ends no contraction
+//! here. On ASCII U and W are o200k's, so the fast path's rules are o200k's; they leave any
+//! `'` whose contraction could need a byte they do not classify to this code.
+//!
 //! One set of rules, `Family`, with C, A3's length, A0 and A4's `/` as parameters, serves
-//! the three.
+//! the four.
 
 use super::ascii_window::splitter_type;
 use super::classes::{ascii_run_end, run3_end, AsciiRun, CharClasses, END, H, L, N, NL, S, U, W};
@@ -79,6 +96,14 @@ splitter_type!(
 );
 
 splitter_type!(
+    /// The splitter of Llama 4's pattern: o200k's rules with letter classes by ASCII case and
+    /// contractions without `ſ` (see the module docs), on [`CharClasses::ascii_case`].
+    Llama4,
+    o200k_block::boundaries,
+    classes: CharClasses::ascii_case()
+);
+
+splitter_type!(
     /// The splitter of Kimi K2's pattern: o200k's rules with Han runs apart and A4's tail
     /// without `/` (see the module docs), on [`CharClasses::han_apart`].
     KimiK2,
@@ -90,7 +115,15 @@ impl O200k {
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
-        Family::<true, 3, false, true>(self.t).piece_end(b, i)
+        Family::<C_FOLDED, 3, false, true>(self.t).piece_end(b, i)
+    }
+}
+
+impl Llama4 {
+    /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
+    #[inline(always)]
+    pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
+        Family::<C_ASCII, 3, false, true>(self.t).piece_end(b, i)
     }
 }
 
@@ -98,7 +131,7 @@ impl KimiK2 {
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
-        Family::<true, 3, true, false>(self.t).piece_end(b, i)
+        Family::<C_FOLDED, 3, true, false>(self.t).piece_end(b, i)
     }
 }
 
@@ -106,19 +139,27 @@ impl Tekken {
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
     #[inline(always)]
     pub(super) fn piece_end(&self, b: &[u8], i: usize) -> usize {
-        Family::<false, 1, false, true>(self.t).piece_end(b, i)
+        Family::<NO_C, 1, false, true>(self.t).piece_end(b, i)
     }
 }
 
-/// The rules of the family: `CONTRACTIONS` whether the letter alternatives end in `C`,
+/// No `C` (Tekken).
+const NO_C: u8 = 0;
+/// `C` as `(?i:'s|'t|'re|'ve|'m|'ll|'d)`, whose case folding adds `ſ` to `s` (o200k, Kimi K2).
+const C_FOLDED: u8 = 1;
+/// `C` as `'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]` (Llama 4).
+const C_ASCII: u8 = 2;
+
+/// The rules of the family: `CONTRACTIONS` how the letter alternatives end in `C` (`NO_C`,
+/// `C_FOLDED`, `C_ASCII`),
 /// `DIGITS` the longest `\p{N}` piece (3 in o200k, 1 in Tekken), `HAN` whether A0 takes Han
 /// runs first (Kimi K2, on a table with [`H`]), `SLASH` whether A4's tail takes `/`.
 #[derive(Clone, Copy)]
-struct Family<const CONTRACTIONS: bool, const DIGITS: usize, const HAN: bool, const SLASH: bool>(
+struct Family<const CONTRACTIONS: u8, const DIGITS: usize, const HAN: bool, const SLASH: bool>(
     &'static CharClasses,
 );
 
-impl<const CONTRACTIONS: bool, const DIGITS: usize, const HAN: bool, const SLASH: bool>
+impl<const CONTRACTIONS: u8, const DIGITS: usize, const HAN: bool, const SLASH: bool>
     Family<CONTRACTIONS, DIGITS, HAN, SLASH>
 {
     /// End of the piece starting at char boundary `i < b.len()`; always `> i`.
@@ -308,7 +349,7 @@ fn kind(b: &[u8], k: usize) -> Option<u8> {
 /// prefix (no W char, and an ASCII prefix is no mark), and A2 matches up to a.
 /// Either way C follows at e. Other kinds follow A3-A7 as in the general code.
 #[inline(always)]
-fn ascii_piece<const CONTRACTIONS: bool, const DIGITS: usize, const SLASH: bool>(
+fn ascii_piece<const CONTRACTIONS: u8, const DIGITS: usize, const SLASH: bool>(
     b: &[u8],
     i: usize,
 ) -> Option<usize> {
@@ -389,17 +430,17 @@ fn tail_end<const SLASH: bool>(b: &[u8], mut k: usize) -> usize {
 
 /// End of `C?` at `k`: [`contraction_end`] where the family has `C`, else `k`.
 #[inline(always)]
-fn c_end<const CONTRACTIONS: bool>(b: &[u8], k: usize) -> usize {
-    if CONTRACTIONS {
-        contraction_end(b, k)
-    } else {
-        k
+fn c_end<const CONTRACTIONS: u8>(b: &[u8], k: usize) -> usize {
+    match CONTRACTIONS {
+        NO_C => k,
+        C_FOLDED => contraction_end::<true>(b, k),
+        _ => contraction_end::<false>(b, k),
     }
 }
 
-/// End of `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` at `k`.
+/// End of `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` at `k` (`'ſ` a contraction iff `LONG_S`).
 #[inline(always)]
-fn contraction_end(b: &[u8], k: usize) -> usize {
+fn contraction_end<const LONG_S: bool>(b: &[u8], k: usize) -> usize {
     if b.get(k) != Some(&b'\'') {
         return k;
     }
@@ -408,7 +449,7 @@ fn contraction_end(b: &[u8], k: usize) -> usize {
         (Some(b's' | b't' | b'm' | b'd'), _) => k + 2,
         (Some(b'r'), Some(b'e')) | (Some(b'v'), Some(b'e')) | (Some(b'l'), Some(b'l')) => k + 3,
         // ſ (U+017F) folds to s.
-        (Some(0xC5), Some(0xBF)) => k + 3,
+        (Some(0xC5), Some(0xBF)) if LONG_S => k + 3,
         _ => k,
     }
 }

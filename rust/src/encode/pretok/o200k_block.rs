@@ -191,6 +191,23 @@ mod o200k_rules {
 }
 
 #[cfg(test)]
+mod llama4_rules {
+    use super::boundaries;
+    // Llama 4's scanner takes o200k's rules for ASCII: checked against its own char path,
+    // with tails whose classes differ from o200k's (lower and upper case letters beyond ASCII,
+    // marks, `ſ`).
+    crate::encode::pretok::ascii_window::boundaries_test!(
+        crate::encode::pretok::o200k::Llama4,
+        parts: [
+            "a", "Z", "s", "S", "t", "l", "L", "'", " ", "  ", "\n", "\r", "\t", "1", "22",
+            "4444", ".", "!?", "/", "//", "'s", "'ll", "'VE", "'x", " '", "\n\n", " \n ", "aB",
+            "ABc", "HTTPServer", "don't", "IT'S", "x's's", ".\n/", ";\n",
+        ],
+        tails: ["A", "/", "ſ", "É", "é", "\u{301}", "ʰ", "ǅ", "中"],
+    );
+}
+
+#[cfg(test)]
 mod kimi_k2_rules {
     use super::boundaries_kimi_k2 as boundaries;
     crate::encode::pretok::ascii_window::boundaries_test!(
