@@ -663,12 +663,13 @@ def test_every_pair_of_fragments_about_a_newline_cuts_as_the_pipeline_encodes(mo
         assert_parts_encode_as_whole(enc, text, 4096)
 
 
-@pytest.mark.parametrize("name", ["deepseek-v3", "kimi-k2", "llama4"])
+@pytest.mark.parametrize("name", ["deepseek-v3", "kimi-k2", "llama4", "tekken-gguf"])
 def test_fragment_pairs_cut_as_hf_encodes_in_models_not_shared(name: str) -> None:
-    """The same for three families of `test_hf_unseen` on a scanner of their own (DeepSeek
-    V3's fused scanner, Kimi K2's and Llama 4's on o200k's), against HF's ids of the whole
-    text, with fragments of their number and Han/kana groups and of letters whose case class
-    Llama 4 reads apart from o200k."""
+    """The same for families of `test_hf_unseen` on a scanner of their own (DeepSeek V3's
+    fused scanner; Kimi K2's, Llama 4's and Tekken's with Llama 4's letter classes on
+    o200k's), against HF's ids of the whole text, with fragments of their number and
+    Han/kana groups and of letters whose case class Llama 4's classes read apart from
+    o200k's."""
     from test_hf_unseen import family
 
     enc, _, hf_tok, _ = family(name)

@@ -235,6 +235,13 @@ TEKKEN_RE = (
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+# Tekken's pattern with Llama 4's letter classes (llama.cpp's `tekken`, and the tokenizers GGUF
+# converters such as mistral.rs's build from it).
+TEKKEN_ASCII_CASE_RE = (
+    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+"
+    r"|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*"
+    r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 BLOOM_RE = " ?[^(\\s|[.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c])]+"
 DEEPSEEK_V3_RES = [
     r"\p{N}{1,3}",
@@ -522,12 +529,12 @@ def _jais() -> str:
     )
 
 
-def _tekken_v3() -> str:
+def _tekken_v3(pattern: str = TEKKEN_RE) -> str:
     # Mistral's Tekken pattern over HF-trained merges without ignore_merges, <s> template.
     specials = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[IMG]"]
     return build(
         base(*QWEN_TINY),
-        pre_tokenizer=seq(split(TEKKEN_RE), byte_level(regex=False)),
+        pre_tokenizer=seq(split(pattern), byte_level(regex=False)),
         post_processor=lambda ids: {
             "type": "Sequence",
             "processors": [
@@ -716,6 +723,7 @@ FAMILIES: dict[str, Callable[[], str]] = {
     "kimi-k2": _kimi_k2,
     "tiktoken-cl100k-pattern": _tiktoken_pattern,
     "tekken-v3": _tekken_v3,
+    "tekken-gguf": lambda: _tekken_v3(TEKKEN_ASCII_CASE_RE),
     "whisper": _whisper,
     "deberta": _deberta,
     "opt": _opt,
@@ -891,6 +899,16 @@ def test_llama4s_pattern_runs_on_o200ks_scanner_with_letters_by_ascii_case() -> 
     ids = enc.encode_ordinary(text)
     assert ids == hf.encode(text, add_special_tokens=False).ids
     assert enc.decode(ids) == text
+
+
+def test_tekkens_pattern_with_llama4s_letter_classes_runs_on_tekkens_scanner() -> None:
+    # Tekken's pattern spelt with Llama 4's look-aheads (as GGUF converters build it): Tekken's
+    # scanner on the table of those classes (the tests above check the ids against HF's).
+    enc, _, hf, _ = family("tekken-gguf")
+    assert "split:tekken" in enc._core_bpe.hf_paths()
+    text = "a\u00c9b HTTPServer e\u0301x x'\u017f \u01c5ungla 2024 \u4e2d!\n/x"
+    ids = enc.encode_ordinary(text)
+    assert ids == hf.encode(text, add_special_tokens=False).ids
 
 
 def test_deepseek_v3_runs_on_its_fused_scanner() -> None:

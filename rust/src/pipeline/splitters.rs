@@ -34,7 +34,12 @@
 //! Mistral's Tekken pattern is o200k_base's without the contraction that ends o200k's two
 //! letter alternatives, and with `\p{N}` for `\p{N}{1,3}`: it runs on o200k's scanner with
 //! those two rules switched (`pretok/o200k.rs` argues both). (Kimi K2's pattern, o200k's with
-//! Han runs apart, is one of `Splitter::new`'s own.)
+//! Han runs apart, and Llama 4's, o200k's with letter classes by ASCII case, are
+//! `Splitter::new`'s own.) Tekken's pattern is also written with Llama 4's letter classes, a
+//! look-ahead for a letter and a negated ASCII range each (llama.cpp's `tekken`, and the
+//! tokenizers that GGUF converters such as mistral.rs's build from it): the same scanner on
+//! the table of those classes (`CharClasses::ascii_case`; Tekken has no contraction, so
+//! Llama 4's other difference, `ſ`, does not arise).
 //!
 //! cl100k_base's own pattern copied into a `Split` (as transformers' `TikTokenConverter` writes
 //! it) is read by Oniguruma with `\p{N}{1,3}+` as `(?:\p{N}{1,3})+`, which takes a whole run
@@ -81,6 +86,13 @@ pub const TEKKEN_PATTERN: &str = concat!(
     r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
+/// [`TEKKEN_PATTERN`] with Llama 4's letter classes (see the module docs).
+pub const TEKKEN_ASCII_CASE_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|",
+    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|",
+    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
 /// The `Split` regexes ferrotok's `Encoding.to_hf` writes for OpenAI's patterns
 /// (`ferrotok.hf.regex.to_oniguruma` of each: possessives as atomic groups, `$` as `\z`), with
 /// the pattern each stands for. `to_oniguruma` promises that Oniguruma splits a text with the
@@ -113,7 +125,8 @@ pub enum PieceSplitter {
     Qwen2(Splitter),
     /// Qwen3.5's pattern: Qwen2's, marks read as letters (see the module docs).
     Qwen35(Splitter),
-    /// Tekken's pattern, by o200k's scanner without contractions, one digit a piece.
+    /// Tekken's pattern, by o200k's scanner without contractions, one digit a piece (in
+    /// either of its spellings, each on its own table of classes).
     Tekken(Tekken),
     /// cl100k's pattern as Oniguruma reads it: cl100k's pieces, each run of numbers pieces
     /// one piece (see the module docs).
@@ -141,6 +154,10 @@ impl PieceSplitter {
         }
         if pattern == TEKKEN_PATTERN {
             return Ok(PieceSplitter::Tekken(Tekken::new()));
+        }
+        if pattern == TEKKEN_ASCII_CASE_PATTERN {
+            let ascii_case = Tekken::with_classes(CharClasses::ascii_case());
+            return Ok(PieceSplitter::Tekken(ascii_case));
         }
         if pattern == cl100k_as_oniguruma_reads_it() {
             return Ok(PieceSplitter::DigitRuns(Splitter::new(CL100K_PATTERN)?));
@@ -415,9 +432,26 @@ mod tests {
 
     #[test]
     fn tekken_equals_its_pattern_on_the_reference_engine() {
-        let fast = PieceSplitter::new(TEKKEN_PATTERN).unwrap();
+        tekken_form_equals_its_pattern(TEKKEN_PATTERN);
+    }
+
+    /// Tekken's pattern with Llama 4's letter classes, where they part from o200k's: a
+    /// non-ASCII lower-case letter goes on from an upper-case run, a mark is punctuation.
+    #[test]
+    fn tekken_with_letter_classes_by_ascii_case_equals_its_pattern() {
+        tekken_form_equals_its_pattern(TEKKEN_ASCII_CASE_PATTERN);
+        let fast = PieceSplitter::new(TEKKEN_ASCII_CASE_PATTERN).unwrap();
+        let o200k_classes = PieceSplitter::new(TEKKEN_PATTERN).unwrap();
+        for (t, want) in [("aÉb", vec!["aÉb"]), ("e\u{301}x", vec!["e", "\u{301}x"])] {
+            assert_eq!(pieces(&fast, t), want, "{t:?}");
+            assert_ne!(pieces(&o200k_classes, t), want, "{t:?}");
+        }
+    }
+
+    fn tekken_form_equals_its_pattern(pattern: &str) {
+        let fast = PieceSplitter::new(pattern).unwrap();
         assert_eq!(fast.kind(), "tekken");
-        let reference = PieceSplitter::Plain(Splitter::reference(TEKKEN_PATTERN).unwrap());
+        let reference = PieceSplitter::Plain(Splitter::reference(pattern).unwrap());
         for t in [
             "don't DON'T x's's it'll WE'VE ſ'ſ",
             "year 2024, 1234567 and \u{661}\u{662}\u{663} \u{bd}x\u{b2}",
@@ -497,7 +531,9 @@ mod tests {
             LLAMA3_PATTERN,
             QWEN2_PATTERN,
             TEKKEN_PATTERN,
+            TEKKEN_ASCII_CASE_PATTERN,
             KIMI_K2_PATTERN,
+            crate::encode::pretok::LLAMA4_PATTERN,
             crate::encode::pretok::R50K_PATTERN,
             CL100K_PATTERN,
             crate::encode::pretok::O200K_PATTERN,
