@@ -21,6 +21,7 @@ from typing import Any
 import ferrotok
 import ferrotok.hf
 import pytest
+from ferrotok.cli import cuts as cli_cuts
 from hf_support import sample_all
 from test_hf_parity import check_face, check_ids, check_survives, check_transformers_patched, loaded
 
@@ -175,16 +176,24 @@ def test_trained_model_in_each_layout(tmp_path: Path, layout: str) -> None:
 
 
 CUT_LAYOUTS = {"t5-hub", "whitespace-first", "whitespace"}
+# Metaspace alone, cutting at each `▁` (XLM-R's, the converters' files): cut just before a
+# newline that the normalizer makes a space, the `▁` that starts the next word.
+CUT_BEFORE_NEWLINE = {"metaspace", "never"}
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_the_command_line_cuts_t5s_layouts_and_no_other(tmp_path: Path, layout: str) -> None:
+def test_the_command_line_cuts_t5s_and_xlmrs_layouts_and_no_other(
+    tmp_path: Path, layout: str
+) -> None:
     # WhitespaceSplit first (T5's files: then Metaspace on each piece, each with its `▁`,
     # with "first" only the text's first, which a part after the first does not hold), and
     # behind `Precompiled` and a `Replace` of space runs by a space: a part ends at the
     # newline a space became, and the ids of the parts joined are the whole's. Metaspace
-    # alone (XLM-R's, the converters' files) gives the space before a part's first word a
-    # `▁` of its own in the part before: read whole.
+    # alone, splitting, behind `Precompiled` (which makes the newline a space): cut before
+    # the newline, whose `▁` then starts the part after as it starts the whole's word there;
+    # not where the line before ends in what normalizes to a space (`x\u200b`), which the
+    # `Replace` joins with the newline's in the whole text. Without a normalizer the newline
+    # stays inside a word: read whole.
     from test_cli import assert_parts_encode_as_whole
 
     cfg = trained()
@@ -198,9 +207,21 @@ def test_the_command_line_cuts_t5s_layouts_and_no_other(tmp_path: Path, layout: 
         cfg["normalizer"] = normalizer
         (tmp_path / str(i)).mkdir()
         enc, _, _ = load(tmp_path / str(i), cfg)
-        assert enc._core_bpe.file_cuts_apply() == (layout in CUT_LAYOUTS), (layout, i)
-        if layout in CUT_LAYOUTS:
+        before_newline = layout in CUT_BEFORE_NEWLINE and normalizer is not None
+        cuts = layout in CUT_LAYOUTS or before_newline
+        assert enc._core_bpe.file_cuts_apply() == cuts, (layout, i)
+        if cuts:
             assert_parts_encode_as_whole(enc, text, 2048)
+        if before_newline:
+            # Lines that end in what normalizes to a space, among others, read in small blocks:
+            # cuts fall next to them and skip them.
+            lines = ["a x\u200b", "b c", "d\u00a8", "e\u2581", "f g h"] * 60
+            assert_parts_encode_as_whole(enc, "\n".join(lines) + "\n", 40)
+            # The newline of the last cut, past the line that ends in `\u200b`.
+            data = "ab\nx\u200b\ny".encode()
+            assert enc._core_bpe.last_file_cut(data) == 2
+            assert enc._core_bpe.last_file_cut(b"ab\ncd\nef") == 5
+            assert cli_cuts.last_cut(b"ab\ncd\nef") == 6  # the rule alone: after it
 
 
 # Normalizers SentencePiece's converters write (besides `Precompiled`, tested below): `Strip`

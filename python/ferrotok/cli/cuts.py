@@ -11,6 +11,8 @@ normalizer but NFC; a model that encodes each pre-token alone behind a pre-token
 at whitespace first, and a normalizer that keeps the newline whitespace; SentencePiece BPE
 whose newline is merged with nothing, each part after the first then encoded without the `▁`
 in front, `continues`; no added token holding a "\\n" or taking the whitespace before it).
+Unigram behind `Metaspace` alone (XLM-R's files) is cut just before that "\\n" instead, where
+the normalizer makes it the space that starts the next word (`Pipeline::last_file_cut`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ if TYPE_CHECKING:
     from ..core import Encoding
 
 
-def last_cut(data: bytes | bytearray, start: int = 0) -> int:
-    """The last place in `data[start:]` (UTF-8) where it may be cut, or 0. (Only the bytes
+def last_cut(data: bytes | bytearray, start: int = 0, enc: Encoding | None = None) -> int:
+    """The last place in `data[start:]` (UTF-8) where it may be cut, or 0: by the rule, or
+    where `enc`'s pipeline cuts (`data` then starts a text or at a cut). (Only the bytes
     added since the last search need searching: text with no cut costs one pass.)"""
+    if enc is not None:
+        return enc._core_bpe.last_file_cut(data, start)
     return last_file_cut(data, start)
 
 

@@ -194,7 +194,7 @@ def file_parts(
         # A short block is the end of the file (a buffered read returns less only there):
         # read on to be sure rather than cut, so that a small file is one part.
         if len(block) == BLOCK:
-            cut = last_cut(pending, searched)
+            cut = last_cut(pending, searched, enc)
         else:
             cut = 0 if block else len(pending)
         if cut or not block:

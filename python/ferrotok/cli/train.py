@@ -262,7 +262,7 @@ def _tokens_per_byte(
                     break
                 searched = max(len(pending) - 1, 0)
                 pending += chunk
-                cut = last_cut(pending, searched) if block < _MEASURE_BYTES else 0
+                cut = last_cut(pending, searched, enc) if block < _MEASURE_BYTES else 0
                 if cut:
                     add(pending[:cut])
                     pending = pending[cut:]

@@ -292,6 +292,16 @@ impl Encoder {
         }
     }
 
+    /// The last place in `data[start..]` where a file may be cut for
+    /// [`Encoder::file_cuts_apply`]: `encode::pretok::file_cuts`'s rule, or the pipeline's
+    /// (`Pipeline::last_file_cut`). 0 if there is none.
+    pub fn last_file_cut(&self, data: &[u8], start: usize) -> usize {
+        match &self.hf {
+            Some(hf) => hf.last_file_cut(data, start),
+            None => file_cuts::last_file_cut(data, start),
+        }
+    }
+
     /// [`Encoder::encode`] of a part of a text cut where `encode::pretok::file_cuts` cuts
     /// (the command line's parts of a file); `continues`: the part is not the text's first,
     /// which only a `tokenizer.json` pipeline tells apart (see `Pipeline::encode_part_into`).

@@ -52,6 +52,7 @@ use crate::encode::bpe::piece_cache::Local;
 use crate::encode::bpe::tables::BpeVocab;
 use crate::encode::bpe::{short_home_in, PieceStep, ShortFirst};
 use crate::encode::encoder::{Allowed, Encoder};
+use crate::encode::pretok::file_cuts::last_file_cut;
 use crate::error::{Error, Result};
 use crate::vocab::{Rank, NO_RANK};
 use added_tokens::{AddedVocab, Which};
@@ -794,6 +795,8 @@ impl Pipeline {
     ///   the model merges the newline with nothing
     ///   ([`sentencepiece_bpe::SentencePieceBpe::keeps_newline_cuts`]): each part but the
     ///   first then goes without the `▁` in front ([`Pipeline::encode_part_into`]).
+    /// - Unigram behind `Metaspace` alone, cut just before the newline instead
+    ///   ([`Pipeline::file_cuts_before_newline`], [`Pipeline::last_file_cut`]).
     pub fn file_cuts_apply(&self) -> bool {
         let pipeline_keeps_cuts = match &self.model {
             Model::ByteLevel(_) => {
@@ -815,6 +818,7 @@ impl Pipeline {
                         .as_ref()
                         .is_none_or(Normalizer::keeps_newline_cuts)
                     && (self.pretok.keeps_file_cuts() || self.pretok.cuts_at_whitespace())
+                    || self.file_cuts_before_newline()
             }
         };
         // A normalized added token is matched on the normalized text: it must not hold what
@@ -830,6 +834,62 @@ impl Pipeline {
                     || t.content.contains(['\n', '\r'])
                     || (t.normalized && meets_newline(&t.content))
             })
+    }
+
+    /// Whether a file is cut just before the `"\n"` of [`last_file_cut`]'s rule, not after
+    /// it: Unigram behind `Metaspace` alone, cutting before each `▁` (XLM-R's files, the
+    /// converters' layout), behind a normalizer that keeps the newline cuts
+    /// ([`Normalizer::keeps_newline_cuts`]) and makes a newline one space (`Precompiled`'s
+    /// NMT maps). That space is the `▁` that starts the whole text's next piece, so a part
+    /// that starts with the newline starts with that piece, and gets no other `▁` in front
+    /// (Metaspace puts none before a `▁`, whatever its scheme); a part that ends before it
+    /// ends with the whole's piece before, if its last line, normalized, does not end in
+    /// whitespace ([`Pipeline::last_file_cut`] looks). No added token may take the newline
+    /// after it (`rstrip`), which the part before no longer holds.
+    pub fn file_cuts_before_newline(&self) -> bool {
+        matches!(self.model, Model::Unigram(_))
+            && !self.metaspace_per_piece
+            && self.metaspace.as_ref().is_some_and(|m| m.split)
+            && self.pretok.is_none()
+            && self
+                .normalizer
+                .as_ref()
+                .is_some_and(|n| n.keeps_newline_cuts() && n.normalize("\n") == " ")
+            && !self.added.tokens.iter().any(|t| t.rstrip)
+    }
+
+    /// The last place in `data[start..]` where this pipeline's text may be cut, or 0: where
+    /// [`last_file_cut`] cuts, or with [`Pipeline::file_cuts_before_newline`] at the newline
+    /// before such a cut, of the last cut whose line before normalizes to text that ends in
+    /// a char but whitespace. (Ending in a space, it would be a `▁` of its own in the part
+    /// before, where the whole text has one space for it and the newline, after a `Replace`
+    /// of space runs.) `data` starts a text or at a cut, so its lines start where the
+    /// text's do.
+    pub fn last_file_cut(&self, data: &[u8], start: usize) -> usize {
+        if !self.file_cuts_before_newline() {
+            return last_file_cut(data, start);
+        }
+        let mut end = data.len();
+        loop {
+            let cut = last_file_cut(&data[..end], start);
+            if cut == 0 {
+                return 0;
+            }
+            let newline = cut - 1;
+            let line_start = data[..newline]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let ends_in_a_char = |line: &str| {
+                let normalized = self.normalizer.as_ref().map(|n| n.normalize(line));
+                normalized
+                    .is_some_and(|t| t.chars().next_back().is_some_and(|c| !c.is_whitespace()))
+            };
+            if std::str::from_utf8(&data[line_start..newline]).is_ok_and(ends_in_a_char) {
+                return newline;
+            }
+            end = newline;
+        }
     }
 
     /// The paths this pipeline runs on, for tests and benchmarks: the model's fast paths

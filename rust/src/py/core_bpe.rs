@@ -301,6 +301,14 @@ impl PyCoreBPE {
         self.inner.file_cuts_apply()
     }
 
+    /// The last place in `data[start:]` (`bytes` or a `bytearray` that starts a text or at a
+    /// cut) where this encoding's text may be cut, or 0 (`Encoder::last_file_cut`: the
+    /// module's `last_file_cut`, or the pipeline's).
+    #[pyo3(signature = (data, start = 0))]
+    fn last_file_cut(&self, data: &Bound<'_, PyAny>, start: usize) -> PyResult<usize> {
+        super::patterns::with_bytes(data, |b| self.inner.last_file_cut(b, start))
+    }
+
     /// The paths a HuggingFace pipeline runs on (empty for other encoders).
     fn hf_paths(&self) -> Vec<&'static str> {
         self.inner

@@ -15,13 +15,20 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict};
 #[pyfunction]
 #[pyo3(signature = (data, start = 0))]
 fn last_file_cut(data: &Bound<'_, PyAny>, start: usize) -> PyResult<usize> {
+    with_bytes(data, |b| file_cuts::last_file_cut(b, start))
+}
+
+/// `f` of the bytes of `data` (`bytes` or a `bytearray`), read in place with the GIL held;
+/// `f` must run no Python code.
+pub(super) fn with_bytes<R>(data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
     if let Ok(b) = data.cast::<PyBytes>() {
-        return Ok(file_cuts::last_file_cut(b.as_bytes(), start));
+        return Ok(f(b.as_bytes()));
     }
     if let Ok(b) = data.cast::<PyByteArray>() {
         // SAFETY: the slice is used only inside this call, which holds the GIL throughout
-        // and runs no Python code, so nothing can resize or free the bytearray meanwhile.
-        return Ok(file_cuts::last_file_cut(unsafe { b.as_bytes() }, start));
+        // and runs no Python code (`f` may not), so nothing can resize or free the bytearray
+        // meanwhile.
+        return Ok(f(unsafe { b.as_bytes() }));
     }
     Err(PyTypeError::new_err(format!(
         "data must be bytes or bytearray, not {}",
