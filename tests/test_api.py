@@ -518,23 +518,6 @@ KIMI_K2_PATTERN = "|".join(
 )
 
 
-def test_kimi_k2s_pattern_gives_tiktokens_ids() -> None:
-    # Kimi K2 ships a tiktoken file and this pattern; over o200k's ranks, ids as tiktoken's on
-    # Han beside other scripts, the numeral 〇, radicals, `/` after punctuation, and corpus text.
-    _, o200k = pair("o200k_base")
-    kwargs = {"name": "kimi", "pat_str": KIMI_K2_PATTERN,
-              "mergeable_ranks": o200k._mergeable_ranks, "special_tokens": {}}
-    ours, theirs = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
-    texts = ["Kimi\u4e2d\u6587 \u4e2dx a\u3007 \u2e80!\n/x \u3042\u4e2d's \U00020000\u3005",
-             "\u5317\u4eac\u5e02 Pascal 2024\u5e74, I'm here.\r\n\t//"]
-    for name in ["english", "code", "multilingual"]:
-        with open(corpus_file(f"{name}.txt"), encoding="utf-8") as f:
-            texts.append(f.read(200_000))
-    for text in texts:
-        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
-    assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts)
-
-
 # Llama 4's pattern (Meta's `llama4` tiktoken `pat_str`, and its tokenizer.json's Split):
 # o200k's with its letter classes by ASCII case, each a look-ahead for a letter and a negated
 # ASCII range, which ferrotok runs on o200k's scanner (`rust/src/encode/pretok/o200k.rs`).
@@ -547,16 +530,33 @@ LLAMA4_PATTERN = (
 )
 
 
-def test_llama4s_pattern_gives_tiktokens_ids() -> None:
-    # Llama 4 ships a tiktoken file and this pattern; over o200k's ranks, ids as tiktoken's
-    # where its classes part from o200k's (letters beyond ASCII in both case runs, marks as
-    # punctuation, no `'ſ` contraction) and on corpus text.
+@pytest.mark.parametrize(
+    ("pat_str", "texts"),
+    [
+        pytest.param(
+            KIMI_K2_PATTERN,
+            ["Kimi\u4e2d\u6587 \u4e2dx a\u3007 \u2e80!\n/x \u3042\u4e2d's \U00020000\u3005",
+             "\u5317\u4eac\u5e02 Pascal 2024\u5e74, I'm here.\r\n\t//"],
+            id="kimi-k2",
+        ),
+        pytest.param(
+            LLAMA4_PATTERN,
+            ["a\u00c9b HTTPServer \u00c9COLE\u00e9cole e\u0301x x'\u017f x'S \u01c5ungla",
+             "\u02b0a \u4e2d\u6587!\n/x I'M don'T \u03a3\u03c3\u03c2 2024\u5e74\r\n\t//"],
+            id="llama4",
+        ),
+    ],
+)
+def test_o200k_variants_give_tiktokens_ids(pat_str: str, texts: list[str]) -> None:
+    # Kimi K2 and Llama 4 ship tiktoken files with these patterns; over o200k's ranks, ids as
+    # tiktoken's where each parts from o200k's (Kimi K2: Han beside other scripts, the numeral
+    # 〇, radicals, `/` after punctuation; Llama 4: letters beyond ASCII in both case runs,
+    # marks as punctuation, no `'ſ` contraction) and on corpus text.
     _, o200k = pair("o200k_base")
-    kwargs = {"name": "llama4", "pat_str": LLAMA4_PATTERN,
+    kwargs = {"name": "o200k-variant", "pat_str": pat_str,
               "mergeable_ranks": o200k._mergeable_ranks, "special_tokens": {}}
     ours, theirs = ferrotok.Encoding(**kwargs), tiktoken.Encoding(**kwargs)
-    texts = ["a\u00c9b HTTPServer \u00c9COLE\u00e9cole e\u0301x x'\u017f x'S \u01c5ungla",
-             "\u02b0a \u4e2d\u6587!\n/x I'M don'T \u03a3\u03c3\u03c2 2024\u5e74\r\n\t//"]
+    texts = list(texts)
     for name in ["english", "code", "multilingual"]:
         with open(corpus_file(f"{name}.txt"), encoding="utf-8") as f:
             texts.append(f.read(200_000))

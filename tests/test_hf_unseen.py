@@ -876,39 +876,36 @@ def test_qwen35s_pattern_runs_on_cl100ks_scanner_with_marks_as_letters() -> None
     assert enc.decode(ids) == hf.decode(ids)  # the NFC text: "café"
 
 
-def test_kimi_k2s_pattern_runs_on_o200ks_scanner_with_han_apart() -> None:
-    # Kimi K2's pattern is o200k's with Han runs first and out of the letter classes, and no
-    # `/` after punctuation: o200k's scanner on a table that takes Han apart (the tests above
-    # check the ids against HF's).
-    enc, _, hf, _ = family("kimi-k2")
-    assert "split:kimi-k2" in enc._core_bpe.hf_paths()
-    text = "Kimi\u4e2d\u6587 \u4e2dx a\u3007 \u2e80!\n/x \u3042\u4e2d's"
+# Patterns of o200k's family on o200k's scanner over a table of their own classes (the tests
+# above check the ids against HF's): Kimi K2's, o200k's with Han runs first and out of the
+# letter classes and no `/` after punctuation (a table that takes Han apart); Llama 4's,
+# o200k's letter classes spelt as a look-ahead for a letter and a negated ASCII range (every
+# letter but `A-Z`/`a-z` in both case runs, marks in neither), contractions without `ſ`;
+# Tekken's spelt the same way (as GGUF converters build it). The last two ran on fancy-regex's
+# backtracking: look-aheads are beyond the general path.
+O200K_VARIANTS = [
+    ("kimi-k2", "split:kimi-k2", "Kimi\u4e2d\u6587 \u4e2dx a\u3007 \u2e80!\n/x \u3042\u4e2d's"),
+    (
+        "llama4",
+        "split:llama4",
+        "a\u00c9b HTTPServer \u00c9COLE\u00e9cole e\u0301x x'\u017f x'S \u01c5ungla \u02b0a "
+        "\u4e2d\u6587!\n/x",
+    ),
+    (
+        "tekken-gguf",
+        "split:tekken",
+        "a\u00c9b HTTPServer e\u0301x x'\u017f \u01c5ungla 2024 \u4e2d!\n/x",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "path", "text"), O200K_VARIANTS)
+def test_o200k_variants_run_on_o200ks_scanner(name: str, path: str, text: str) -> None:
+    enc, _, hf, _ = family(name)
+    assert path in enc._core_bpe.hf_paths()
     ids = enc.encode_ordinary(text)
     assert ids == hf.encode(text, add_special_tokens=False).ids
     assert enc.decode(ids) == text
-
-
-def test_llama4s_pattern_runs_on_o200ks_scanner_with_letters_by_ascii_case() -> None:
-    # Llama 4's pattern is o200k's with its letter classes by ASCII case (every other letter
-    # in both, marks in neither) and contractions without `ſ`: o200k's scanner on a table of
-    # those classes (the tests above check the ids against HF's). It ran on fancy-regex's
-    # backtracking: its look-aheads are beyond the general path.
-    enc, _, hf, _ = family("llama4")
-    assert "split:llama4" in enc._core_bpe.hf_paths()
-    text = "aÉb HTTPServer ÉCOLEécole e\u0301x x'ſ x'S \u01c5ungla \u02b0a \u4e2d\u6587!\n/x"
-    ids = enc.encode_ordinary(text)
-    assert ids == hf.encode(text, add_special_tokens=False).ids
-    assert enc.decode(ids) == text
-
-
-def test_tekkens_pattern_with_llama4s_letter_classes_runs_on_tekkens_scanner() -> None:
-    # Tekken's pattern spelt with Llama 4's look-aheads (as GGUF converters build it): Tekken's
-    # scanner on the table of those classes (the tests above check the ids against HF's).
-    enc, _, hf, _ = family("tekken-gguf")
-    assert "split:tekken" in enc._core_bpe.hf_paths()
-    text = "a\u00c9b HTTPServer e\u0301x x'\u017f \u01c5ungla 2024 \u4e2d!\n/x"
-    ids = enc.encode_ordinary(text)
-    assert ids == hf.encode(text, add_special_tokens=False).ids
 
 
 def test_deepseek_v3_runs_on_its_fused_scanner() -> None:
