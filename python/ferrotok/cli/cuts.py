@@ -11,8 +11,8 @@ normalizer but NFC; a model that encodes each pre-token alone behind a pre-token
 at whitespace first, and a normalizer that keeps the newline whitespace; SentencePiece BPE
 whose newline is merged with nothing, each part after the first then encoded without the `▁`
 in front, `continues`; no added token holding a "\\n" or taking the whitespace before it).
-Unigram behind `Metaspace` alone (XLM-R's files) is cut just before that "\\n" instead, where
-the normalizer makes it the space that starts the next word (`Pipeline::last_file_cut`).
+Unigram behind `Metaspace` alone is cut just before that "\\n" instead, where the normalizer
+makes it the space that starts the next word (`Pipeline::last_file_cut`).
 """
 
 from __future__ import annotations

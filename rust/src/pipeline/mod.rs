@@ -837,8 +837,8 @@ impl Pipeline {
     }
 
     /// Whether a file is cut just before the `"\n"` of [`last_file_cut`]'s rule, not after
-    /// it: Unigram behind `Metaspace` alone, cutting before each `▁` (XLM-R's files, the
-    /// converters' layout), behind a normalizer that keeps the newline cuts
+    /// it: Unigram behind `Metaspace` alone, cutting before each `▁`, behind a normalizer
+    /// that keeps the newline cuts
     /// ([`Normalizer::keeps_newline_cuts`]) and makes a newline one space (`Precompiled`'s
     /// NMT maps). That space is the `▁` that starts the whole text's next piece, so a part
     /// that starts with the newline starts with that piece, and gets no other `▁` in front
