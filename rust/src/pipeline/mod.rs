@@ -810,14 +810,14 @@ impl Pipeline {
             // Each pre-token encoded alone (a SentencePiece model off its raw path has a
             // pre-tokenizer here, or none: then a segment is one word, which is no cut).
             _ => {
-                (self.metaspace.is_none()
+                ((self.metaspace.is_none()
                     || self.metaspace_per_piece && self.pretok.cuts_at_whitespace())
                     && !self.pretok.is_none()
                     && self
                         .normalizer
                         .as_ref()
                         .is_none_or(Normalizer::keeps_newline_cuts)
-                    && (self.pretok.keeps_file_cuts() || self.pretok.cuts_at_whitespace())
+                    && (self.pretok.keeps_file_cuts() || self.pretok.cuts_at_whitespace()))
                     || self.file_cuts_before_newline()
             }
         };
@@ -838,14 +838,13 @@ impl Pipeline {
 
     /// Whether a file is cut just before the `"\n"` of [`last_file_cut`]'s rule, not after
     /// it: Unigram behind `Metaspace` alone, cutting before each `▁`, behind a normalizer
-    /// that keeps the newline cuts
-    /// ([`Normalizer::keeps_newline_cuts`]) and makes a newline one space (`Precompiled`'s
-    /// NMT maps). That space is the `▁` that starts the whole text's next piece, so a part
-    /// that starts with the newline starts with that piece, and gets no other `▁` in front
-    /// (Metaspace puts none before a `▁`, whatever its scheme); a part that ends before it
-    /// ends with the whole's piece before, if its last line, normalized, does not end in
-    /// whitespace ([`Pipeline::last_file_cut`] looks). No added token may take the newline
-    /// after it (`rstrip`), which the part before no longer holds.
+    /// that keeps the newline cuts ([`Normalizer::keeps_newline_cuts`]) and makes a newline
+    /// one space (`Precompiled`'s NMT maps). That space is the `▁` that starts the whole
+    /// text's next piece, so a part that starts with the newline starts with that piece, and
+    /// gets no other `▁` in front (Metaspace puts none before a `▁`, whatever its scheme); a
+    /// part that ends before it ends with the whole's piece before, if its last line,
+    /// normalized, does not end in whitespace ([`Pipeline::last_file_cut`] looks). No added
+    /// token may take the newline after it (`rstrip`), which the part before no longer holds.
     pub fn file_cuts_before_newline(&self) -> bool {
         matches!(self.model, Model::Unigram(_))
             && !self.metaspace_per_piece
@@ -866,9 +865,14 @@ impl Pipeline {
     /// of space runs.) `data` starts a text or at a cut, so its lines start where the
     /// text's do.
     pub fn last_file_cut(&self, data: &[u8], start: usize) -> usize {
-        if !self.file_cuts_before_newline() {
+        let normalizer = self.normalizer.as_ref();
+        let Some(n) = normalizer.filter(|_| self.file_cuts_before_newline()) else {
             return last_file_cut(data, start);
-        }
+        };
+        let ends_in_a_char = |line: &str| {
+            let last = n.normalize(line).chars().next_back();
+            last.is_some_and(|c| !c.is_whitespace())
+        };
         let mut end = data.len();
         loop {
             let cut = last_file_cut(&data[..end], start);
@@ -880,11 +884,6 @@ impl Pipeline {
                 .iter()
                 .rposition(|&b| b == b'\n')
                 .map_or(0, |i| i + 1);
-            let ends_in_a_char = |line: &str| {
-                let normalized = self.normalizer.as_ref().map(|n| n.normalize(line));
-                normalized
-                    .is_some_and(|t| t.chars().next_back().is_some_and(|c| !c.is_whitespace()))
-            };
             if std::str::from_utf8(&data[line_start..newline]).is_ok_and(ends_in_a_char) {
                 return newline;
             }

@@ -253,64 +253,69 @@ mod tests {
         v
     }
 
-    /// Kimi K2's splitter against its pattern on the reference engine, on random texts of Han
-    /// chars (letters, the numerals 〇 and 〡, radicals, which are symbols, the iteration mark
-    /// 々, one beyond the BMP) beside kana, Hangul, Latin letters and marks, digits,
-    /// apostrophes, punctuation, `/` and newlines.
-    #[test]
-    fn kimi_k2_equals_its_pattern_on_texts_with_han() {
-        let alphabet: Vec<char> =
-            "aZs1 '\n\r\t./!中文〇々\u{2e80}\u{2f00}\u{3021}\u{20000}あア한é\u{301}²٣\u{a0}"
-                .chars()
-                .collect();
-        let fast = Splitter::new(KIMI_K2_PATTERN).unwrap();
-        assert_eq!(fast.kind(), "kimi-k2");
-        let reference = Splitter::reference(KIMI_K2_PATTERN).unwrap();
-        let mut rng = crate::test_rng::Rng(0xD1B5_4A32_D192_ED03);
-        for round in 0..6000 {
+    /// A variant of o200k's pattern on its scanner (`kind`) against the pattern on the
+    /// reference engine, on `rounds` random texts of 1-60 chars of `alphabet`; then on each of
+    /// `apart`, texts whose pieces are `want` where o200k's differ.
+    fn o200k_variant_equals_its_pattern(
+        pattern: &str,
+        kind: &str,
+        alphabet: &str,
+        (seed, rounds): (u64, usize),
+        apart: &[(&str, &[&str])],
+    ) {
+        let alphabet: Vec<char> = alphabet.chars().collect();
+        let fast = Splitter::new(pattern).unwrap();
+        assert_eq!(fast.kind(), kind);
+        let reference = Splitter::reference(pattern).unwrap();
+        let mut rng = crate::test_rng::Rng(seed);
+        for round in 0..rounds {
             let text: String = (0..1 + round % 60).map(|_| *rng.pick(&alphabet)).collect();
             assert_eq!(pieces(&fast, &text), pieces(&reference, &text), "{text:?}");
         }
-        // Han runs apart, where o200k's letter runs take them; no `/` after punctuation.
         let o200k = Splitter::new(O200K_PATTERN).unwrap();
-        for (t, want) in [
-            ("a中文b", vec!["a", "中文", "b"]),
-            (" 中x", vec![" ", "中", "x"]),
-            ("!\n/x", vec!["!\n", "/x"]),
-        ] {
+        for &(t, want) in apart {
             assert_eq!(pieces(&fast, t), want, "{t:?}");
             assert_ne!(pieces(&o200k, t), want, "{t:?}");
         }
     }
 
-    /// Llama 4's splitter against its pattern on the reference engine, on random texts of
-    /// letters of every case kind (ASCII and not: upper, lower, title, modifier, other), marks,
-    /// `ſ`, apostrophes, digits, punctuation, `/`, spaces and newlines.
+    /// Kimi K2's splitter, on random texts of Han chars (letters, the numerals 〇 and 〡,
+    /// radicals, which are symbols, the iteration mark 々, one beyond the BMP) beside kana,
+    /// Hangul, Latin letters and marks, digits, apostrophes, punctuation, `/` and newlines.
+    /// Apart from o200k: Han runs apart, where o200k's letter runs take them; no `/` after
+    /// punctuation.
+    #[test]
+    fn kimi_k2_equals_its_pattern_on_texts_with_han() {
+        o200k_variant_equals_its_pattern(
+            KIMI_K2_PATTERN,
+            "kimi-k2",
+            "aZs1 '\n\r\t./!中文〇々\u{2e80}\u{2f00}\u{3021}\u{20000}あア한é\u{301}²٣\u{a0}",
+            (0xD1B5_4A32_D192_ED03, 6000),
+            &[
+                ("a中文b", &["a", "中文", "b"]),
+                (" 中x", &[" ", "中", "x"]),
+                ("!\n/x", &["!\n", "/x"]),
+            ],
+        );
+    }
+
+    /// Llama 4's splitter, on random texts of letters of every case kind (ASCII and not:
+    /// upper, lower, title, modifier, other), marks, `ſ`, apostrophes, digits, punctuation,
+    /// `/`, spaces and newlines. Apart from o200k: a non-ASCII lower-case letter continues an
+    /// upper-case run, marks are punctuation, and `'ſ` is no contraction.
     #[test]
     fn llama4_equals_its_pattern() {
-        let alphabet: Vec<char> =
-            "aZsStTlLdD1 '\n\r\t./!ÉéΣσǅʰ中あſ\u{301}\u{94d}²٣\u{a0}\u{10400}\u{10428}"
-                .chars()
-                .collect();
-        let fast = Splitter::new(LLAMA4_PATTERN).unwrap();
-        assert_eq!(fast.kind(), "llama4");
-        let reference = Splitter::reference(LLAMA4_PATTERN).unwrap();
-        let mut rng = crate::test_rng::Rng(0x6C6C_616D_6134_0001);
-        for round in 0..8000 {
-            let text: String = (0..1 + round % 60).map(|_| *rng.pick(&alphabet)).collect();
-            assert_eq!(pieces(&fast, &text), pieces(&reference, &text), "{text:?}");
-        }
-        // Where its classes part from o200k's: a non-ASCII lower-case letter continues an
-        // upper-case run, marks are punctuation, and `'ſ` is no contraction.
-        let o200k = Splitter::new(O200K_PATTERN).unwrap();
-        for (t, want) in [
-            ("aÉb", vec!["aÉb"]),
-            ("e\u{301}x", vec!["e", "\u{301}x"]),
-            ("x'ſ", vec!["x", "'ſ"]),
-        ] {
-            assert_eq!(pieces(&fast, t), want, "{t:?}");
-            assert_ne!(pieces(&o200k, t), want, "{t:?}");
-        }
+        o200k_variant_equals_its_pattern(
+            LLAMA4_PATTERN,
+            "llama4",
+            "aZsStTlLdD1 '\n\r\t./!ÉéΣσǅʰ中あſ\u{301}\u{94d}²٣\u{a0}\u{10400}\u{10428}",
+            (0x6C6C_616D_6134_0001, 8000),
+            &[
+                ("aÉb", &["aÉb"]),
+                ("e\u{301}x", &["e", "\u{301}x"]),
+                ("x'ſ", &["x", "'ſ"]),
+            ],
+        );
     }
 
     /// The message says what is wrong, not only fancy-regex's "error parsing pattern 0".
