@@ -80,18 +80,9 @@ pub const QWEN35_PATTERN: &str = concat!(
     r" ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
-pub const TEKKEN_PATTERN: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|",
-    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-);
-
-/// [`TEKKEN_PATTERN`] with Llama 4's letter classes (see the module docs).
-pub const TEKKEN_ASCII_CASE_PATTERN: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|",
-    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|",
-    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-);
+/// Tekken's pattern, and that pattern with Llama 4's letter classes: `Splitter::new`
+/// recognises them too, so an `Encoding` made with either runs Tekken's scanner.
+pub use crate::encode::pretok::{TEKKEN_ASCII_CASE_PATTERN, TEKKEN_PATTERN};
 
 /// The `Split` regexes ferrotok's `Encoding.to_hf` writes for OpenAI's patterns
 /// (`ferrotok.hf.regex.to_oniguruma` of each: possessives as atomic groups, `$` as `\z`), with

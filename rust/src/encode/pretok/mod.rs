@@ -8,8 +8,9 @@
 //! `Splitter::new` picks the fastest path that keeps this invariant:
 //! - the three OpenAI patterns, recognised by exact string, get hand-written
 //!   scanners ([`r50k`], [`cl100k`], [`o200k`]; each file argues its equivalence), and so
-//!   do Kimi K2's ([`KIMI_K2_PATTERN`], on o200k's with Han runs apart) and Llama 4's
-//!   ([`LLAMA4_PATTERN`], on o200k's with letter classes by ASCII case).
+//!   do Kimi K2's ([`KIMI_K2_PATTERN`], on o200k's with Han runs apart), Llama 4's
+//!   ([`LLAMA4_PATTERN`], on o200k's with letter classes by ASCII case) and Tekken's
+//!   ([`TEKKEN_PATTERN`], on o200k's without contractions, one digit a piece).
 //!   Where 64 bytes of ASCII lie ahead, each finds all their pieces at once from class
 //!   masks (`ascii_window.rs`, with the rules per pattern in `*_block.rs`), and goes char by
 //!   char only elsewhere;
@@ -84,6 +85,22 @@ pub const LLAMA4_PATTERN: &str = concat!(
     r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 );
 
+/// Mistral's Tekken pattern (its `tekken.json`'s, its `tokenizer.json`'s `Split`): o200k's
+/// without contractions and with one `\p{N}` a piece (see [`o200k`]).
+pub const TEKKEN_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|",
+    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+/// [`TEKKEN_PATTERN`] with Llama 4's letter classes (llama.cpp's `tekken`, and the GGUF
+/// converters' tokenizers), on the table of those classes.
+pub const TEKKEN_ASCII_CASE_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|",
+    r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|",
+    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
 /// The OpenAI patterns by name, for the bindings (`_core.OPENAI_PATTERNS`) and the file-cut
 /// rule ([`file_cuts`]): `r50k` is also p50k_base's and p50k_edit's.
 pub const OPENAI_PATTERNS: [(&str, &str); 3] = [
@@ -105,6 +122,9 @@ pub enum Splitter {
     KimiK2(o200k::KimiK2),
     /// [`LLAMA4_PATTERN`], by o200k's scanner with letter classes by ASCII case.
     Llama4(o200k::Llama4),
+    /// [`TEKKEN_PATTERN`] (or [`TEKKEN_ASCII_CASE_PATTERN`]), by o200k's scanner without
+    /// contractions, one digit a piece.
+    Tekken(o200k::Tekken),
     /// A pattern proven equivalent to a plain regex (see [`general`]).
     General(Box<general::General>),
 }
@@ -119,6 +139,11 @@ impl Splitter {
             O200K_PATTERN => return Ok(Splitter::O200k(o200k::O200k::new())),
             KIMI_K2_PATTERN => return Ok(Splitter::KimiK2(o200k::KimiK2::new())),
             LLAMA4_PATTERN => return Ok(Splitter::Llama4(o200k::Llama4::new())),
+            TEKKEN_PATTERN => return Ok(Splitter::Tekken(o200k::Tekken::new())),
+            TEKKEN_ASCII_CASE_PATTERN => {
+                let ascii_case = classes::CharClasses::ascii_case();
+                return Ok(Splitter::Tekken(o200k::Tekken::with_classes(ascii_case)));
+            }
             _ => {}
         }
         let reference = Self::reference(pattern)?;
@@ -138,7 +163,7 @@ impl Splitter {
     }
 
     /// Which path this splitter takes: `"fancy-regex"`, `"r50k"`, `"cl100k"`,
-    /// `"o200k"`, `"kimi-k2"`, `"llama4"` or `"general"`.
+    /// `"o200k"`, `"kimi-k2"`, `"llama4"`, `"tekken"` or `"general"`.
     pub fn kind(&self) -> &'static str {
         match self {
             Splitter::Regex(_) => "fancy-regex",
@@ -147,6 +172,7 @@ impl Splitter {
             Splitter::O200k(_) => "o200k",
             Splitter::KimiK2(_) => "kimi-k2",
             Splitter::Llama4(_) => "llama4",
+            Splitter::Tekken(_) => "tekken",
             Splitter::General(_) => "general",
         }
     }
@@ -161,6 +187,7 @@ impl Splitter {
             Splitter::O200k(s) => s.scan(text, sink),
             Splitter::KimiK2(s) => kimi_k2_scan(s, text, sink),
             Splitter::Llama4(s) => llama4_scan(s, text, sink),
+            Splitter::Tekken(s) => tekken_scan(s, text, sink),
             Splitter::General(_) | Splitter::Regex(_) => {
                 self.for_each_piece(text, |p| sink.piece(p))
             }
@@ -183,6 +210,7 @@ impl Splitter {
             Splitter::O200k(s) => s.for_each_piece(text, f),
             Splitter::KimiK2(s) => kimi_k2_scan(s, text, &mut EachPiece(f)),
             Splitter::Llama4(s) => llama4_scan(s, text, &mut EachPiece(f)),
+            Splitter::Tekken(s) => tekken_scan(s, text, &mut EachPiece(f)),
             Splitter::General(g) => g.for_each_piece(text, f),
             Splitter::Regex(re) => {
                 // One search may scan to the end of the text, which the backtrack limit
@@ -239,6 +267,14 @@ fn llama4_scan<'t>(s: &o200k::Llama4, text: &'t str, sink: &mut impl Pieces<'t>)
     s.scan(text, sink)
 }
 
+/// Tekken's scan on the tiktoken face, out of line and cold for the reason [`kimi_k2_scan`]
+/// is (the `tokenizer.json` pipeline runs it from its own splitter).
+#[cold]
+#[inline(never)]
+fn tekken_scan<'t>(s: &o200k::Tekken, text: &'t str, sink: &mut impl Pieces<'t>) -> Result<()> {
+    s.scan(text, sink)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +313,29 @@ mod tests {
             assert_eq!(pieces(&fast, t), want, "{t:?}");
             assert_ne!(pieces(&o200k, t), want, "{t:?}");
         }
+    }
+
+    /// Tekken's splitter, in both spellings, on random texts of letters of each case (and
+    /// non-ASCII ones, where the spellings part), marks, digits, apostrophes, punctuation, `/`
+    /// and newlines. Apart from o200k: one digit a piece, no contractions; with the ASCII
+    /// case classes, a non-ASCII upper-case letter goes on in a lower-case run.
+    #[test]
+    fn tekken_equals_its_pattern_in_both_spellings() {
+        let alphabet = "aZs1 '\n\r\t./!\u{c9}\u{e9}e\u{301}\u{1c5}\u{2b0}\u{4e2d}²٣\u{a0}";
+        o200k_variant_equals_its_pattern(
+            TEKKEN_PATTERN,
+            "tekken",
+            alphabet,
+            (0x7E44_E2B1_0C4F_9A65, 6000),
+            &[("123", &["1", "2", "3"]), ("it's", &["it", "'s"])],
+        );
+        o200k_variant_equals_its_pattern(
+            TEKKEN_ASCII_CASE_PATTERN,
+            "tekken",
+            alphabet,
+            (0x51C3_0F6B_9E27_D4A8, 6000),
+            &[("a\u{c9}b", &["a\u{c9}b"]), ("12", &["1", "2"])],
+        );
     }
 
     /// Kimi K2's splitter, on random texts of Han chars (letters, the numerals 〇 and 〡,
