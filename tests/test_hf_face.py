@@ -2,9 +2,10 @@
 
 Truncation (strategies, directions, strides, overflowing pieces, pairs), padding (to the
 longest, fixed, to a multiple, left), templates with pairs, pre-tokenized input, decoding,
-vocabulary queries and the settings' dicts, on models whose post-processors differ
-(TemplateProcessing, ByteLevel with and without trimming, a Sequence of both). Every field of
-every encoding, overflowing pieces included, must be HF's.
+vocabulary queries, the settings' dicts and the pipeline's components (read, set, changed in
+place), on models whose post-processors differ (TemplateProcessing, ByteLevel with and without
+trimming, a Sequence of both). Every field of every encoding, overflowing pieces included, must
+be HF's.
 """
 
 from __future__ import annotations
@@ -585,3 +586,123 @@ def test_from_encoding_gives_the_hf_face_of_an_openai_encoding() -> None:
 def test_an_encoding_not_from_a_tokenizer_json_is_refused() -> None:
     with pytest.raises(TypeError, match="from_hf"):
         ferrotok.hf.Tokenizer(ferrotok.get_encoding("r50k_base"))
+
+
+# ---- components: HF's objects, and a change made through one reaches the engine ----------
+
+SLOTS = ["normalizer", "pre_tokenizer", "model", "post_processor", "decoder"]
+
+
+def state(component: Any) -> Any:
+    return None if component is None else json.loads(component.__getstate__())
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_components_are_hfs(name: str) -> None:
+    hf, face = fresh(name)
+    for slot in SLOTS:
+        ours, theirs = getattr(face, slot), getattr(hf, slot)
+        assert state(ours) == state(theirs), slot
+        assert (ours is None) == (theirs is None), slot
+        if theirs is not None:
+            assert isinstance(ours, type(theirs)), slot
+    for text in TEXTS:
+        if hf.normalizer is not None:
+            assert face.normalizer.normalize_str(text) == hf.normalizer.normalize_str(text)
+        if hf.pre_tokenizer is not None:
+            got = face.pre_tokenizer.pre_tokenize_str(text)
+            assert got == hf.pre_tokenizer.pre_tokenize_str(text)
+
+
+def _llama3_template(tok: Any) -> None:
+    # The common fix for Llama 3's files, whose template adds no end-of-text token.
+    tok.post_processor = tokenizers.processors.TemplateProcessing(
+        single="<|begin_of_text|> $A <|end_of_text|>",
+        pair="<|begin_of_text|> $A <|end_of_text|> $B:1 <|end_of_text|>:1",
+        special_tokens=[("<|begin_of_text|>", 128000), ("<|end_of_text|>", 128001)],
+    )
+
+
+def _prefix_space_in_place(tok: Any) -> None:
+    tok.pre_tokenizer[1].add_prefix_space = True  # a member of its Sequence
+
+
+def _digits_as_an_item(tok: Any) -> None:
+    tok.pre_tokenizer[0] = tokenizers.pre_tokenizers.Digits(individual_digits=True)
+
+
+def _lowercase(tok: Any) -> None:
+    tok.normalizer = tokenizers.normalizers.Lowercase()
+
+
+def _no_decoder(tok: Any) -> None:
+    tok.decoder = None
+
+
+def _merges_not_ignored(tok: Any) -> None:
+    tok.model.ignore_merges = False
+
+
+def _gpt2_prefix_space(tok: Any) -> None:
+    tok.pre_tokenizer.add_prefix_space = True
+
+
+def _bge_keeps_accents(tok: Any) -> None:
+    tok.normalizer.strip_accents = False
+    tok.normalizer.lowercase = False
+
+
+EDITS = [
+    ("llama-bpe", _llama3_template),
+    ("llama-bpe", _prefix_space_in_place),
+    ("llama-bpe", _digits_as_an_item),
+    ("llama-bpe", _merges_not_ignored),
+    ("gpt-2", _gpt2_prefix_space),
+    ("gpt-2", _lowercase),
+    ("gpt-2", _no_decoder),
+    ("bert-bge", _bge_keeps_accents),
+]
+
+
+@pytest.mark.parametrize(("name", "edit"), EDITS, ids=[e.__name__ for _, e in EDITS])
+def test_a_change_through_a_component_is_hfs(name: str, edit: Any) -> None:
+    hf, face = fresh(name)
+    texts = TEXTS + ["ÉCOLE Café 2021 x1234", " leading space"] + sample_all(3, 7)
+    def seen() -> list[Any]:
+        return [(e.ids, face.decode(e.ids)) for e in map(face.encode, texts)]
+
+    before = seen()
+    edit(hf)
+    edit(face)
+    assert state(face.pre_tokenizer) == state(hf.pre_tokenizer)
+    for text in texts:
+        same(face.encode(text), hf.encode(text), f"{edit.__name__}: {text[:40]!r}")
+        ids = hf.encode(text).ids
+        assert face.decode(ids) == hf.decode(ids)
+    # The edit changed something the tests can see, and a file saved now carries it.
+    assert seen() != before
+    saved = tokenizers.Tokenizer.from_str(face.to_str())
+    assert [saved.encode(t).ids for t in texts] == [hf.encode(t).ids for t in texts]
+
+
+def test_a_component_the_engine_does_not_run_is_refused_and_nothing_changes() -> None:
+    hf, face = fresh("llama-bpe")
+    text = "Refused 2021 edits leave it as it was."
+    want = hf.encode(text).ids
+    with pytest.raises(ValueError, match="UnicodeScripts"):
+        face.pre_tokenizer = tokenizers.pre_tokenizers.UnicodeScripts()
+    with pytest.raises(ValueError, match="dropout"):
+        face.model.dropout = 0.1
+    with pytest.raises(ValueError, match="cannot write it as JSON"):
+        face.pre_tokenizer = tokenizers.pre_tokenizers.PreTokenizer.custom(object())
+    assert face.encode(text).ids == want
+    assert state(face.pre_tokenizer) == state(hf.pre_tokenizer)
+    assert state(face.model) == state(hf.model)
+    # Values of the wrong kind: HF's TypeError, word for word.
+    wrong = [("model", None), ("normalizer", tokenizers.pre_tokenizers.Digits()), ("decoder", 5)]
+    for slot, value in wrong:
+        with pytest.raises(TypeError) as ours:
+            setattr(face, slot, value)
+        with pytest.raises(TypeError) as theirs:
+            setattr(hf, slot, value)
+        assert str(ours.value) == str(theirs.value)

@@ -7,10 +7,12 @@ the same arguments: ids, tokens, character offsets (after the post-processor's t
 type ids, masks, word ids, sequence ids and overflowing pieces. The model's work (normalizer,
 added tokens, pre-tokenizer, BPE) is the engine's `_encode_hf_detail`; what HF does after the
 model (truncation, post-processor, padding) is `processors.post_process`, the same steps in the
-same order. What this face does not do is refused with an error naming it, never approximated:
-`encode_special_tokens=True`, and decoders other than ByteLevel, WordPiece, Metaspace,
-BPEDecoder, none (HF joins the tokens with spaces) and SentencePiece's chain (Replace,
-ByteFallback, Fuse, Strip) when `tokenizers` is not installed to run them.
+same order. The components (`normalizer`, `pre_tokenizer`, `model`, `post_processor`,
+`decoder`) are HF's objects, and a change made through one reloads the engine
+(`components.py`). What this face does not do is refused with an error naming it, never
+approximated: `encode_special_tokens=True`, and decoders other than ByteLevel, WordPiece,
+Metaspace, BPEDecoder, none (HF joins the tokens with spaces) and SentencePiece's chain
+(Replace, ByteFallback, Fuse, Strip) when `tokenizers` is not installed to run them.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import json
 import operator
 import os
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
-from . import processors
+from . import components, processors
 from .encoding import Encoding, unsigned
 from .processors import WHITE_SPACE
 
@@ -262,6 +265,25 @@ def _batch_items(input: Sequence[Any], is_pretokenized: bool) -> list[tuple[Any,
     return items
 
 
+class _Component:
+    """One component on `Tokenizer`: a read gives HF's object (`components.Live`), whose
+    changes, like a value set here, are written into the file and reload the engine."""
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+
+    def __get__(self, tok: Tokenizer | None, owner: type | None = None) -> Any:
+        if tok is None:
+            return self
+        obj = components.hf_object(self.slot, tok._config.get(self.slot), tok.to_str)
+        if obj is None:
+            return None
+        return components.Live(partial(tok._set_component, self.slot), obj, obj)
+
+    def __set__(self, tok: Tokenizer, value: Any) -> None:
+        tok._set_component(self.slot, value)
+
+
 class Tokenizer:
     """A `tokenizer.json` model on ferrotok's engine, with `tokenizers.Tokenizer`'s methods."""
 
@@ -429,10 +451,14 @@ class Tokenizer:
         return self._enc
 
     def to_str(self, pretty: bool = False) -> str:
+        return json.dumps(self._file(), ensure_ascii=False, indent=2 if pretty else None)
+
+    def _file(self) -> dict[str, Any]:
+        """The `tokenizer.json` of this tokenizer as it is now (a new dict, its values shared)."""
         config = dict(self._config)
         config["truncation"] = self._truncation_json()
         config["padding"] = self._padding_json()
-        return json.dumps(config, ensure_ascii=False, indent=2 if pretty else None)
+        return config
 
     def save(self, path: str, pretty: bool = True) -> None:
         with open(path, "w", encoding="utf-8") as f:
@@ -832,10 +858,28 @@ class Tokenizer:
 
         hf = tokenizers.Tokenizer.from_str(self.to_str())
         added = int(getattr(hf, method)(tokens))
-        rebuilt = Tokenizer.from_str(hf.to_str())
+        self._reload(hf.to_str())
+        return added
+
+    def _reload(self, json_str: str) -> None:
+        """This tokenizer made anew from `json_str` (its settings kept); left as it was if
+        the engine refuses the file."""
+        rebuilt = Tokenizer.from_str(json_str)
         rebuilt.encode_special_tokens = self.encode_special_tokens
         self.__dict__.update(rebuilt.__dict__)
-        return added
+
+    # ---- components (`components.py`): HF's objects; a change reloads the engine ----
+
+    normalizer = _Component("normalizer")
+    pre_tokenizer = _Component("pre_tokenizer")
+    model = _Component("model")
+    post_processor = _Component("post_processor")
+    decoder = _Component("decoder")
+
+    def _set_component(self, slot: str, value: Any) -> None:
+        config = self._file()
+        config[slot] = components.state_of(slot, value)
+        self._reload(json.dumps(config, ensure_ascii=False))
 
     def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
         vocab = dict(self._model_vocab)
