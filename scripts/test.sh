@@ -26,6 +26,9 @@ echo "== installing test dependencies"
 # torch is several GB: install it only when it is missing.
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch
 "$PY" -c "import transformers" 2>/dev/null || "$PY" -m pip install -q transformers
+# Mistral's released .model and tekken.json files (tests/test_sp_model.py and test_tekken.py
+# read them as data; nothing of the package is imported, so none of its dependencies is needed).
+"$PY" -m pip install -q --no-deps "mistral-common==1.13.1"
 
 echo "== rust: fmt, clippy, tests"
 cargo fmt --all -- --check

@@ -6,6 +6,8 @@ Where everything is (docs/architecture.md has the whole map and its dependency r
   `model` (model name → encoding): encoding, with the Rust engine in `_core`;
 - `load` (tiktoken's `.tiktoken` reading and writing), `files` (where files are kept, atomic
   writes), `persist` (`Encoding.save` / `Encoding.load`'s format);
+- `hf_json`, `sp_model`, `tekken` (a `tokenizer.json`, a SentencePiece `.model`, Mistral's
+  `tekken.json`): other models' files; `hf/` (HuggingFace's face, `to_hf`, `transformers`);
 - `train` (counting pieces, merging): training a vocabulary;
 - `cli/` (the `ferrotok` command, a module per subcommand), `demo` (`python -m ferrotok.demo`);
 - `nn/` (torch modules for a model's front), `data` (sequences for training a model).

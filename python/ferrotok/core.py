@@ -47,6 +47,9 @@ class Encoding:
     _hf_last: dict[int, tuple[bytes, int]] | None
     _hf_decodes: bool
     _hf_config_parsed: dict[str, Any] | None
+    # Set by `from_sentencepiece` (`sp_model.Front`): where sentencepiece's decoding drops
+    # leading spaces, which no tokenizer.json decoder says.
+    _sp_front: tuple[bool, int | None, int, frozenset[int]] | None
 
     def __init__(
         self,
@@ -113,6 +116,43 @@ class Encoding:
         return cls._from_hf_json(*read_hf(path))
 
     @classmethod
+    def from_sentencepiece(cls, path: str | os.PathLike[str]) -> Encoding:
+        """The encoding of a SentencePiece `.model` file (or a directory holding a
+        `tokenizer.model`), with `sentencepiece`'s ids.
+
+        `encode_ordinary(text)` is `SentencePieceProcessor(model_file=path).encode(text)`;
+        control pieces are special tokens, and `add_special_tokens=True` puts the
+        BOS piece in front as HF's Llama files do. BPE models load (Llama's, Mistral's and
+        Gemma's layouts, sentencepiece's defaults); a file with anything else (Unigram, ...)
+        is refused with a `ValueError` naming it (`ferrotok.sp_model` says which).
+        """
+        from .sp_model import read_model
+
+        text, name, front = read_model(path)
+        enc = cls._from_hf_json(text, name)
+        enc._sp_front = front
+        enc._hf_decodes = enc._hf_decodes or front is not None
+        return enc
+
+    @classmethod
+    def from_tekken(cls, path: str | os.PathLike[str]) -> Encoding:
+        """The encoding of Mistral's `tekken.json`, with `mistral_common`'s Tekkenizer's ids.
+
+        `encode_ordinary(text)` is the Tekkenizer's `encode(text, bos=False, eos=False)`, and
+        `add_special_tokens=True` puts `<s>` in front; its special tokens (`[INST]`, ...) are
+        special tokens here, as tiktoken treats them (`ferrotok.tekken` says how the file is
+        read).
+        """
+        from .tekken import read_tekken
+
+        args = read_tekken(path)
+        bos = args.pop("bos")
+        enc = cls(**args)
+        if bos is not None:
+            enc._hf_template = ([bos], [])
+        return enc
+
+    @classmethod
     def _from_hf_json(cls, text: str, name: str) -> Encoding:
         """The encoding of a `tokenizer.json`'s text (see `from_hf`).
 
@@ -164,6 +204,7 @@ class Encoding:
         self._core_bpe = core
         # Set by `from_hf`: the ids a post-processor puts around a text, and the file.
         self._hf_template: tuple[list[int], list[int]] = ([], [])
+        self._sp_front = None
         self._hf_config_parsed = None
         self._hf_json = None
         # Leading spaces the file's decoder strips from a decoded text (SentencePiece's `Strip`
@@ -522,6 +563,8 @@ class Encoding:
     ) -> bytes:
         """`decoded` without the leading spaces the file's decoder strips, or with the first
         token as it reads a first one."""
+        if self._sp_front is not None:
+            return decoded[self._sp_leading_spaces(decoded, tokens) :]
         first = self._hf_first
         if first is not None and len(tokens):
             found = first.get(int(tokens[0]))
@@ -531,6 +574,24 @@ class Encoding:
         while n < self._hf_strip and decoded[n : n + 1] == b" ":
             n += 1
         return decoded[n:]
+
+    def _sp_leading_spaces(
+        self, decoded: bytes, tokens: Sequence[int] | npt.NDArray[np.integer]
+    ) -> int:
+        """How many leading spaces sentencepiece's decoding drops (`sp_model.Front`): while
+        nothing is written, a token's leading `▁` (its decoded space) is dropped; with
+        `remove_extra_whitespaces` a `▁` token alone writes nothing and the next one's is
+        dropped too, else that first `▁` ends it. Unknown and byte tokens drop nothing."""
+        assert self._sp_front is not None
+        remove_extra, meta, unk, byte_ids = self._sp_front
+        k = 0
+        while remove_extra and k < len(tokens) and int(tokens[k]) == meta:
+            k += 1
+        # Token `k`'s bytes start at byte `k` (each `▁` token before it is one space).
+        first = int(tokens[k]) if k < len(tokens) else unk
+        if first != unk and first not in byte_ids and decoded[k : k + 1] == b" ":
+            k += 1
+        return k
 
     def decode(
         self, tokens: Sequence[int] | npt.NDArray[np.integer], errors: str = "replace"
@@ -818,21 +879,31 @@ class Encoding:
 
     def __getstate__(self) -> object:
         # By value. (`ferrotok.registry` sends the encodings it holds by name instead.)
+        # (What a loader set beyond the file: a .model's decoding, a tekken.json's template.)
+        extra = {"sp_front": self._sp_front, "hf_template": self._hf_template}
         if self._hf_json is not None:
-            return {"name": self.name, "hf_json": self._hf_json}
+            return {"name": self.name, "hf_json": self._hf_json, **extra}
         return {
             "name": self.name,
             "pat_str": self._pat_str,
             "mergeable_ranks": self._mergeable_ranks,
             "special_tokens": self._special_tokens,
+            **extra,
         }
 
     def __setstate__(self, value: object) -> None:
         assert isinstance(value, dict)
+        value = dict(value)
+        sp_front, template = value.pop("sp_front", None), value.pop("hf_template", None)
         if "hf_json" in value:
             self.__dict__ = Encoding._from_hf_json(value["hf_json"], value["name"]).__dict__
-            return
-        self.__init__(**value)  # type: ignore[misc]
+        else:
+            self.__init__(**value)  # type: ignore[misc]
+        if template is not None:
+            self._hf_template = template
+        if sp_front is not None:
+            self._sp_front = sp_front
+            self._hf_decodes = True
 
 
 _T = TypeVar("_T")

@@ -34,8 +34,9 @@ def get_encoding(encoding_name: str | os.PathLike[str]) -> Encoding:
 
     A path that is no encoding's name loads the file there instead (each call loads it
     again): a HuggingFace `tokenizer.json` (or a directory holding one, as a model checkout
-    has; see `Encoding.from_hf`) or an encoding saved with `Encoding.save` (a `.tiktoken`
-    file with its `.json` beside it).
+    has; see `Encoding.from_hf`), Mistral's `tekken.json` (`Encoding.from_tekken`), a
+    SentencePiece `.model` file (`Encoding.from_sentencepiece`) or an encoding saved with
+    `Encoding.save` (a `.tiktoken` file with its `.json` beside it).
 
     >>> enc = get_encoding("cl100k_base")
     >>> enc.encode("hello world")
@@ -73,9 +74,25 @@ def is_encoding_path(name: str) -> bool:
 
 def load_path(path: str) -> Encoding:
     """The encoding in the file at `path`: a `tokenizer.json` (by its `.json` name, or a
-    directory holding one) or an encoding saved with `Encoding.save`."""
-    if os.path.isdir(path) or (path.endswith(".json") and not _is_saved_sidecar(path)):
+    directory holding one), Mistral's `tekken.json` (a `.json` that starts with its
+    `config`), a SentencePiece model (by its `.model` name, or a directory holding a
+    `tokenizer.model` and no `tokenizer.json`) or an encoding saved with `Encoding.save`."""
+    from .sp_model import is_model_name
+
+    if os.path.isdir(path):
+        if not os.path.exists(os.path.join(path, "tokenizer.json")) and os.path.isfile(
+            os.path.join(path, "tokenizer.model")
+        ):
+            return Encoding.from_sentencepiece(path)
         return Encoding.from_hf(path)
+    if path.endswith(".json") and not _is_saved_sidecar(path):
+        from .tekken import is_tekken_file
+
+        if is_tekken_file(path):
+            return Encoding.from_tekken(path)
+        return Encoding.from_hf(path)
+    if is_model_name(path):
+        return Encoding.from_sentencepiece(path)
     return Encoding.load(path)
 
 

@@ -38,7 +38,8 @@ def add_encoding_arguments(parser: argparse.ArgumentParser) -> None:
         "--encoding",
         metavar="NAME",
         help=f"encoding name (default: {DEFAULT_ENCODING}; see `ferrotok encodings`), or the path "
-        "of a tokenizer.json, a directory holding one, or a saved .tiktoken",
+        "of a tokenizer.json, a directory holding one, a tekken.json, a SentencePiece .model "
+        "or a saved .tiktoken",
     )
     group.add_argument(
         "-m", "--model", metavar="MODEL", help="use the encoding of this model, e.g. gpt-4o"

@@ -30,6 +30,7 @@ import os
 import warnings
 from typing import Any
 
+from .. import hf_json
 from .regex import to_oniguruma
 
 # The encoding being exported is a ferrotok.core.Encoding; it is not imported here, not even
@@ -67,6 +68,13 @@ def hf_config(enc: Encoding) -> dict[str, Any]:
     """The `tokenizer.json` content (as a dict) that reproduces `enc`'s ids in HF."""
     existing = getattr(enc, "_hf_config", None)
     if isinstance(existing, dict):
+        verbatim = [t["content"] for t in existing.get("added_tokens") or [] if _verbatim(t)]
+        if verbatim:
+            raise ValueError(
+                f"encoding {enc.name!r} matches added tokens in the normalized text as they are "
+                f"({verbatim[0]!r}: a SentencePiece model's user-defined symbols), which no "
+                "tokenizer.json layout says: HF would read the file differently"
+            )
         return existing
     ranks = enc._mergeable_ranks
     missing = [b for b in range(256) if bytes([b]) not in ranks]
@@ -115,17 +123,7 @@ def hf_config(enc: Encoding) -> dict[str, Any]:
                 f"{vocab[text]} in the ByteLevel alphabet"
             )
         vocab[text] = token_id
-        added.append(
-            {
-                "id": token_id,
-                "content": text,
-                "single_word": False,
-                "lstrip": False,
-                "rstrip": False,
-                "normalized": False,
-                "special": True,
-            }
-        )
+        added.append(hf_json.added_token(token_id, text, special=True, normalized=False))
     if dropped:
         warnings.warn(
             f"{enc.name}: special token(s) {', '.join(map(repr, sorted(dropped)))} share an id "
@@ -134,6 +132,12 @@ def hf_config(enc: Encoding) -> dict[str, Any]:
             stacklevel=3,
         )
 
+    byte_level_processor = {
+        "type": "ByteLevel",
+        "add_prefix_space": False,
+        "trim_offsets": False,
+        "use_regex": False,
+    }
     return {
         "version": "1.0",
         "truncation": None,
@@ -157,12 +161,7 @@ def hf_config(enc: Encoding) -> dict[str, Any]:
                 },
             ],
         },
-        "post_processor": {
-            "type": "ByteLevel",
-            "add_prefix_space": False,
-            "trim_offsets": False,
-            "use_regex": False,
-        },
+        "post_processor": _with_template(byte_level_processor, enc._hf_template, taken),
         "decoder": {
             "type": "ByteLevel",
             "add_prefix_space": False,
@@ -182,6 +181,26 @@ def hf_config(enc: Encoding) -> dict[str, Any]:
             "merges": merges,
         },
     }
+
+
+def _with_template(
+    processor: dict[str, Any], template: tuple[list[int], list[int]], texts: dict[int, str]
+) -> dict[str, Any]:
+    """`processor`, then the special tokens `encode(add_special_tokens=True)` puts around a
+    text (`template`: ids before, ids after; a tekken.json's `<s>`) as HF's template."""
+    before, after = template
+    if not before and not after:
+        return processor
+    missing = [i for i in [*before, *after] if i not in texts]
+    if missing:
+        raise ValueError(f"the template's id {missing[0]} is no special token of the encoding")
+    named = hf_json.template([(i, texts[i]) for i in before], [(i, texts[i]) for i in after])
+    return {"type": "Sequence", "processors": [processor, named]}
+
+
+def _verbatim(token: Any) -> bool:
+    """Whether an added token carries ferrotok's own `ferrotok_verbatim` key (HF ignores it)."""
+    return isinstance(token, dict) and bool(token.get("ferrotok_verbatim"))
 
 
 def to_hf(enc: Encoding, path: str | os.PathLike[str]) -> None:

@@ -338,7 +338,12 @@ class Tokenizer:
             self._added[content] = i
             if token.get("lstrip") or token.get("rstrip"):
                 self._stripping.add(i)
-            if self._normalize is not None and token.get("normalized", True):
+            # (A `ferrotok_verbatim` token is matched as its content is: its text is that.)
+            if (
+                self._normalize is not None
+                and token.get("normalized", True)
+                and not token.get("ferrotok_verbatim")
+            ):
                 self._normalized.add(i)
             if token.get("special"):
                 self._special_contents.add(content)
@@ -856,6 +861,11 @@ class Tokenizer:
     def _add(self, method: str, tokens: Sequence[Any]) -> int:
         import tokenizers
 
+        if any(t.get("ferrotok_verbatim") for t in self._config.get("added_tokens") or []):
+            # HF's file would drop the key, and with it how those tokens are matched.
+            raise NotImplementedError(
+                f"{method} through HF on a SentencePiece model with user-defined symbols"
+            )
         hf = tokenizers.Tokenizer.from_str(self.to_str())
         added = int(getattr(hf, method)(tokens))
         self._reload(hf.to_str())

@@ -9,6 +9,11 @@
 //! covers stays ordinary). A match left empty (inside whitespace a previous match's `rstrip`
 //! took) gives no cut, as HF drops empty splits. Two normalized tokens whose normalized
 //! texts are equal are refused: HF's choice between them is not deterministic.
+//!
+//! One key is ferrotok's own, not HF's: a normalized token with `"ferrotok_verbatim": true`
+//! is matched in the normalized text as its content is, not as the normalizer makes it
+//! (SentencePiece's user-defined symbols, `python/ferrotok/sp_model.py`). HF ignores the key,
+//! so a file holding it is ferrotok's alone (`to_hf` refuses to write one).
 
 use super::normalizers::{bad, unsupported, Normalizer};
 use crate::error::Result;
@@ -25,6 +30,8 @@ pub struct AddedToken {
     pub rstrip: bool,
     pub normalized: bool,
     pub special: bool,
+    /// Matched in the normalized text as its content is (`ferrotok_verbatim`, above).
+    pub verbatim: bool,
 }
 
 /// A trie over some added tokens: pattern index -> index into `AddedVocab::tokens`.
@@ -169,6 +176,7 @@ impl AddedVocab {
                     rstrip: flag(t, "rstrip"),
                     normalized: flag(t, "normalized"),
                     special: flag(t, "special"),
+                    verbatim: flag(t, "ferrotok_verbatim"),
                 };
                 if token.special {
                     specials.insert(token.content.clone());
@@ -191,7 +199,7 @@ impl AddedVocab {
                     continue;
                 }
                 let p = match normalizer {
-                    Some(n) if normalized => n.normalize(&t.content),
+                    Some(n) if normalized && !t.verbatim => n.normalize(&t.content),
                     _ => t.content.clone(),
                 };
                 if p.is_empty() {

@@ -1020,6 +1020,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         .unwrap_or("BPE");
     let decoder = root.get("decoder").unwrap_or(&Value::Null);
     let (mut decode_strip, mut decode_bytes) = (0, false);
+    let mut sp_replaces = meta_as_space();
     let mut wordpiece_decoder: Option<(String, bool)> = None;
     let mut metaspace_decoder = false;
     // No decoder: HF joins the tokens' texts with spaces.
@@ -1051,8 +1052,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                 // HF's own BPE files too (a model trained without a pre-tokenizer has them).
                 let kind = decoder.get("type").and_then(Value::as_str);
                 if metaspace.is_some() {
-                    (decode_strip, decode_bytes) =
-                        sentencepiece_decoder(decoder, parsed.byte_fallback)?;
+                    let d = sentencepiece_decoder(decoder, parsed.byte_fallback)?;
+                    (decode_strip, decode_bytes, sp_replaces) = (d.strip, d.bytes, d.replaces);
                 } else if decoder.is_null() {
                     // Each token's bytes start with the space the join puts before it, and
                     // decoding strips the one in front.
@@ -1073,8 +1074,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                     wordpiece_decoder = Some(check_wordpiece_decoder(decoder)?);
                     decode_strip = 1;
                 } else {
-                    (decode_strip, decode_bytes) =
-                        sentencepiece_decoder(decoder, parsed.byte_fallback)?;
+                    let d = sentencepiece_decoder(decoder, parsed.byte_fallback)?;
+                    (decode_strip, decode_bytes, sp_replaces) = (d.strip, d.bytes, d.replaces);
                 }
                 let split_all = metaspace.is_some_and(|m| m.split);
                 let (m, vocab) = SentencePieceBpe::new(parsed, split_all)?;
@@ -1104,7 +1105,8 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
                 .get("byte_fallback")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            (decode_strip, decode_bytes) = unigram_decoder(decoder, byte_fallback)?;
+            let d = unigram_decoder(decoder, byte_fallback)?;
+            (decode_strip, decode_bytes, sp_replaces) = (d.strip, d.bytes, d.replaces);
             metaspace_decoder = decoder.get("type").and_then(Value::as_str) == Some("Metaspace");
             let (m, vocab) = Unigram::from_json(model_json)?;
             (Model::Unigram(Box::new(m)), vocab)
@@ -1143,6 +1145,11 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     };
     // A token's bytes, as the model's decoder gives them.
     let spm = matches!(model, Model::SentencePiece(_) | Model::Unigram(_));
+    let sp_replaced = |t: &str| -> String {
+        sp_replaces.iter().fold(t.to_owned(), |text, (from, to)| {
+            text.replace(from.as_str(), to)
+        })
+    };
     let token_bytes = |t: &str| -> Vec<u8> {
         if join_decoder {
             [b" ", t.as_bytes()].concat()
@@ -1153,9 +1160,10 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         } else if let Some((prefix, cleanup)) = &wordpiece_decoder {
             wordpiece_token_text(t, prefix, *cleanup).into_bytes()
         } else if spm {
-            match decoded_byte(t).filter(|_| decode_bytes) {
+            let text = sp_replaced(t);
+            match decoded_byte(&text).filter(|_| decode_bytes) {
                 Some(b) => vec![b],
-                None => t.replace('\u{2581}', " ").into_bytes(),
+                None => text.into_bytes(),
             }
         } else {
             byte_level::token_bytes(t).unwrap_or_else(|| t.as_bytes().to_vec())
@@ -1246,17 +1254,21 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
             }
         })
         .collect();
-    // HF decodes an id through its token text: a normalized added token's text is its
-    // normalized content ("ﬁX" is "fix" under NFKC and Lowercase), and the ByteLevel decoder
+    // An added token's text, as HF names its id: its normalized content if it is normalized
+    // ("ﬁX" is "fix" under NFKC and Lowercase), but a verbatim one's content as it is.
+    let added_text = |t: &added_tokens::AddedToken| -> String {
+        match &normalizer {
+            Some(n) if t.normalized && !t.verbatim => n.normalize(&t.content),
+            _ => t.content.clone(),
+        }
+    };
+    // HF decodes an id through its token text (`added_text`), and the ByteLevel decoder
     // reads a text spelled wholly in its alphabet as those bytes, any other as its UTF-8
     // (SentencePiece's: `▁` as a space, a byte fallback token as its byte).
     // Where that differs from the bytes the engine keeps for the id (its content, which
     // is what `encode` matches), the id decodes as HF decodes it.
     for t in &added.tokens {
-        let text = match &normalizer {
-            Some(n) if t.normalized => n.normalize(&t.content),
-            _ => t.content.clone(),
-        };
+        let text = added_text(t);
         let bytes = token_bytes(&text);
         if enc.vocab.token_bytes(t.id) != Some(&bytes[..]) {
             enc.decode_as.insert(t.id, bytes.into());
@@ -1278,11 +1290,7 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
         let mut texts: FxHashMap<u32, String> =
             vocab.iter().map(|(t, &id)| (id, t.clone())).collect();
         for t in &added.tokens {
-            let text = match &normalizer {
-                Some(n) if t.normalized => n.normalize(&t.content),
-                _ => t.content.clone(),
-            };
-            texts.insert(t.id, text);
+            texts.insert(t.id, added_text(t));
         }
         for (id, t) in texts {
             let own = token_bytes(&t);
@@ -1336,16 +1344,28 @@ pub fn encoder_from_json(json: &str) -> Result<Encoder> {
     Ok(enc)
 }
 
-/// The decoder of a SentencePiece BPE model: a `Sequence` of `Replace` (`▁` by a space),
-/// `ByteFallback` (required with the model's byte fallback), `Fuse` and a `Strip` of leading
-/// spaces after `Fuse`, which is how the shared models' files decode (and how a token's bytes
-/// are read here). Returns how many leading spaces `Strip` takes away, and whether
-/// `ByteFallback` reads `<0xHH>` tokens as bytes. Anything else is refused by name.
-fn sentencepiece_decoder(v: &Value, byte_fallback: bool) -> Result<(usize, bool)> {
+/// What SentencePiece's decoder chain makes of the tokens (see [`sentencepiece_decoder`]).
+struct SpDecoder {
+    /// How many leading spaces `Strip` takes off the text.
+    strip: usize,
+    /// Whether `ByteFallback` reads `<0xHH>` tokens as bytes.
+    bytes: bool,
+    /// The `Replace` steps, in order, each a string by a string in a token's text (`▁` by a
+    /// space among them); any other than that one comes before `ByteFallback`.
+    replaces: Vec<(String, String)>,
+}
+
+/// The decoder of a SentencePiece BPE model: a `Sequence` of `Replace` (`▁` by a space, and
+/// others of a string by a string before `ByteFallback`: the unknown token's text by
+/// sentencepiece's ` ⁇ `), `ByteFallback` (required with the model's byte fallback), `Fuse`
+/// and a `Strip` of leading spaces after `Fuse`, which is how the shared models' files decode
+/// (and how a token's bytes are read here). Anything else is refused by name.
+fn sentencepiece_decoder(v: &Value, byte_fallback: bool) -> Result<SpDecoder> {
     let refuse = |what: &str| {
         Err(unsupported(&format!(
             "decoder {what} for SentencePiece BPE (supported: a Sequence of Replace('▁', ' '), \
-             ByteFallback, Fuse and Strip(' ', n, 0) after Fuse)"
+             Replace of other strings before ByteFallback, ByteFallback, Fuse and \
+             Strip(' ', n, 0) after Fuse)"
         )))
     };
     let kind = v.get("type").and_then(Value::as_str).unwrap_or("none");
@@ -1358,16 +1378,24 @@ fn sentencepiece_decoder(v: &Value, byte_fallback: bool) -> Result<(usize, bool)
         .map(Vec::as_slice)
         .unwrap_or_default();
     let (mut replace, mut fallback, mut fused, mut strip) = (false, false, false, 0);
+    let mut replaces = Vec::new();
     for d in steps {
         let kind = d.get("type").and_then(Value::as_str).unwrap_or("?");
         match kind {
             "Replace" => {
                 let from = d.get("pattern").and_then(|p| p.get("String"));
-                let to = d.get("content").and_then(Value::as_str);
-                if from.and_then(Value::as_str) != Some("\u{2581}") || to != Some(" ") {
-                    return refuse("Replace other than '▁' by ' '");
+                let (Some(from), Some(to)) = (
+                    from.and_then(Value::as_str),
+                    d.get("content").and_then(Value::as_str),
+                ) else {
+                    return refuse("Replace other than of a string by a string");
+                };
+                if from == "\u{2581}" && to == " " {
+                    replace = true;
+                } else if from.is_empty() || fallback {
+                    return refuse("Replace other than '▁' by ' ' after ByteFallback or of ''");
                 }
-                replace = true;
+                replaces.push((from.to_owned(), to.to_owned()));
             }
             "ByteFallback" => fallback = true,
             "Fuse" => fused = true,
@@ -1391,7 +1419,11 @@ fn sentencepiece_decoder(v: &Value, byte_fallback: bool) -> Result<(usize, bool)
     if byte_fallback && !fallback {
         return refuse("Sequence without ByteFallback for a model with byte_fallback");
     }
-    Ok((strip, fallback))
+    Ok(SpDecoder {
+        strip,
+        bytes: fallback,
+        replaces,
+    })
 }
 
 /// The decoder of a WordPiece model: HF's `WordPiece` decoder, as (prefix, cleanup).
@@ -1446,7 +1478,7 @@ fn wordpiece_cleanup(text: String, cleanup: bool) -> String {
 /// The decoder of a Unigram model: SentencePiece's chain (see [`sentencepiece_decoder`]) or
 /// HF's `Metaspace` decoder (`▁` a space; the one in front of the text dropped unless its
 /// `prepend_scheme` is `never`). Returns what [`sentencepiece_decoder`] returns.
-fn unigram_decoder(v: &Value, byte_fallback: bool) -> Result<(usize, bool)> {
+fn unigram_decoder(v: &Value, byte_fallback: bool) -> Result<SpDecoder> {
     if v.get("type").and_then(Value::as_str) != Some("Metaspace") {
         return sentencepiece_decoder(v, byte_fallback);
     }
@@ -1456,7 +1488,16 @@ fn unigram_decoder(v: &Value, byte_fallback: bool) -> Result<(usize, bool)> {
         ));
     }
     let m = Metaspace::from_json(v)?.ok_or_else(|| bad("decoder Metaspace"))?;
-    Ok((usize::from(m.prepend != metaspace::Prepend::Never), false))
+    Ok(SpDecoder {
+        strip: usize::from(m.prepend != metaspace::Prepend::Never),
+        bytes: false,
+        replaces: meta_as_space(),
+    })
+}
+
+/// `▁` by a space: the one `Replace` of SentencePiece's decoders, and what `Metaspace`'s does.
+fn meta_as_space() -> Vec<(String, String)> {
+    vec![("\u{2581}".to_owned(), " ".to_owned())]
 }
 
 fn check_decoder(v: &Value) -> Result<()> {
