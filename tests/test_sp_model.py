@@ -1,7 +1,7 @@
 """SentencePiece `.model` files (`Encoding.from_sentencepiece`, `ferrotok/sp_model.py`) against
-`sentencepiece` itself: ids, batches, numpy, BOS and decoding on BPE models trained here in each
-layout the loader admits (a dummy prefix or none, byte fallback or unknown pieces, control
-symbols) and on Mistral's released files (from the `mistral-common` wheel, which
+`sentencepiece` itself: ids, batches, numpy, BOS and decoding on BPE and Unigram models trained
+here in each layout the loader admits (a dummy prefix or none, byte fallback or unknown pieces,
+control symbols) and on Mistral's released files (from the `mistral-common` wheel, which
 scripts/test.sh installs without its dependencies); the protocol buffer reader against
 `protobuf`'s; a refusal naming each thing the loader does not admit; and bad files.
 """
@@ -23,7 +23,7 @@ import ferrotok
 import ferrotok.hf
 import pytest
 from ferrotok import sp_model
-from hf_support import sample_all
+from hf_support import documents, sample_all
 
 spm = pytest.importorskip("sentencepiece")
 
@@ -63,6 +63,10 @@ EDGE_TEXTS = [
     "\n a\n  b \n",
     "x\u00a0\u00a0y \u3000x\u3000 \u2028 z \u2028 ",
     "ｆｕｌｌ　ｗｉｄｔｈ ①② x\r\ny",
+    # A char a charsmap maps, then a mark: sentencepiece keeps the mark (HF's Precompiled,
+    # mapping the cluster by its prefix, drops it).
+    "p('A\u034fB \ufb16\u0333AA\u031d')",
+    "\ufb01\u0301 \u2460\u0308 x\u3000\u0301",
 ]
 
 # Each layout admitted: sentencepiece's trainer options (beyond those every one has).
@@ -81,11 +85,20 @@ LAYOUTS: dict[str, dict[str, Any]] = {
     # Extra whitespace removed without a rule, beside user-defined symbols.
     "extra-whitespace": {"byte_fallback": False, "remove_extra_whitespaces": True,
                          "user_defined_symbols": ["[REF]"]},
+    # Unigram as T5's and XLM-R's files have it: sentencepiece's defaults, unknown pieces.
+    "unigram": {"model_type": "unigram", "byte_fallback": False, "character_coverage": 0.98,
+                "normalization_rule_name": "nmt_nfkc", "remove_extra_whitespaces": True},
+    # Unigram with byte fallback, no rule, whitespace kept.
+    "unigram-bytes": {"model_type": "unigram", "byte_fallback": True},
 }
 
 # Options the loader refuses, each with what its error names.
 REFUSED: dict[str, tuple[dict[str, Any], str]] = {
-    "unigram": ({"model_type": "unigram"}, "UNIGRAM"),
+    "char": ({"model_type": "char"}, "CHAR"),
+    "unigram-user-defined": (
+        {"model_type": "unigram", "user_defined_symbols": ["<tool>"]},
+        "user-defined symbols in a Unigram model",
+    ),
     "nfkc-user-defined": (
         {"normalization_rule_name": "nmt_nfkc", "user_defined_symbols": ["<tool>"]},
         "user-defined symbols with the normalization rule 'nmt_nfkc'",
@@ -158,6 +171,19 @@ def test_trained_models_give_sentencepieces_ids(name: str) -> None:
     check(ferrotok.Encoding.from_sentencepiece(path), sp, texts())
 
 
+@pytest.mark.parametrize("name", ["unigram", "unigram-bytes"])
+def test_a_long_text_is_one_unigram_segmentation(name: str) -> None:
+    # sentencepiece's Unigram sums scores over the whole text (the sum reset past 100,000):
+    # a megabyte is many resets, and any part encoded alone would round otherwise.
+    path = trained(name)
+    sp = spm.SentencePieceProcessor(model_file=path)
+    enc = ferrotok.Encoding.from_sentencepiece(path)
+    text = "".join(documents("english.txt")[:250])
+    want = sp.encode(text)
+    assert len(want) > 100_000
+    assert enc.encode_ordinary(text) == want
+
+
 def test_a_special_tokens_text_is_special_as_tiktoken_treats_it() -> None:
     path = trained("llama")
     enc, sp = ferrotok.get_encoding(path), spm.SentencePieceProcessor(model_file=path)
@@ -196,6 +222,23 @@ def test_user_defined_symbols_have_no_hf_file_but_the_face_reads_them(tmp_path: 
             e = face.encode(t)
             assert e.ids == sp.encode(t, add_bos=True)
             assert e.tokens == ["<s>", *sp.encode(t, out_type=str)]
+
+
+def test_a_unigram_model_has_no_hf_file_but_the_face_reads_it(tmp_path: Path) -> None:
+    # HF's Unigram sums scores in f64 a word at a time, sentencepiece's in f32 over the
+    # text: near-ties part them, so no tokenizer.json would give these ids.
+    path = trained("unigram")
+    enc = ferrotok.Encoding.from_sentencepiece(path)
+    sp = spm.SentencePieceProcessor(model_file=path)
+    with pytest.raises(ValueError, match="Unigram"):
+        enc.to_hf(str(tmp_path / "tokenizer.json"))
+    assert not (tmp_path / "tokenizer.json").exists()
+    face = ferrotok.hf.Tokenizer.from_encoding(enc)
+    with pytest.raises(NotImplementedError, match="Unigram"):
+        face.add_tokens(["<new>"])
+    for t in texts():
+        if not any(s in t for s in enc.special_tokens_set):
+            assert face.encode(t).ids == sp.encode(t, add_bos=True)
 
 
 def test_the_hf_export_and_face_give_sentencepieces_ids(tmp_path: Path) -> None:

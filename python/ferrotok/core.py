@@ -121,10 +121,11 @@ class Encoding:
         `tokenizer.model`), with `sentencepiece`'s ids.
 
         `encode_ordinary(text)` is `SentencePieceProcessor(model_file=path).encode(text)`;
-        control pieces are special tokens, and `add_special_tokens=True` puts the
-        BOS piece in front as HF's Llama files do. BPE models load (Llama's, Mistral's and
-        Gemma's layouts, sentencepiece's defaults); a file with anything else (Unigram, ...)
-        is refused with a `ValueError` naming it (`ferrotok.sp_model` says which).
+        control pieces are special tokens, and `add_special_tokens=True` puts the BOS piece
+        in front as HF's Llama files do. BPE models load (Llama's, Mistral's and Gemma's
+        layouts, sentencepiece's defaults), and Unigram models; a file with anything else (a
+        char model, ...) is refused with a `ValueError` naming it (`ferrotok.sp_model` says
+        which).
         """
         from .sp_model import read_model
 

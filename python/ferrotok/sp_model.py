@@ -3,25 +3,30 @@
 What it promises: for a file it admits, `encode_ordinary(text)` is
 `sentencepiece.SentencePieceProcessor(model_file=path).encode(text)` and `decode(ids)` its
 `decode(ids)`. It admits BPE models (Llama 1 and 2, Mistral's v1 to v7 files, Gemma's layout
-without a dummy prefix, and models trained with sentencepiece's defaults): any normalization
+without a dummy prefix) and Unigram models (sentencepiece's default type), any normalization
 rule (`identity`, or a precompiled charsmap such as `nmt_nfkc`), spaces made `▁`
 (`escape_whitespaces`), extra whitespace kept or removed, `▁` in front of a text or not
 (`add_dummy_prefix`), byte fallback or not, pieces of the types normal, unknown, control,
-user-defined and byte. Anything else in a file is refused with a `ValueError` naming it, never
-tokenized differently: model types Unigram, word and char, `treat_whitespace_as_suffix`, unused
-pieces, user-defined symbols holding a space or beside a charsmap.
+user-defined (BPE only) and byte. Anything else in a file is refused with a `ValueError`
+naming it, never tokenized differently: model types word and char,
+`treat_whitespace_as_suffix`, unused pieces, user-defined symbols in a Unigram model, holding a
+space or beside a charsmap.
 
 How: the file's protocol buffer (`ModelProto` of sentencepiece's `sentencepiece_model.proto`)
 is read here, without `protobuf`; the `tokenizer.json` whose ids are sentencepiece's (the
 layout transformers' Llama converter writes: `Prepend("▁")` and `Replace(" ", "▁")`, after
 the rule's `Precompiled` and `Replace`s that remove extra whitespace where the file says so, no
 pre-tokenizer, BPE whose merges are every split of a piece into two pieces, ranked by the
-piece's score) is built from it and loaded as `Encoding.from_hf` loads one. Its control
+piece's score; or Unigram over the pieces and their scores) is built from it and loaded as
+`Encoding.from_hf` loads one. A Unigram model carries ferrotok's own key
+`ferrotok_sentencepiece`, for sentencepiece's arithmetic over the whole text
+(`rust/src/pipeline/unigram.rs`), where HF's sums differ on near-ties. Its control
 pieces are special tokens, `<s>` put in front by `add_special_tokens=True` as HF's Llama files
 do; the unknown piece is an ordinary token (sentencepiece matches neither in text), decoded as
 sentencepiece's ` ⁇ ` (a decoder `Replace`). User-defined symbols are added tokens matched in
 the normalized text as they are, which HF's files cannot say (ferrotok's own key,
-`ferrotok_verbatim`): `to_hf` refuses such a model, and writes the others.
+`ferrotok_verbatim`). A charsmap is read as sentencepiece reads it (the same key on
+`Precompiled`). `to_hf` refuses a model that needs one of these keys, and writes the others.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ from .hf_json import added_token, file_or_inner, template
 # `ModelProto.SentencePiece.Type`.
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 # `TrainerSpec.ModelType`.
-_MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
+UNIGRAM, BPE = 1, 2
+_MODEL_TYPES = {UNIGRAM: "UNIGRAM", BPE: "BPE", 3: "WORD", 4: "CHAR"}
 META = "\u2581"
 
 
@@ -163,10 +169,14 @@ def _refuse(what: str) -> ValueError:
 
 def _check(m: ModelFile) -> None:
     """Refuses, by name, what this module does not turn into sentencepiece's ids."""
-    if m.model_type != 2:
+    if m.model_type not in (UNIGRAM, BPE):
         name = _MODEL_TYPES.get(m.model_type, str(m.model_type))
         raise _refuse(f"model type {name}")
     user_defined = any(k == USER_DEFINED for _, _, k in m.pieces)
+    if m.model_type == UNIGRAM and user_defined:
+        # sentencepiece's Unigram finds them in its trie with a score of their own, where its
+        # BPE matches them before the model (as added tokens are matched here).
+        raise _refuse("user-defined symbols in a Unigram model")
     if m.charsmap and user_defined:
         # sentencepiece leaves a user-defined symbol of the raw text unnormalized; here it
         # would be looked for in the normalized text.
@@ -202,6 +212,11 @@ def _check(m: ModelFile) -> None:
     holding = [t for t, _, k in m.pieces if k != UNKNOWN and unknown_pieces[0] in t]
     if holding:
         raise _refuse(f"the piece {holding[0]!r} holding the unknown piece's text")
+    byte_pieces = {t for t, _, k in m.pieces if k == BYTE}
+    if m.byte_fallback and len(byte_pieces) != 256:
+        raise ValueError(
+            f"not a SentencePiece model file (byte fallback with {len(byte_pieces)} byte pieces)"
+        )
 
 
 def tokenizer_json(m: ModelFile) -> dict[str, Any]:
@@ -209,21 +224,7 @@ def tokenizer_json(m: ModelFile) -> dict[str, Any]:
     _check(m)
     vocab = {text: i for i, (text, _, _) in enumerate(m.pieces)}
     unk = next(text for text, _, k in m.pieces if k == UNKNOWN)
-    # Merges: sentencepiece merges the two symbols side by side whose joined text is a normal
-    # piece of the highest score, the leftmost of equals. Its symbols are chars and normal
-    # pieces: control, unknown and byte pieces are no symbol text, so they are no merge's
-    # part or result. Each split of a normal piece into two symbols is a merge, ranked by the
-    # piece's score (the order of transformers' `SentencePieceExtractor`).
-    symbols = {text for text, _, k in m.pieces if k == NORMAL}
-    ranked: list[tuple[float, int, int, int, str, str]] = []
-    for i, (text, score, kind) in enumerate(m.pieces):
-        if kind != NORMAL:
-            continue
-        for cut in range(1, len(text)):
-            left, right = text[:cut], text[cut:]
-            if left in symbols and right in symbols:
-                ranked.append((-score, i, vocab[left], vocab[right], left, right))
-    ranked.sort()
+    model = _bpe(m, vocab, unk) if m.model_type == BPE else _unigram(m)
     added = [
         added_token(i, text, special=True, normalized=False)
         for i, (text, _, kind) in enumerate(m.pieces)
@@ -240,9 +241,18 @@ def tokenizer_json(m: ModelFile) -> dict[str, Any]:
     ]
     steps: list[dict[str, Any]] = []
     if m.charsmap:
-        # The rule's table (`nmt_nfkc`, ...), as HF's converters write it.
+        # The rule's table (`nmt_nfkc`, ...), as HF's converters write it, read as
+        # sentencepiece reads it (ferrotok's own key, `rust/src/pipeline/precompiled.rs`:
+        # the longest match from each char on, where HF maps a grapheme cluster by its
+        # shortest prefix).
         charsmap = base64.b64encode(m.charsmap).decode("ascii")
-        steps.append({"type": "Precompiled", "precompiled_charsmap": charsmap})
+        steps.append(
+            {
+                "type": "Precompiled",
+                "precompiled_charsmap": charsmap,
+                "ferrotok_sentencepiece": True,
+            }
+        )
     if m.remove_extra_whitespaces:
         # sentencepiece's normalizer then writes no space after a space, none in front and
         # none at the end, where it also drops a `▁` of the text's own (its last loop takes
@@ -274,17 +284,52 @@ def tokenizer_json(m: ModelFile) -> dict[str, Any]:
         "pre_tokenizer": None,
         "post_processor": _bos_template(m),
         "decoder": {"type": "Sequence", "decoders": decoders},
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": unk,
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": True,
-            "byte_fallback": m.byte_fallback,
-            "ignore_merges": False,
-            "vocab": vocab,
-            "merges": [[left, right] for *_, left, right in ranked],
+        "model": model,
+    }
+
+
+def _bpe(m: ModelFile, vocab: dict[str, int], unk: str) -> dict[str, Any]:
+    """The BPE model whose HF ids are sentencepiece's BPE's."""
+    # Merges: sentencepiece merges the two symbols side by side whose joined text is a normal
+    # piece of the highest score, the leftmost of equals. Its symbols are chars and normal
+    # pieces: control, unknown and byte pieces are no symbol text, so they are no merge's
+    # part or result. Each split of a normal piece into two symbols is a merge, ranked by the
+    # piece's score (the order of transformers' `SentencePieceExtractor`).
+    symbols = {text for text, _, k in m.pieces if k == NORMAL}
+    ranked: list[tuple[float, int, int, int, str, str]] = []
+    for i, (text, score, kind) in enumerate(m.pieces):
+        if kind != NORMAL:
+            continue
+        for cut in range(1, len(text)):
+            left, right = text[:cut], text[cut:]
+            if left in symbols and right in symbols:
+                ranked.append((-score, i, vocab[left], vocab[right], left, right))
+    ranked.sort()
+    return {
+        "type": "BPE",
+        "dropout": None,
+        "unk_token": unk,
+        "continuing_subword_prefix": None,
+        "end_of_word_suffix": None,
+        "fuse_unk": True,
+        "byte_fallback": m.byte_fallback,
+        "ignore_merges": False,
+        "vocab": vocab,
+        "merges": [[left, right] for *_, left, right in ranked],
+    }
+
+
+def _unigram(m: ModelFile) -> dict[str, Any]:
+    """The Unigram model whose ids are sentencepiece's Unigram's: HF's layout (transformers'
+    converters write it so), and ferrotok's own key for sentencepiece's arithmetic, which names
+    the pieces its trie leaves out (control, unknown and byte pieces: no text matches them)."""
+    return {
+        "type": "Unigram",
+        "unk_id": next(i for i, (_, _, k) in enumerate(m.pieces) if k == UNKNOWN),
+        "vocab": [[text, score] for text, score, _ in m.pieces],
+        "byte_fallback": m.byte_fallback,
+        "ferrotok_sentencepiece": {
+            "reserved": [i for i, (_, _, k) in enumerate(m.pieces) if k != NORMAL]
         },
     }
 

@@ -68,13 +68,9 @@ def hf_config(enc: Encoding) -> dict[str, Any]:
     """The `tokenizer.json` content (as a dict) that reproduces `enc`'s ids in HF."""
     existing = getattr(enc, "_hf_config", None)
     if isinstance(existing, dict):
-        verbatim = [t["content"] for t in existing.get("added_tokens") or [] if _verbatim(t)]
-        if verbatim:
-            raise ValueError(
-                f"encoding {enc.name!r} matches added tokens in the normalized text as they are "
-                f"({verbatim[0]!r}: a SentencePiece model's user-defined symbols), which no "
-                "tokenizer.json layout says: HF would read the file differently"
-            )
+        why = ferrotok_only(existing)
+        if why:
+            raise ValueError(f"encoding {enc.name!r} {why}: HF would read the file differently")
         return existing
     ranks = enc._mergeable_ranks
     missing = [b for b in range(256) if bytes([b]) not in ranks]
@@ -198,9 +194,31 @@ def _with_template(
     return {"type": "Sequence", "processors": [processor, named]}
 
 
-def _verbatim(token: Any) -> bool:
-    """Whether an added token carries ferrotok's own `ferrotok_verbatim` key (HF ignores it)."""
-    return isinstance(token, dict) and bool(token.get("ferrotok_verbatim"))
+def ferrotok_only(config: dict[str, Any]) -> str | None:
+    """What `config` says in ferrotok's own keys (`sp_model`'s), which HF ignores, or None."""
+    tokens = config.get("added_tokens") or []
+    verbatim = [t["content"] for t in tokens if isinstance(t, dict) and t.get("ferrotok_verbatim")]
+    if verbatim:
+        return (
+            f"matches added tokens in the normalized text as they are ({verbatim[0]!r}: a "
+            "SentencePiece model's user-defined symbols), which no tokenizer.json layout says"
+        )
+    model = config.get("model")
+    if isinstance(model, dict) and model.get("ferrotok_sentencepiece"):
+        return (
+            "is a SentencePiece Unigram model segmented with sentencepiece's f32 sums over the "
+            "whole text, which no tokenizer.json layout says (HF's Unigram sums in f64 a word "
+            "at a time, and breaks some near-ties the other way)"
+        )
+    normalizer = config.get("normalizer")
+    steps = (normalizer.get("normalizers") or []) if isinstance(normalizer, dict) else []
+    if any(isinstance(n, dict) and n.get("ferrotok_sentencepiece") for n in [normalizer, *steps]):
+        return (
+            "reads its precompiled charsmap as sentencepiece does (the longest rule from each "
+            "char on), which no tokenizer.json layout says (HF's Precompiled maps a grapheme "
+            "cluster by its shortest prefix)"
+        )
+    return None
 
 
 def to_hf(enc: Encoding, path: str | os.PathLike[str]) -> None:

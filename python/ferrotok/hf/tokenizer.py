@@ -861,11 +861,12 @@ class Tokenizer:
     def _add(self, method: str, tokens: Sequence[Any]) -> int:
         import tokenizers
 
-        if any(t.get("ferrotok_verbatim") for t in self._config.get("added_tokens") or []):
-            # HF's file would drop the key, and with it how those tokens are matched.
-            raise NotImplementedError(
-                f"{method} through HF on a SentencePiece model with user-defined symbols"
-            )
+        from .export import ferrotok_only
+
+        why = ferrotok_only(self._config)
+        if why:
+            # HF's file would drop ferrotok's own keys, and with them what they say.
+            raise NotImplementedError(f"{method} through HF: this tokenizer {why}")
         hf = tokenizers.Tokenizer.from_str(self.to_str())
         added = int(getattr(hf, method)(tokens))
         self._reload(hf.to_str())

@@ -13,6 +13,13 @@
 //! is empty) absorbs the difference: HF's `replace`, kept as it is, since every id of the
 //! models that use it depends on it.
 //!
+//! With ferrotok's own key `ferrotok_sentencepiece` (a `.model` file read by
+//! `python/ferrotok/sp_model.py`), the text is read as `sentencepiece`'s `normalizer.cc` reads
+//! it instead: from each char on, the *longest* source text the trie holds there is replaced
+//! (its `NormalizePrefix`), else the char is kept; no clusters. The two part where a cluster
+//! starts with a mapped text and goes on (`ﬖ` and a combining mark: HF replaces the cluster
+//! by `ﬖ`'s replacement, dropping the mark).
+//!
 //! Where HF's crate would index outside the trie (a malformed table), the walk ends there:
 //! no match, rather than a panic.
 
@@ -26,8 +33,11 @@ pub struct Precompiled {
     units: Vec<u32>,
     /// The replacements, each ended by a NUL byte.
     normalized: Vec<u8>,
-    /// Per ASCII char, whether the table maps it (as a one-char text).
+    /// Per ASCII char, whether the table maps it (as a one-char text); with
+    /// `sentencepiece`, whether any source text starts with it.
     ascii_mapped: [bool; 128],
+    /// Whether the text is read as sentencepiece reads it (see the module docs).
+    sentencepiece: bool,
 }
 
 impl Precompiled {
@@ -39,7 +49,31 @@ impl Precompiled {
             .ok_or_else(|| bad("normalizer Precompiled without a `precompiled_charsmap` string"))?;
         let bytes = base64_decode(text)
             .ok_or_else(|| bad("normalizer Precompiled: `precompiled_charsmap` is not base64"))?;
-        Precompiled::from_bytes(&bytes)
+        let mut p = Precompiled::from_bytes(&bytes)?;
+        match v.get("ferrotok_sentencepiece") {
+            None | Some(serde_json::Value::Null) => {}
+            Some(serde_json::Value::Bool(sp)) => p.set_sentencepiece(*sp),
+            Some(_) => {
+                return Err(bad(
+                    "normalizer Precompiled: `ferrotok_sentencepiece` is not true or false",
+                ))
+            }
+        }
+        Ok(p)
+    }
+
+    /// Reads text as sentencepiece does (`true`) or as HF does.
+    pub fn set_sentencepiece(&mut self, sentencepiece: bool) {
+        self.sentencepiece = sentencepiece;
+        for b in 0..128u8 {
+            self.ascii_mapped[b as usize] = if sentencepiece {
+                self.starts_a_source(b)
+            } else {
+                let c = [b];
+                let text = std::str::from_utf8(&c).unwrap_or_default();
+                self.transform(text).is_some()
+            };
+        }
     }
 
     /// The table from its binary form: a little-endian `u32` byte count of the trie, the
@@ -64,12 +98,9 @@ impl Precompiled {
             units,
             normalized,
             ascii_mapped: [false; 128],
+            sentencepiece: false,
         };
-        for b in 0..128u8 {
-            let c = [b];
-            let text = std::str::from_utf8(&c).unwrap_or_default();
-            p.ascii_mapped[b as usize] = p.transform(text).is_some();
-        }
+        p.set_sentencepiece(false);
         Ok(p)
     }
 
@@ -77,40 +108,101 @@ impl Precompiled {
     /// clusters: ASCII text without `\r` is a cluster a char (`\r\n` is one), and none of
     /// its chars is mapped.
     pub fn leaves(&self, text: &str) -> bool {
-        text.bytes()
-            .all(|b| b != b'\r' && self.ascii_mapped.get(b as usize) == Some(&false))
+        // (sentencepiece's reading has no clusters: `\r` is a char like the others.)
+        text.bytes().all(|b| {
+            (self.sentencepiece || b != b'\r') && self.ascii_mapped.get(b as usize) == Some(&false)
+        })
     }
 
-    /// The replacement of `chunk`: that of its first prefix the trie holds, if any.
-    fn transform(&self, chunk: &str) -> Option<&str> {
+    /// Walks the trie along `chunk`'s bytes, calling `found(length, value)` for each source
+    /// text it holds that `chunk` starts with, shortest first, until `found` says stop.
+    fn prefixes(&self, chunk: &[u8], mut found: impl FnMut(usize, usize) -> bool) {
         let at = |i: usize| self.units.get(i).copied();
         let has_leaf = |u: u32| (u >> 8) & 1 == 1;
         let value = |u: u32| (u & ((1 << 31) - 1)) as usize;
         let label = |u: u32| u & ((1 << 31) | 0xFF);
         let offset = |u: u32| ((u >> 10) << ((u & (1 << 9)) >> 6)) as usize;
-        let mut pos = 0usize;
-        let mut unit = at(pos)?;
-        pos ^= offset(unit);
-        let mut found = None;
-        for &c in chunk.as_bytes() {
+        let Some(mut unit) = at(0) else { return };
+        let mut pos = offset(unit);
+        for (i, &c) in chunk.iter().enumerate() {
             if c == 0 {
-                break;
+                return;
             }
             pos ^= c as usize;
-            unit = at(pos)?;
-            if label(unit) != u32::from(c) {
-                break;
+            match at(pos) {
+                Some(u) if label(u) == u32::from(c) => unit = u,
+                _ => return,
             }
             pos ^= offset(unit);
             if has_leaf(unit) {
-                found = Some(value(at(pos)?));
-                break;
+                match at(pos) {
+                    Some(leaf) if !found(i + 1, value(leaf)) => return,
+                    Some(_) => {}
+                    None => return,
+                }
             }
         }
-        let start = found?;
+    }
+
+    /// The replacement text that starts at `start` in the blob.
+    fn replacement(&self, start: usize) -> Option<&str> {
         let rest = self.normalized.get(start..)?;
         let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
         std::str::from_utf8(&rest[..end]).ok()
+    }
+
+    /// The replacement of `chunk`: that of its first prefix the trie holds, if any (HF's).
+    fn transform(&self, chunk: &str) -> Option<&str> {
+        let mut first = None;
+        self.prefixes(chunk.as_bytes(), |_, v| {
+            first = Some(v);
+            false
+        });
+        self.replacement(first?)
+    }
+
+    /// The longest source text `text` starts with and its replacement (sentencepiece's).
+    fn longest(&self, text: &str) -> Option<(usize, &str)> {
+        let mut longest = None;
+        self.prefixes(text.as_bytes(), |len, v| {
+            longest = Some((len, v));
+            true
+        });
+        let (len, v) = longest?;
+        // A source is UTF-8, so it ends where a char of `text` does.
+        text.is_char_boundary(len)
+            .then(|| self.replacement(v).map(|r| (len, r)))
+            .flatten()
+    }
+
+    /// Whether some source text starts with byte `b`.
+    fn starts_a_source(&self, b: u8) -> bool {
+        let at = |i: usize| self.units.get(i).copied();
+        let label = |u: u32| u & ((1 << 31) | 0xFF);
+        let offset = |u: u32| ((u >> 10) << ((u & (1 << 9)) >> 6)) as usize;
+        at(0)
+            .and_then(|root| at(offset(root) ^ b as usize))
+            .is_some_and(|u| b != 0 && label(u) == u32::from(b))
+    }
+
+    /// sentencepiece's reading of `text` (see the module docs), as [`Precompiled::dest`]
+    /// gives it.
+    fn dest_sentencepiece(&self, text: &str) -> Option<Vec<(char, isize)>> {
+        let mut dest: Vec<(char, isize)> = Vec::with_capacity(text.len());
+        let mut modified = false;
+        let mut i = 0;
+        while i < text.len() {
+            if let Some((len, norm)) = self.longest(&text[i..]) {
+                modified = true;
+                replace(&mut dest, &text[i..i + len], norm);
+                i += len;
+                continue;
+            }
+            let c = text[i..].chars().next().unwrap_or_default();
+            dest.push((c, 0));
+            i += c.len_utf8().max(1);
+        }
+        modified.then_some(dest)
     }
 
     /// HF's transformations of `text` (see the module docs), or `None` if it leaves it as
@@ -118,6 +210,9 @@ impl Precompiled {
     pub fn dest(&self, text: &str) -> Option<Vec<(char, isize)>> {
         if self.leaves(text) {
             return None;
+        }
+        if self.sentencepiece {
+            return self.dest_sentencepiece(text);
         }
         let mut dest: Vec<(char, isize)> = Vec::with_capacity(text.len());
         let mut modified = false;
@@ -292,6 +387,14 @@ mod tests {
             assert!(!p.leaves(text) || general.is_none(), "{text:?}");
         }
         assert_eq!(p.dest("xaz").unwrap(), [('x', 0), ('b', 0), ('z', 0)]);
+        // sentencepiece's reading: "a" and a mark after it is "b" and the mark (HF maps the
+        // cluster by its prefix "a" to "b" whole); `\r` is no cluster's start.
+        let mut p = p;
+        p.set_sentencepiece(true);
+        assert_eq!(p.dest("a\u{301}").unwrap(), [('b', 0), ('\u{301}', 0)]);
+        assert!(p.leaves("x\r\ny") && !p.leaves("xa"));
+        p.set_sentencepiece(false);
+        assert_eq!(p.dest("a\u{301}").unwrap(), [('b', -1)]);
     }
 
     #[test]
@@ -358,11 +461,14 @@ mod tests {
                 bytes.extend_from_slice(&u.to_le_bytes());
             }
             bytes.extend_from_slice("xé™\0ab\0\0".as_bytes());
-            let p = Precompiled::from_bytes(&bytes).unwrap();
-            for _ in 0..20 {
-                let text: String = (0..rng.below(8)).map(|_| *rng.pick(&pool)).collect();
-                let dest = p.dest(&text);
-                assert!(!p.leaves(&text) || dest.is_none());
+            let mut p = Precompiled::from_bytes(&bytes).unwrap();
+            for sentencepiece in [false, true] {
+                p.set_sentencepiece(sentencepiece);
+                for _ in 0..20 {
+                    let text: String = (0..rng.below(8)).map(|_| *rng.pick(&pool)).collect();
+                    let dest = p.dest(&text);
+                    assert!(!p.leaves(&text) || dest.is_none());
+                }
             }
         }
     }

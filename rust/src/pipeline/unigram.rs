@@ -13,6 +13,19 @@
 //! bytes' `<0xHH>` tokens if all exist, else the unknown token.
 //!
 //! A word read once is kept in the piece cache, as a BPE model's words are.
+//!
+//! With ferrotok's own key `ferrotok_sentencepiece` (a SentencePiece `.model` file read by
+//! `python/ferrotok/sp_model.py`), the segmentation is instead `sentencepiece`'s own (0.2.3's
+//! `EncodeOptimized`, which HF's follows but for four things): the scores and their sums are
+//! `f32`, so near-ties round as sentencepiece's do; where the best score ending at a char
+//! passes ±100,000, it is taken off that score and those of the paths reached beyond it,
+//! which go on from 0 (its reset, which keeps a long text's sums precise; before 0.2.3 there
+//! was none); the trie holds the normal pieces alone (not the `reserved` ones: control,
+//! unknown, byte); the unknown score is the lowest *normal* score less 10. The word is the
+//! whole normalized text (no pre-tokenizer: a sum runs across the text, and where it is
+//! rounded changes which of two near-equal segmentations wins). A run of unknown pieces is
+//! one unknown token, or with byte fallback each piece's bytes' tokens
+//! (`PopulateSentencePieceText`).
 
 use super::normalizers::bad;
 use super::sentencepiece_bpe::fallback_byte;
@@ -112,7 +125,17 @@ impl Trie {
     }
 }
 
+/// sentencepiece's arithmetic (see the module docs): per id its score as `f32`, and the
+/// unknown piece's.
+struct SpScores {
+    scores: Vec<f32>,
+    unk_score: f32,
+}
+
 pub struct Unigram {
+    /// With `ferrotok_sentencepiece`: sentencepiece's scores (the trie then holds normal
+    /// pieces alone).
+    sp: Option<SpScores>,
     /// Token text -> id (where a text repeats, its last id: HF's map).
     by_text: FxHashMap<Box<[u8]>, u32>,
     /// Per id, its score.
@@ -130,10 +153,35 @@ pub struct Unigram {
 
 /// One node of the best path: where it starts, its token, the path's score to its end.
 #[derive(Clone, Copy)]
-struct Best {
-    score: f64,
+struct Best<S> {
+    score: S,
     start: usize,
     id: u32,
+}
+
+/// A score's type: `f64` as HF sums, `f32` as sentencepiece does.
+trait Score: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::SubAssign {
+    const ZERO: Self;
+    /// Whether a path's score is so far from 0 that sentencepiece takes it off the paths
+    /// ahead, to keep `f32` sums precise (never, for HF's `f64` sums).
+    fn past_reset(self) -> bool;
+}
+
+impl Score for f64 {
+    const ZERO: f64 = 0.0;
+    fn past_reset(self) -> bool {
+        false
+    }
+}
+
+/// sentencepiece's `kScoreResetThreshold` (0.2.3's `EncodeOptimized`).
+const SCORE_RESET: f32 = 100_000.0;
+
+impl Score for f32 {
+    const ZERO: f32 = 0.0;
+    fn past_reset(self) -> bool {
+        !(-SCORE_RESET..=SCORE_RESET).contains(&self)
+    }
 }
 
 const UNREACHED: usize = usize::MAX;
@@ -172,7 +220,32 @@ impl Unigram {
             .get("byte_fallback")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let model = Self::new(&pieces, unk, byte_fallback)?;
+        let reserved = match v.get("ferrotok_sentencepiece") {
+            None | Some(Value::Null) => None,
+            Some(sp) => {
+                let bad_key = || {
+                    bad("Unigram `ferrotok_sentencepiece` is not {\"reserved\": [ids of the vocab]}")
+                };
+                let list = sp
+                    .get("reserved")
+                    .and_then(Value::as_array)
+                    .ok_or_else(bad_key)?;
+                let ids = list
+                    .iter()
+                    .map(|x| {
+                        x.as_u64()
+                            .and_then(|n| u32::try_from(n).ok())
+                            .filter(|&n| (n as usize) < pieces.len())
+                            .ok_or_else(bad_key)
+                    })
+                    .collect::<Result<Vec<u32>>>()?;
+                if unk.is_none() {
+                    return Err(bad("Unigram `ferrotok_sentencepiece` without an `unk_id`"));
+                }
+                Some(ids)
+            }
+        };
+        let model = Self::new(&pieces, unk, byte_fallback, reserved.as_deref())?;
         let vocab = model
             .by_text
             .iter()
@@ -181,7 +254,14 @@ impl Unigram {
         Ok((model, vocab))
     }
 
-    pub fn new(pieces: &[(String, f64)], unk: Option<u32>, byte_fallback: bool) -> Result<Self> {
+    /// The model of `pieces` (text, score), HF's, or sentencepiece's where `reserved` (the
+    /// ids that are no normal piece) is given.
+    pub fn new(
+        pieces: &[(String, f64)],
+        unk: Option<u32>,
+        byte_fallback: bool,
+        reserved: Option<&[u32]>,
+    ) -> Result<Self> {
         if pieces.is_empty() {
             return Err(bad("the Unigram model's vocab is empty"));
         }
@@ -196,11 +276,30 @@ impl Unigram {
                 min_score = *score;
             }
         }
+        // sentencepiece's: `f32` scores, the lowest over normal pieces, and those alone in
+        // the trie.
+        let mut normal = vec![true; pieces.len()];
+        let sp = reserved.map(|reserved| {
+            for &id in reserved {
+                if let Some(n) = normal.get_mut(id as usize) {
+                    *n = false;
+                }
+            }
+            let scores: Vec<f32> = pieces.iter().map(|&(_, s)| s as f32).collect();
+            let lowest = (scores.iter().zip(&normal))
+                .filter(|&(_, &n)| n)
+                .map(|(&s, _)| s)
+                .fold(f32::MAX, f32::min);
+            SpScores {
+                scores,
+                unk_score: lowest - UNK_PENALTY as f32,
+            }
+        });
         // The trie's token is the text's id in the map (its last), as HF looks it up; laid
         // out in id order, so the same from run to run.
         let mut texts: Vec<(&[u8], u32)> = by_text
             .iter()
-            .filter(|(t, _)| !t.is_empty())
+            .filter(|(t, &id)| !t.is_empty() && normal[id as usize])
             .map(|(t, &id)| (&t[..], id))
             .collect();
         texts.sort_unstable_by_key(|&(_, id)| id);
@@ -216,6 +315,7 @@ impl Unigram {
         });
         let unk_text = unk.map_or(String::new(), |u| pieces[u as usize].0.clone());
         Ok(Unigram {
+            sp,
             unk_text,
             by_text,
             scores: pieces.iter().map(|&(_, s)| s).collect(),
@@ -251,6 +351,10 @@ impl Unigram {
     /// Appends the ids of pre-token `w` (see the module docs).
     #[inline]
     pub fn encode_word(&self, w: &str, cache: &mut Local<'_>, out: &mut Vec<u32>) -> Result<()> {
+        if self.sp.is_some() {
+            // The word is a whole text: no cache would hold it.
+            return self.segment(w, |id, _, _| out.push(id));
+        }
         let b = w.as_bytes();
         let h = hash_bytes(b);
         if cache.get(b, h, out) {
@@ -271,60 +375,35 @@ impl Unigram {
         self.segment(w, |id, a, b| out.push((id, a, b)))
     }
 
-    /// HF's `Unigram::tokenize`: calls `emit(id, start, end)` for each token of `w`.
+    /// HF's `Unigram::tokenize` (or sentencepiece's encoding): calls `emit(id, start, end)`
+    /// for each token of `w`.
     fn segment(&self, w: &str, mut emit: impl FnMut(u32, usize, usize)) -> Result<()> {
         let b = w.as_bytes();
         if b.is_empty() {
             return Ok(());
         }
-        let unreached = Best {
-            score: 0.0,
-            start: UNREACHED,
-            id: 0,
+        // The path, read back from the end, unknown pieces fused: (start, end, id).
+        let path = match &self.sp {
+            Some(sp) => self.best_path(w, &sp.scores, sp.unk_score)?,
+            None => self.best_path(w, &self.scores, self.unk_score)?,
         };
-        let mut best = vec![unreached; b.len() + 1];
-        let mut start = 0;
-        for (char_start, c) in w.char_indices() {
-            debug_assert_eq!(char_start, start);
-            let here = best[start].score;
-            let char_len = c.len_utf8();
-            let mut single = false;
-            self.trie.common_prefix(&b[start..], |len, id| {
-                let score = self.scores[id as usize] + here;
-                let target = &mut best[start + len];
-                if target.start == UNREACHED || score > target.score {
-                    *target = Best { score, start, id };
-                }
-                single |= len == char_len;
-            });
-            if !single {
-                let score = self.unk_score + here;
-                let target = &mut best[start + char_len];
-                if target.start == UNREACHED || score > target.score {
-                    let id = self.unk.ok_or_else(Self::missing_unk)?;
-                    *target = Best { score, start, id };
-                }
-            }
-            start += char_len;
-        }
-        // The path, read back from the end, unknown pieces fused.
-        let mut path: Vec<(usize, usize, bool)> = Vec::new();
-        let mut end = b.len();
-        while end > 0 {
-            let node = best[end];
-            if node.start == UNREACHED {
-                // Not reached: every char boundary is (a token or the unknown token ends there).
-                return Err(Self::missing_unk());
-            }
-            let unk = Some(node.id) == self.unk;
-            match path.last_mut() {
-                Some(last) if unk && last.2 => last.0 = node.start,
-                _ => path.push((node.start, end, unk)),
-            }
-            end = node.start;
-        }
-        for &(a, e, _) in path.iter().rev() {
+        for &(a, e, id) in path.iter().rev() {
             let text = &b[a..e];
+            if self.sp.is_some() {
+                // sentencepiece's ids: the piece's, or for an unknown run its bytes' tokens
+                // (each char's, which are the run's) with byte fallback.
+                match &self.byte_ids {
+                    Some(bytes) if Some(id) == self.unk => {
+                        let at = |x: u8| bytes[x as usize];
+                        if text.iter().any(|&x| at(x) == NONE) {
+                            return Err(bad("a byte fallback model without a byte's piece"));
+                        }
+                        text.iter().for_each(|&x| emit(at(x), a, e));
+                    }
+                    _ => emit(id, a, e),
+                }
+                continue;
+            }
             if let Some(&id) = self.by_text.get(text) {
                 emit(id, a, e);
                 continue;
@@ -341,6 +420,77 @@ impl Unigram {
         }
         Ok(())
     }
+
+    /// The best path through `w` with the scores `scores` (see the module docs), from its
+    /// end back: (start, end, id) per token, a run of unknown pieces one with the unknown id.
+    fn best_path<S: Score>(
+        &self,
+        w: &str,
+        scores: &[S],
+        unk_score: S,
+    ) -> Result<Vec<(usize, usize, u32)>> {
+        let b = w.as_bytes();
+        let unreached = Best {
+            score: S::ZERO,
+            start: UNREACHED,
+            id: 0,
+        };
+        let mut best = vec![unreached; b.len() + 1];
+        let mut start = 0;
+        // The furthest end of a token seen so far.
+        let mut frontier = 0;
+        for (char_start, c) in w.char_indices() {
+            debug_assert_eq!(char_start, start);
+            let mut here = best[start].score;
+            if here.past_reset() {
+                // The reset (see the module docs): every path ending here or beyond is one
+                // of this one's continuations, or will be compared with one.
+                for (i, node) in best.iter_mut().enumerate().take(frontier + 1).skip(start) {
+                    if i == start || node.start != UNREACHED {
+                        node.score -= here;
+                    }
+                }
+                here = S::ZERO;
+            }
+            let char_len = c.len_utf8();
+            let mut single = false;
+            self.trie.common_prefix(&b[start..], |len, id| {
+                frontier = frontier.max(start + len);
+                let score = scores[id as usize] + here;
+                let target = &mut best[start + len];
+                if target.start == UNREACHED || score > target.score {
+                    *target = Best { score, start, id };
+                }
+                single |= len == char_len;
+            });
+            if !single {
+                frontier = frontier.max(start + char_len);
+                let score = unk_score + here;
+                let target = &mut best[start + char_len];
+                if target.start == UNREACHED || score > target.score {
+                    let id = self.unk.ok_or_else(Self::missing_unk)?;
+                    *target = Best { score, start, id };
+                }
+            }
+            start += char_len;
+        }
+        let mut path: Vec<(usize, usize, u32)> = Vec::new();
+        let mut end = b.len();
+        while end > 0 {
+            let node = best[end];
+            if node.start == UNREACHED {
+                // Not reached: every char boundary is (a token or the unknown token ends there).
+                return Err(Self::missing_unk());
+            }
+            let unk = Some(node.id) == self.unk;
+            match path.last_mut() {
+                Some(last) if unk && Some(last.2) == self.unk => last.0 = node.start,
+                _ => path.push((node.start, end, node.id)),
+            }
+            end = node.start;
+        }
+        Ok(path)
+    }
 }
 
 #[cfg(test)]
@@ -349,7 +499,7 @@ mod tests {
 
     fn model(pieces: &[(&str, f64)], unk: Option<u32>, fallback: bool) -> Unigram {
         let pieces: Vec<(String, f64)> = pieces.iter().map(|&(t, s)| (t.into(), s)).collect();
-        Unigram::new(&pieces, unk, fallback).unwrap()
+        Unigram::new(&pieces, unk, fallback, None).unwrap()
     }
 
     fn ids(m: &Unigram, w: &str) -> Vec<(u32, usize, usize)> {
@@ -402,6 +552,60 @@ mod tests {
         let m = model(&pieces, Some(0), true);
         let e = 2 + 0xC3;
         assert_eq!(ids(&m, "aé"), [(1, 0, 1), (e, 1, 3), (2 + 0xA9, 1, 3)]);
+    }
+
+    /// sentencepiece's arithmetic: `f32` sums, where a near-tie rounds to a tie (which keeps
+    /// the path found first) and HF's `f64` sums keep it apart; reserved pieces outside the
+    /// trie; a run of unknown chars one unknown token, or with byte fallback their bytes.
+    #[test]
+    fn sentencepieces_arithmetic_and_reserved_pieces() {
+        let sp = |pieces: &[(&str, f64)], reserved: &[u32], fallback: bool| {
+            let pieces: Vec<(String, f64)> = pieces.iter().map(|&(t, s)| (t.into(), s)).collect();
+            Unigram::new(&pieces, Some(0), fallback, Some(reserved)).unwrap()
+        };
+        // a + b is -1 + 2^-25: above ab's -1 in f64, -1 itself once rounded to f32.
+        let b = -(0.5 - 2f64.powi(-25));
+        let pieces = [("<unk>", 0.0), ("a", -0.5), ("b", b), ("ab", -1.0)];
+        assert_eq!(
+            ids(&model(&pieces, Some(0), false), "ab"),
+            [(1, 0, 1), (2, 1, 2)]
+        );
+        assert_eq!(ids(&sp(&pieces, &[0], false), "ab"), [(3, 0, 2)]);
+        // Past -100,000 sentencepiece takes the score off (its reset): x + y (-2) then beats
+        // xy (-2.02), which in `f32` sums after z's -1,000,000 would tie it and win.
+        let pieces = [
+            ("<unk>", 0.0),
+            ("z", -1e6),
+            ("x", -1.0),
+            ("y", -1.0),
+            ("xy", -2.02),
+        ];
+        assert_eq!(
+            ids(&sp(&pieces, &[0], false), "zxy"),
+            [(1, 0, 1), (2, 1, 2), (3, 2, 3)]
+        );
+        // `<s>` is a control piece: in HF's trie, not in sentencepiece's.
+        let pieces = [
+            ("<unk>", 0.0),
+            ("<s>", 0.0),
+            ("<", -1.0),
+            ("s", -1.0),
+            (">", -1.0),
+        ];
+        assert_eq!(ids(&model(&pieces, Some(0), false), "<s>"), [(1, 0, 3)]);
+        let m = sp(&pieces, &[0, 1], false);
+        assert_eq!(ids(&m, "<s>"), [(2, 0, 1), (3, 1, 2), (4, 2, 3)]);
+        assert_eq!(ids(&m, "<xy"), [(2, 0, 1), (0, 1, 3)]);
+        // With byte fallback, an unknown run is its bytes' tokens.
+        let names: Vec<String> = (0..=255u8).map(|b| format!("<0x{b:02X}>")).collect();
+        let mut pieces = vec![("<unk>", 0.0), ("a", -1.0)];
+        pieces.extend(names.iter().map(|n| (n.as_str(), 0.0)));
+        let reserved: Vec<u32> = (0..=256).filter(|&i| i != 1).collect();
+        let m = sp(&pieces, &reserved, true);
+        let ids_of = |w: &str| ids(&m, w).into_iter().map(|x| x.0).collect::<Vec<_>>();
+        assert_eq!(ids_of("a\u{e9}x"), [1, 2 + 0xC3, 2 + 0xA9, 2 + b'x' as u32]);
+        // The byte pieces' own texts are no piece of the text.
+        assert_eq!(ids_of("<0x41>").len(), 6);
     }
 
     #[test]
