@@ -292,21 +292,41 @@ def test_bad_files_are_a_value_error(tmp_path: Path) -> None:
     data = Path(trained("llama")).read_bytes()
     rng = random.Random(7)
     bad = [b"", b"\xff" * 12, b"\x0a\x05ab", data[: len(data) // 2], b"\x08\x01" * 3]
-    for _ in range(200):  # the file with a byte changed somewhere, or cut short
-        b = bytearray(data[: rng.randrange(1, 4000)])
-        b[rng.randrange(len(b))] = rng.randrange(256)
-        bad.append(bytes(b))
+    for model in [data, Path(trained("unigram")).read_bytes()]:
+        for _ in range(200):  # the file with a byte changed somewhere, or cut short
+            b = bytearray(model[: rng.randrange(1, 4000)])
+            b[rng.randrange(len(b))] = rng.randrange(256)
+            bad.append(bytes(b))
+        for _ in range(20):  # whole, with a score made NaN, infinite or huge
+            b = bytearray(model)
+            at = model.find(b"\x15", rng.randrange(len(model) // 2))  # a score's key
+            if at >= 0:
+                b[at + 1 : at + 5] = rng.choice([b"\x00\x00\xc0\x7f", b"\x00\x00\x80\xff",
+                                                 b"\xff\xff\x7f\x7f"])
+            bad.append(bytes(b))
     for i, b in enumerate(bad):
         p = tmp_path / f"{i}.model"
         p.write_bytes(b)
         try:
-            ferrotok.Encoding.from_sentencepiece(p)
+            enc = ferrotok.Encoding.from_sentencepiece(p)
         except ValueError:
-            pass  # refused, with a message; anything else fails the test
+            continue  # refused, with a message; anything else fails the test
+        enc.encode_ordinary("Hello world \u00e9\u4e2d")  # loaded: it encodes
     with pytest.raises(ValueError, match="not a SentencePiece model"):
         sp_model.ModelFile(b"\xff" * 12)
     with pytest.raises(FileNotFoundError):
         ferrotok.Encoding.from_sentencepiece(tmp_path / "missing.model")
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("-inf")])
+def test_a_score_that_is_no_number_is_refused(tmp_path: Path, score: float) -> None:
+    pb = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")
+    m = pb.ModelProto()
+    m.ParseFromString(Path(trained("unigram")).read_bytes())
+    m.pieces[100].score = score
+    (tmp_path / "x.model").write_bytes(m.SerializeToString())
+    with pytest.raises(ValueError, match=f"the score {score}"):
+        ferrotok.Encoding.from_sentencepiece(tmp_path / "x.model")
 
 
 def test_mistrals_files() -> None:

@@ -9,8 +9,8 @@ rule (`identity`, or a precompiled charsmap such as `nmt_nfkc`), spaces made `â–
 (`add_dummy_prefix`), byte fallback or not, pieces of the types normal, unknown, control,
 user-defined (BPE only) and byte. Anything else in a file is refused with a `ValueError`
 naming it, never tokenized differently: model types word and char,
-`treat_whitespace_as_suffix`, unused pieces, user-defined symbols in a Unigram model, holding a
-space or beside a charsmap.
+`treat_whitespace_as_suffix`, unused pieces, scores that are no number, user-defined symbols
+in a Unigram model, holding a space or beside a charsmap.
 
 How: the file's protocol buffer (`ModelProto` of sentencepiece's `sentencepiece_model.proto`)
 is read here, without `protobuf`; the `tokenizer.json` whose ids are sentencepiece's (the
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import re
 import struct
@@ -197,6 +198,9 @@ def _check(m: ModelFile) -> None:
     spaced = [t for t, _, k in m.pieces if k == USER_DEFINED and " " in t]
     if spaced:
         raise _refuse(f"the user-defined symbol {spaced[0]!r} holding a space")
+    unscored = [(t, s) for t, s, _ in m.pieces if not math.isfinite(s)]
+    if unscored:
+        raise _refuse(f"the score {unscored[0][1]} of the piece {unscored[0][0]!r}")
     types = [k for _, _, k in m.pieces if not NORMAL <= k <= BYTE]
     if types:
         raise _refuse(f"piece type {types[0]}")
