@@ -15,17 +15,17 @@
 //! A word read once is kept in the piece cache, as a BPE model's words are.
 //!
 //! With ferrotok's own key `ferrotok_sentencepiece` (a SentencePiece `.model` file read by
-//! `python/ferrotok/sp_model.py`), the segmentation is instead `sentencepiece`'s own (0.2.3's
-//! `EncodeOptimized`, which HF's follows but for four things): the scores and their sums are
-//! `f32`, so near-ties round as sentencepiece's do; where the best score ending at a char
-//! passes ±100,000, it is taken off that score and those of the paths reached beyond it,
-//! which go on from 0 (its reset, which keeps a long text's sums precise; before 0.2.3 there
-//! was none); the trie holds the normal pieces alone (not the `reserved` ones: control,
-//! unknown, byte); the unknown score is the lowest *normal* score less 10. The word is the
-//! whole normalized text (no pre-tokenizer: a sum runs across the text, and where it is
-//! rounded changes which of two near-equal segmentations wins). A run of unknown pieces is
-//! one unknown token, or with byte fallback each piece's bytes' tokens
-//! (`PopulateSentencePieceText`).
+//! `python/ferrotok/sp_model.py`), the segmentation is instead `sentencepiece`'s own (0.2.2's
+//! and later's `EncodeOptimized`, which HF's follows but for four things): the scores and
+//! their sums are `f32`, so near-ties round as sentencepiece's do; where the best score ending
+//! at a char passes ±100,000, it is taken off that score and those of the paths reached beyond
+//! it, which go on from 0 (its reset, which keeps a long text's sums precise; 0.2.1 and
+//! earlier had none, and compared `f64` candidates with `f32` sums); the trie holds the normal
+//! pieces alone (not the `reserved` ones: control, unknown, byte); the unknown score is the
+//! lowest *normal* score less 10. The word is the whole normalized text (no pre-tokenizer: a
+//! sum runs across the text, and where it is rounded changes which of two near-equal
+//! segmentations wins). A run of unknown pieces is one unknown token, or with byte fallback
+//! each piece's bytes' tokens (`PopulateSentencePieceText`).
 
 use super::normalizers::bad;
 use super::sentencepiece_bpe::fallback_byte;
@@ -174,7 +174,7 @@ impl Score for f64 {
     }
 }
 
-/// sentencepiece's `kScoreResetThreshold` (0.2.3's `EncodeOptimized`).
+/// sentencepiece's `kScoreResetThreshold` (0.2.2's `EncodeOptimized`).
 const SCORE_RESET: f32 = 100_000.0;
 
 impl Score for f32 {
