@@ -382,71 +382,117 @@ impl Unigram {
         if b.is_empty() {
             return Ok(());
         }
-        // The path, read back from the end, unknown pieces fused: (start, end, id).
-        let path = match &self.sp {
-            Some(sp) => self.best_path(w, &sp.scores, sp.unk_score)?,
-            None => self.best_path(w, &self.scores, self.unk_score)?,
+        // A run of unknown pieces not yet emitted (it may go on): its start and end.
+        let mut run: Option<(usize, usize)> = None;
+        let mut token = |a: usize, e: usize, id: u32| -> Result<()> {
+            if Some(id) == self.unk {
+                run = Some((run.map_or(a, |r| r.0), e));
+                return Ok(());
+            }
+            if let Some((ra, re)) = run.take() {
+                self.emit_piece(b, ra, re, self.unk_or_error()?, &mut emit)?;
+            }
+            self.emit_piece(b, a, e, id, &mut emit)
         };
-        for &(a, e, id) in path.iter().rev() {
-            let text = &b[a..e];
-            if self.sp.is_some() {
-                // sentencepiece's ids: the piece's, or for an unknown run its bytes' tokens
-                // (each char's, which are the run's) with byte fallback.
-                match &self.byte_ids {
-                    Some(bytes) if Some(id) == self.unk => {
-                        let at = |x: u8| bytes[x as usize];
-                        if text.iter().any(|&x| at(x) == NONE) {
-                            return Err(bad("a byte fallback model without a byte's piece"));
-                        }
-                        text.iter().for_each(|&x| emit(at(x), a, e));
-                    }
-                    _ => emit(id, a, e),
-                }
-                continue;
-            }
-            if let Some(&id) = self.by_text.get(text) {
-                emit(id, a, e);
-                continue;
-            }
-            if let Some(bytes) = &self.byte_ids {
-                if text.iter().all(|&x| bytes[x as usize] != NONE) {
-                    for &x in text {
-                        emit(bytes[x as usize], a, e);
-                    }
-                    continue;
-                }
-            }
-            emit(self.unk.ok_or_else(Self::missing_unk)?, a, e);
+        match &self.sp {
+            Some(sp) => self.best_path(w, &sp.scores, sp.unk_score, &mut token)?,
+            None => self.best_path(w, &self.scores, self.unk_score, &mut token)?,
+        }
+        if let Some((ra, re)) = run {
+            self.emit_piece(b, ra, re, self.unk_or_error()?, &mut emit)?;
         }
         Ok(())
     }
 
-    /// The best path through `w` with the scores `scores` (see the module docs), from its
-    /// end back: (start, end, id) per token, a run of unknown pieces one with the unknown id.
+    fn unk_or_error(&self) -> Result<u32> {
+        self.unk.ok_or_else(Self::missing_unk)
+    }
+
+    /// Emits the ids of the path's token `b[a..e]` (`id`: its piece, or the unknown piece
+    /// for a run of them).
+    fn emit_piece(
+        &self,
+        b: &[u8],
+        a: usize,
+        e: usize,
+        id: u32,
+        emit: &mut impl FnMut(u32, usize, usize),
+    ) -> Result<()> {
+        let text = &b[a..e];
+        if self.sp.is_some() {
+            // sentencepiece's ids: the piece's, or for an unknown run its bytes' tokens (each
+            // char's, which are the run's) with byte fallback.
+            match &self.byte_ids {
+                Some(bytes) if Some(id) == self.unk => {
+                    let at = |x: u8| bytes[x as usize];
+                    if text.iter().any(|&x| at(x) == NONE) {
+                        return Err(bad("a byte fallback model without a byte's piece"));
+                    }
+                    text.iter().for_each(|&x| emit(at(x), a, e));
+                }
+                _ => emit(id, a, e),
+            }
+            return Ok(());
+        }
+        // HF's: the id of the token's text, else its bytes' tokens, else the unknown piece.
+        if let Some(&id) = self.by_text.get(text) {
+            emit(id, a, e);
+            return Ok(());
+        }
+        if let Some(bytes) = &self.byte_ids {
+            if text.iter().all(|&x| bytes[x as usize] != NONE) {
+                text.iter().for_each(|&x| emit(bytes[x as usize], a, e));
+                return Ok(());
+            }
+        }
+        emit(self.unk_or_error()?, a, e);
+        Ok(())
+    }
+
+    /// Calls `token(start, end, id)` for each token of the best path through `w` with the
+    /// scores `scores` (see the module docs), in order.
+    ///
+    /// Where no token found so far crosses a char boundary, every path beyond it passes
+    /// there, so the path up to it is final: it is read back and given out, and only the
+    /// boundary's node is kept. The table then holds the stretch since the last such
+    /// boundary, not the whole text (a text is a whole document in sentencepiece's case).
     fn best_path<S: Score>(
         &self,
         w: &str,
         scores: &[S],
         unk_score: S,
-    ) -> Result<Vec<(usize, usize, u32)>> {
+        token: &mut impl FnMut(usize, usize, u32) -> Result<()>,
+    ) -> Result<()> {
         let b = w.as_bytes();
         let unreached = Best {
             score: S::ZERO,
             start: UNREACHED,
             id: 0,
         };
-        let mut best = vec![unreached; b.len() + 1];
+        // `best[i - base]`: the best path ending at byte `i`, from `base` on.
+        let mut best = vec![unreached];
+        let mut base = 0;
+        let mut back = Vec::new();
         let mut start = 0;
         // The furthest end of a token seen so far.
         let mut frontier = 0;
         for (char_start, c) in w.char_indices() {
             debug_assert_eq!(char_start, start);
-            let mut here = best[start].score;
+            if frontier <= start && start > base {
+                self.read_back(&best, base, start, &mut back)?;
+                back.iter()
+                    .rev()
+                    .try_for_each(|&(a, e, id)| token(a, e, id))?;
+                best.drain(..start - base);
+                base = start;
+            }
+            let at = start - base;
+            let mut here = best.get(at).ok_or_else(Self::missing_unk)?.score;
             if here.past_reset() {
                 // The reset (see the module docs): every path ending here or beyond is one
                 // of this one's continuations, or will be compared with one.
-                for (i, node) in best.iter_mut().enumerate().take(frontier + 1).skip(start) {
-                    if i == start || node.start != UNREACHED {
+                for (i, node) in best.iter_mut().enumerate().skip(at) {
+                    if i == at || node.start != UNREACHED {
                         node.score -= here;
                     }
                 }
@@ -454,42 +500,61 @@ impl Unigram {
             }
             let char_len = c.len_utf8();
             let mut single = false;
+            // The node at `end` for the path through `here`, grown to hold it: `None` where
+            // that path does not beat the one it has.
+            let node = |best: &mut Vec<Best<S>>, end: usize, score: S| {
+                let i = end - base;
+                if best.len() <= i {
+                    best.resize(i + 1, unreached);
+                }
+                let target = &mut best[i];
+                (target.start == UNREACHED || score > target.score).then_some(i)
+            };
             self.trie.common_prefix(&b[start..], |len, id| {
                 frontier = frontier.max(start + len);
                 let score = scores[id as usize] + here;
-                let target = &mut best[start + len];
-                if target.start == UNREACHED || score > target.score {
-                    *target = Best { score, start, id };
+                if let Some(i) = node(&mut best, start + len, score) {
+                    best[i] = Best { score, start, id };
                 }
                 single |= len == char_len;
             });
             if !single {
                 frontier = frontier.max(start + char_len);
                 let score = unk_score + here;
-                let target = &mut best[start + char_len];
-                if target.start == UNREACHED || score > target.score {
-                    let id = self.unk.ok_or_else(Self::missing_unk)?;
-                    *target = Best { score, start, id };
+                if let Some(i) = node(&mut best, start + char_len, score) {
+                    let id = self.unk_or_error()?;
+                    best[i] = Best { score, start, id };
                 }
             }
             start += char_len;
         }
-        let mut path: Vec<(usize, usize, u32)> = Vec::new();
-        let mut end = b.len();
-        while end > 0 {
-            let node = best[end];
-            if node.start == UNREACHED {
+        self.read_back(&best, base, b.len(), &mut back)?;
+        back.iter()
+            .rev()
+            .try_for_each(|&(a, e, id)| token(a, e, id))
+    }
+
+    /// The best path from `base` to `end` in `best` (see [`Unigram::best_path`]), read back
+    /// from `end` into `out`: (start, end, id) per token.
+    fn read_back<S: Score>(
+        &self,
+        best: &[Best<S>],
+        base: usize,
+        mut end: usize,
+        out: &mut Vec<(usize, usize, u32)>,
+    ) -> Result<()> {
+        out.clear();
+        while end > base {
+            match best.get(end - base) {
+                Some(node) if node.start != UNREACHED => {
+                    out.push((node.start, end, node.id));
+                    end = node.start;
+                }
                 // Not reached: every char boundary is (a token or the unknown token ends there).
-                return Err(Self::missing_unk());
+                _ => return Err(Self::missing_unk()),
             }
-            let unk = Some(node.id) == self.unk;
-            match path.last_mut() {
-                Some(last) if unk && Some(last.2) == self.unk => last.0 = node.start,
-                _ => path.push((node.start, end, node.id)),
-            }
-            end = node.start;
         }
-        Ok(path)
+        Ok(())
     }
 }
 
