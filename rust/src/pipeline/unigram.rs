@@ -452,10 +452,10 @@ impl Unigram {
     /// Calls `token(start, end, id)` for each token of the best path through `w` with the
     /// scores `scores` (see the module docs), in order.
     ///
-    /// Where no token found so far crosses a char boundary, every path beyond it passes
-    /// there, so the path up to it is final: it is read back and given out, and only the
-    /// boundary's node is kept. The table then holds the stretch since the last such
-    /// boundary, not the whole text (a text is a whole document in sentencepiece's case).
+    /// With sentencepiece's arithmetic (where the word is a whole text): where no token
+    /// found so far crosses a char boundary, every path beyond it passes there, so the path
+    /// up to it is final: it is read back and given out, and only the boundary's node is
+    /// kept. The table then holds the stretch since the last such boundary.
     fn best_path<S: Score>(
         &self,
         w: &str,
@@ -469,8 +469,10 @@ impl Unigram {
             start: UNREACHED,
             id: 0,
         };
-        // `best[i - base]`: the best path ending at byte `i`, from `base` on.
-        let mut best = vec![unreached];
+        // `best[i - base]`: the best path ending at byte `i`, from `base` on. A word of HF's
+        // is short: its table is laid out whole, and read back once.
+        let window = self.sp.is_some();
+        let mut best = vec![unreached; if window { 1 } else { b.len() + 1 }];
         let mut base = 0;
         let mut back = Vec::new();
         let mut start = 0;
@@ -478,7 +480,7 @@ impl Unigram {
         let mut frontier = 0;
         for (char_start, c) in w.char_indices() {
             debug_assert_eq!(char_start, start);
-            if frontier <= start && start > base {
+            if window && frontier <= start && start > base {
                 self.read_back(&best, base, start, &mut back)?;
                 back.iter()
                     .rev()
