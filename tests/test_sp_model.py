@@ -318,6 +318,23 @@ def test_bad_files_are_a_value_error(tmp_path: Path) -> None:
         ferrotok.Encoding.from_sentencepiece(tmp_path / "missing.model")
 
 
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"\x0a\x09\x0a\x01a\x10\xff\xff\xff\xff\x0f",  # a piece whose score is a varint
+        b"\x1a\x06\x08\x80\x80\x80\x80\x10",  # a normalizer's name as a 2**32 varint
+        b"\x12\x03\xe0\x02\x01",  # the trainer's unknown surface (44) as a number
+        b"\x0a\x06\x0a\x01a\x1a\x01a",  # a piece's type as bytes
+    ],
+)
+def test_a_field_of_another_wire_type_is_refused(tmp_path: Path, tail: bytes) -> None:
+    # Appended messages merge into the file's own (protobuf's rule), so each tail changes one
+    # field; a number read where bytes belong (or the reverse) must be refused, not crash.
+    (tmp_path / "x.model").write_bytes(Path(trained("unigram")).read_bytes() + tail)
+    with pytest.raises(ValueError, match="wire type"):
+        ferrotok.Encoding.from_sentencepiece(tmp_path / "x.model")
+
+
 @pytest.mark.parametrize("score", [float("nan"), float("-inf")])
 def test_a_score_that_is_no_number_is_refused(tmp_path: Path, score: float) -> None:
     pb = pytest.importorskip("sentencepiece.sentencepiece_model_pb2")

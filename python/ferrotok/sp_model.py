@@ -107,9 +107,26 @@ def _int32(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
+# The wire type of each field this module reads (protobuf: 0 varint, 2 bytes, 5 fixed32), so
+# that a corrupt file is refused by name instead of a number meeting code that wants bytes.
+_VARINT, _BYTES, _FIXED32 = 0, 2, 5
+_WIRES = {
+    "TrainerSpec": {3: _VARINT, 24: _VARINT, 35: _VARINT, 41: _VARINT, 42: _VARINT, 44: _BYTES},
+    "NormalizerSpec": {1: _BYTES, 2: _BYTES, 3: _VARINT, 4: _VARINT, 5: _VARINT},
+    "denormalizer_spec": {1: _BYTES, 2: _BYTES, 3: _VARINT, 4: _VARINT, 5: _VARINT},
+    "SentencePiece": {1: _BYTES, 2: _FIXED32, 3: _VARINT},
+}
+
+
 def _scalars(data: bytes, what: str) -> dict[int, Any]:
-    """A message of scalar fields: the last value of each field number."""
-    return {n: v for n, _, v in _Reader(data, what).fields()}
+    """A message of scalar fields: the last value of each field number; a field read here that
+    has another wire type than its schema's is refused."""
+    reader, wires, out = _Reader(data, what), _WIRES[what], dict[int, Any]()
+    for n, wire, v in reader.fields():
+        if wires.get(n, wire) != wire:
+            raise reader._bad(f"field {n} has wire type {wire}, not {wires[n]}")
+        out[n] = v
+    return out
 
 
 class ModelFile:
