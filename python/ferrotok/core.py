@@ -131,9 +131,15 @@ class Encoding:
 
         text, name, front = read_model(path)
         enc = cls._from_hf_json(text, name)
-        enc._sp_front = front
-        enc._hf_decodes = enc._hf_decodes or front is not None
+        enc._set_sp_front(front)
         return enc
+
+    def _set_sp_front(self, front: tuple[bool, int | None, int, frozenset[int]] | None) -> None:
+        """Decodes as sentencepiece does (`front`: what `read_model` gives for it), where
+        `front` is set: the file's own decoder is not sentencepiece's."""
+        if front is not None:
+            self._sp_front = front
+            self._hf_decodes = True
 
     @classmethod
     def from_tekken(cls, path: str | os.PathLike[str]) -> Encoding:
@@ -902,9 +908,7 @@ class Encoding:
             self.__init__(**value)  # type: ignore[misc]
         if template is not None:
             self._hf_template = template
-        if sp_front is not None:
-            self._sp_front = sp_front
-            self._hf_decodes = True
+        self._set_sp_front(sp_front)
 
 
 _T = TypeVar("_T")
