@@ -125,24 +125,21 @@ impl Trie {
     }
 }
 
-/// sentencepiece's arithmetic (see the module docs): per id its score as `f32`, and the
-/// unknown piece's.
-struct SpScores {
-    scores: Vec<f32>,
-    unk_score: f32,
+/// The scores a path sums: per id its score, and the unknown piece's (the lowest score less
+/// [`UNK_PENALTY`]).
+enum Scores {
+    /// HF's: `f64`, the lowest over all pieces.
+    Hf(Vec<f64>, f64),
+    /// sentencepiece's (with `ferrotok_sentencepiece`, see the module docs): `f32`, the
+    /// lowest over normal pieces (the trie then holds those alone).
+    Sp(Vec<f32>, f32),
 }
 
 pub struct Unigram {
-    /// With `ferrotok_sentencepiece`: sentencepiece's scores (the trie then holds normal
-    /// pieces alone).
-    sp: Option<SpScores>,
+    scores: Scores,
     /// Token text -> id (where a text repeats, its last id: HF's map).
     by_text: FxHashMap<Box<[u8]>, u32>,
-    /// Per id, its score.
-    scores: Vec<f64>,
     trie: Trie,
-    /// The lowest score less [`UNK_PENALTY`].
-    unk_score: f64,
     unk: Option<u32>,
     /// The unknown token's text (empty without one).
     unk_text: String,
@@ -269,32 +266,31 @@ impl Unigram {
             return Err(bad("the Unigram model's vocab is too large"));
         }
         let mut by_text: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
-        let mut min_score = f64::INFINITY;
-        for (id, (t, score)) in pieces.iter().enumerate() {
+        for (id, (t, _)) in pieces.iter().enumerate() {
             by_text.insert(t.as_bytes().into(), id as u32);
-            if *score < min_score {
-                min_score = *score;
-            }
         }
         // sentencepiece's: `f32` scores, the lowest over normal pieces, and those alone in
         // the trie.
         let mut normal = vec![true; pieces.len()];
-        let sp = reserved.map(|reserved| {
-            for &id in reserved {
-                if let Some(n) = normal.get_mut(id as usize) {
-                    *n = false;
+        let scores = match reserved {
+            None => {
+                let lowest = pieces.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+                Scores::Hf(pieces.iter().map(|p| p.1).collect(), lowest - UNK_PENALTY)
+            }
+            Some(reserved) => {
+                for &id in reserved {
+                    if let Some(n) = normal.get_mut(id as usize) {
+                        *n = false;
+                    }
                 }
+                let scores: Vec<f32> = pieces.iter().map(|&(_, s)| s as f32).collect();
+                let lowest = (scores.iter().zip(&normal))
+                    .filter(|&(_, &n)| n)
+                    .map(|(&s, _)| s)
+                    .fold(f32::MAX, f32::min);
+                Scores::Sp(scores, lowest - UNK_PENALTY as f32)
             }
-            let scores: Vec<f32> = pieces.iter().map(|&(_, s)| s as f32).collect();
-            let lowest = (scores.iter().zip(&normal))
-                .filter(|&(_, &n)| n)
-                .map(|(&s, _)| s)
-                .fold(f32::MAX, f32::min);
-            SpScores {
-                scores,
-                unk_score: lowest - UNK_PENALTY as f32,
-            }
-        });
+        };
         // The trie's token is the text's id in the map (its last), as HF looks it up; laid
         // out in id order, so the same from run to run.
         let mut texts: Vec<(&[u8], u32)> = by_text
@@ -315,16 +311,19 @@ impl Unigram {
         });
         let unk_text = unk.map_or(String::new(), |u| pieces[u as usize].0.clone());
         Ok(Unigram {
-            sp,
+            scores,
             unk_text,
             by_text,
-            scores: pieces.iter().map(|&(_, s)| s).collect(),
             trie,
-            unk_score: min_score - UNK_PENALTY,
             unk,
             byte_ids,
             cache: PieceCache::new(),
         })
+    }
+
+    /// Whether this is sentencepiece's arithmetic (see the module docs), not HF's.
+    fn sentencepiece(&self) -> bool {
+        matches!(self.scores, Scores::Sp(..))
     }
 
     pub fn cache(&self) -> Local<'_> {
@@ -351,7 +350,7 @@ impl Unigram {
     /// Appends the ids of pre-token `w` (see the module docs).
     #[inline]
     pub fn encode_word(&self, w: &str, cache: &mut Local<'_>, out: &mut Vec<u32>) -> Result<()> {
-        if self.sp.is_some() {
+        if self.sentencepiece() {
             // The word is a whole text: no cache would hold it.
             return self.segment(w, |id, _, _| out.push(id));
         }
@@ -394,9 +393,9 @@ impl Unigram {
             }
             self.emit_piece(b, a, e, id, &mut emit)
         };
-        match &self.sp {
-            Some(sp) => self.best_path(w, &sp.scores, sp.unk_score, &mut token)?,
-            None => self.best_path(w, &self.scores, self.unk_score, &mut token)?,
+        match &self.scores {
+            Scores::Hf(scores, unk_score) => self.best_path(w, scores, *unk_score, &mut token)?,
+            Scores::Sp(scores, unk_score) => self.best_path(w, scores, *unk_score, &mut token)?,
         }
         if let Some((ra, re)) = run {
             self.emit_piece(b, ra, re, self.unk_or_error()?, &mut emit)?;
@@ -419,7 +418,7 @@ impl Unigram {
         emit: &mut impl FnMut(u32, usize, usize),
     ) -> Result<()> {
         let text = &b[a..e];
-        if self.sp.is_some() {
+        if self.sentencepiece() {
             // sentencepiece's ids: the piece's, or for an unknown run its bytes' tokens (each
             // char's, which are the run's) with byte fallback.
             match &self.byte_ids {
@@ -471,7 +470,7 @@ impl Unigram {
         };
         // `best[i - base]`: the best path ending at byte `i`, from `base` on. A word of HF's
         // is short: its table is laid out whole, and read back once.
-        let window = self.sp.is_some();
+        let window = self.sentencepiece();
         let mut best = vec![unreached; if window { 1 } else { b.len() + 1 }];
         let mut base = 0;
         let mut back = Vec::new();
