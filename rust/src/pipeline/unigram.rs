@@ -159,6 +159,10 @@ struct Best<S> {
 /// A score's type: `f64` as HF sums, `f32` as sentencepiece does.
 trait Score: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::SubAssign {
     const ZERO: Self;
+    /// Whether a word is a whole text (sentencepiece's), whose table is given out where no
+    /// token crosses a boundary, not laid out whole (see [`Unigram::best_path`]); a constant,
+    /// so HF's instantiation has no windowing in its inner loop.
+    const WHOLE_TEXT: bool;
     /// Whether a path's score is so far from 0 that sentencepiece takes it off the paths
     /// ahead, to keep `f32` sums precise (never, for HF's `f64` sums).
     fn past_reset(self) -> bool;
@@ -166,6 +170,7 @@ trait Score: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::SubAss
 
 impl Score for f64 {
     const ZERO: f64 = 0.0;
+    const WHOLE_TEXT: bool = false;
     fn past_reset(self) -> bool {
         false
     }
@@ -176,6 +181,7 @@ const SCORE_RESET: f32 = 100_000.0;
 
 impl Score for f32 {
     const ZERO: f32 = 0.0;
+    const WHOLE_TEXT: bool = true;
     fn past_reset(self) -> bool {
         !(-SCORE_RESET..=SCORE_RESET).contains(&self)
     }
@@ -470,7 +476,7 @@ impl Unigram {
         };
         // `best[i - base]`: the best path ending at byte `i`, from `base` on. A word of HF's
         // is short: its table is laid out whole, and read back once.
-        let window = self.sentencepiece();
+        let window = S::WHOLE_TEXT;
         let mut best = vec![unreached; if window { 1 } else { b.len() + 1 }];
         let mut base = 0;
         let mut back = Vec::new();
@@ -505,14 +511,16 @@ impl Unigram {
             // that path does not beat the one it has.
             let node = |best: &mut Vec<Best<S>>, end: usize, score: S| {
                 let i = end - base;
-                if best.len() <= i {
+                if window && best.len() <= i {
                     best.resize(i + 1, unreached);
                 }
                 let target = &mut best[i];
                 (target.start == UNREACHED || score > target.score).then_some(i)
             };
             self.trie.common_prefix(&b[start..], |len, id| {
-                frontier = frontier.max(start + len);
+                if window {
+                    frontier = frontier.max(start + len);
+                }
                 let score = scores[id as usize] + here;
                 if let Some(i) = node(&mut best, start + len, score) {
                     best[i] = Best { score, start, id };
@@ -520,7 +528,9 @@ impl Unigram {
                 single |= len == char_len;
             });
             if !single {
-                frontier = frontier.max(start + char_len);
+                if window {
+                    frontier = frontier.max(start + char_len);
+                }
                 let score = unk_score + here;
                 if let Some(i) = node(&mut best, start + char_len, score) {
                     let id = self.unk_or_error()?;
@@ -536,7 +546,8 @@ impl Unigram {
     }
 
     /// The best path from `base` to `end` in `best` (see [`Unigram::best_path`]), read back
-    /// from `end` into `out`: (start, end, id) per token.
+    /// from `end` into `out`: (start, end, id) per token, a run of unknown pieces as one
+    /// (a text with many chars the model lacks would else give out each alone).
     fn read_back<S: Score>(
         &self,
         best: &[Best<S>],
@@ -548,7 +559,11 @@ impl Unigram {
         while end > base {
             match best.get(end - base) {
                 Some(node) if node.start != UNREACHED => {
-                    out.push((node.start, end, node.id));
+                    let unk = Some(node.id) == self.unk;
+                    match out.last_mut() {
+                        Some(last) if unk && Some(last.2) == self.unk => last.0 = node.start,
+                        _ => out.push((node.start, end, node.id)),
+                    }
                     end = node.start;
                 }
                 // Not reached: every char boundary is (a token or the unknown token ends there).
